@@ -1,0 +1,32 @@
+"""Japanese text frontend: sentence splitting, reference-exact analysis, rewriting.
+
+Importing this package is cheap (the server imports it): modules that need pyopenjtalk are
+imported on first use of the names that need them.
+
+- :func:`split_sentences`, :class:`SentenceSplitter` — sentence splitting for streaming.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from .splitter import SentenceSplitter, split_sentences
+
+__all__ = ["split_sentences", "SentenceSplitter"]
+
+# name -> submodule that defines it; imported lazily (pyopenjtalk is slow to import).
+_LAZY: dict[str, str] = {}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
