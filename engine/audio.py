@@ -1,0 +1,117 @@
+"""`AudioResult`: what every synthesis call returns — int16 mono PCM plus its sample rate.
+
+Why int16: it is what Wyoming, WAV files and sound cards take, so the conversion from the
+voices' float audio happens once, in one place (`to_int16`), with one fixed scale: a stream
+cut into chunks has the same loudness as the whole text synthesized at once.
+"""
+
+from __future__ import annotations
+
+import io
+import wave
+from dataclasses import dataclass
+from os import PathLike
+from pathlib import Path
+from typing import Iterable
+
+import numpy as np
+
+__all__ = ["AudioResult", "to_int16"]
+
+SAMPLE_WIDTH = 2
+"""Bytes per sample of every `AudioResult` (int16)."""
+
+CHANNELS = 1
+
+
+def to_int16(samples: np.ndarray) -> np.ndarray:
+    """Float audio in [-1, 1] → int16, scaled by 32767 and clipped (no normalisation)."""
+    x = np.asarray(samples, dtype=np.float32).reshape(-1)
+    x = np.nan_to_num(x, nan=0.0, posinf=1.0, neginf=-1.0)
+    return np.clip(np.rint(x * 32767.0), -32768, 32767).astype(np.int16)
+
+
+@dataclass
+class AudioResult:
+    """Mono 16-bit PCM audio.
+
+    `sr` is the sample rate in Hz; `data` a 1-D `int16` array (converted on construction
+    when given another integer dtype of the same values; floats are refused, use
+    `AudioResult.from_float`).
+    """
+
+    sr: int
+    data: np.ndarray
+
+    def __post_init__(self) -> None:
+        if int(self.sr) <= 0:
+            raise ValueError(f"AudioResult.sr must be a positive sample rate, got {self.sr!r}")
+        self.sr = int(self.sr)
+        data = np.asarray(self.data)
+        if data.dtype != np.int16:
+            if not np.issubdtype(data.dtype, np.integer) and data.size:
+                raise TypeError(
+                    f"AudioResult.data must be int16 PCM, got {data.dtype}; "
+                    "use AudioResult.from_float for float audio"
+                )
+            data = data.astype(np.int16)
+        self.data = data.reshape(-1)
+
+    @classmethod
+    def from_float(cls, sr: int, samples: np.ndarray) -> "AudioResult":
+        """Build from float audio in [-1, 1] (fixed ×32767 scale, clipped)."""
+        return cls(sr, to_int16(samples))
+
+    @classmethod
+    def empty(cls, sr: int) -> "AudioResult":
+        """Zero samples at `sr`."""
+        return cls(sr, np.zeros(0, dtype=np.int16))
+
+    @classmethod
+    def concat(cls, pieces: Iterable["AudioResult"], sr: int | None = None) -> "AudioResult":
+        """Join pieces of one sample rate into one result (`sr` is needed when there are none)."""
+        items = list(pieces)
+        rates = {p.sr for p in items}
+        if len(rates) > 1:
+            raise ValueError(f"cannot join audio of different sample rates: {sorted(rates)}")
+        rate = rates.pop() if rates else sr
+        if rate is None:
+            raise ValueError("AudioResult.concat of no pieces needs sr")
+        if not items:
+            return cls.empty(rate)
+        return cls(rate, np.concatenate([p.data for p in items]))
+
+    @property
+    def duration(self) -> float:
+        """Length in seconds."""
+        return len(self.data) / self.sr
+
+    @property
+    def num_samples(self) -> int:
+        return int(len(self.data))
+
+    def pcm_bytes(self) -> bytes:
+        """Raw little-endian signed 16-bit mono PCM."""
+        return self.data.astype("<i2", copy=False).tobytes()
+
+    def to_wav_bytes(self) -> bytes:
+        """A complete RIFF/WAVE file (PCM, 16-bit, mono) in memory."""
+        buf = io.BytesIO()
+        with wave.open(buf, "wb") as wav:
+            wav.setnchannels(CHANNELS)
+            wav.setsampwidth(SAMPLE_WIDTH)
+            wav.setframerate(self.sr)
+            wav.writeframes(self.pcm_bytes())
+        return buf.getvalue()
+
+    def save(self, path: str | PathLike[str]) -> Path:
+        """Write a WAV file; returns its path."""
+        out = Path(path)
+        out.write_bytes(self.to_wav_bytes())
+        return out
+
+    def __len__(self) -> int:
+        return int(len(self.data))
+
+    def __repr__(self) -> str:
+        return f"AudioResult(sr={self.sr}, samples={len(self.data)}, duration={self.duration:.3f}s)"

@@ -1,0 +1,378 @@
+"""`Speaker`: the public face of one loaded voice.
+
+What is the same for every kind of voice lives here, so a voice backend only turns sentences
+into float audio (`engine.voice.Voice.render`):
+
+- optional rewriting (`engine.text.rewrite`: times, units, Latin words, user dictionary),
+- sentence splitting (`engine.text.split_sentences`, or `SentenceSplitter` for text that
+  arrives in deltas),
+- one `threading.Lock` per speaker: the same speaker synthesizes one request at a time,
+  different speakers run in parallel; a stream that is closed early releases it,
+- float → int16 with one fixed scale (`engine.audio.to_int16`): a stream has one loudness,
+- async wrappers that never run synthesis on the event loop.
+
+Locking: for a whole text the lock is held while the voice renders it (from the first
+chunk until the stream ends or is closed). For text that arrives in deltas it is taken per
+batch of completed sentences and released while waiting for more text, so a slow producer
+(an LLM) does not block other requests for the same speaker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import queue
+import threading
+from typing import Any, AsyncIterable, AsyncIterator, Iterable, Iterator, Sequence
+
+import numpy as np
+
+from .audio import AudioResult
+from .voice import SynthesisOptions, Voice
+
+__all__ = ["Speaker", "StreamCancelled", "DEFAULT_STREAM_PAUSE"]
+
+_LOGGER = logging.getLogger(__name__)
+
+DEFAULT_STREAM_PAUSE = 0.3
+"""Seconds of silence between batches of sentences rendered separately (text in deltas),
+when neither `sentence_silence` nor the voice's `sentence_pause` says otherwise."""
+
+_OPTION_NAMES = frozenset(f.name for f in dataclasses.fields(SynthesisOptions))
+_LOCK_POLL_S = 0.05
+_ASYNC_BUFFER = 2  # chunks a worker may run ahead of an async consumer
+
+
+class StreamCancelled(Exception):
+    """Raised inside a worker when its consumer went away; never reaches callers."""
+
+
+def _text_helpers() -> tuple[Any, Any, Any]:
+    """(split_sentences, SentenceSplitter, rewrite or None) from the frontend (`engine.text`)."""
+    from . import text as frontend
+
+    return frontend.split_sentences, frontend.SentenceSplitter, getattr(frontend, "rewrite", None)
+
+
+class Speaker:
+    """One voice, ready to speak: `generate`, `stream`, `agenerate`, `astream`.
+
+    Options are `SynthesisOptions` fields passed as keywords (`style`, `speed`, ...);
+    `defaults` are used for the ones not given.
+    """
+
+    def __init__(
+        self,
+        voice: Voice,
+        *,
+        rewrite: bool = True,
+        defaults: SynthesisOptions | None = None,
+    ) -> None:
+        self.voice = voice
+        self.rewrite = rewrite
+        self.defaults = defaults or SynthesisOptions(style=self._default_style(voice))
+        self.lock = threading.Lock()
+        self._warned_no_rewrite = False
+
+    # -- description -------------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return self.voice.name
+
+    @property
+    def description(self) -> str:
+        return self.voice.description
+
+    @property
+    def styles(self) -> list[str]:
+        return list(self.voice.styles)
+
+    @property
+    def sample_rate(self) -> int:
+        return int(self.voice.sample_rate)
+
+    @property
+    def attribution_name(self) -> str:
+        return self.voice.attribution_name
+
+    @property
+    def attribution_url(self) -> str:
+        return self.voice.attribution_url
+
+    @property
+    def version(self) -> str | None:
+        return getattr(self.voice, "version", None)
+
+    @property
+    def default_style(self) -> str:
+        return self.defaults.style
+
+    @staticmethod
+    def _default_style(voice: Voice) -> str:
+        styles = list(voice.styles)
+        if not styles or "Neutral" in styles:
+            return "Neutral"
+        return styles[0]
+
+    def __repr__(self) -> str:
+        return f"Speaker({self.name!r}, styles={self.styles}, sr={self.sample_rate})"
+
+    # -- options -----------------------------------------------------------------------
+    def options(self, **overrides: Any) -> SynthesisOptions:
+        """The defaults with `overrides` applied; a clear error for unknown names/styles."""
+        unknown = sorted(set(overrides) - _OPTION_NAMES)
+        if unknown:
+            raise TypeError(
+                f"unknown synthesis option(s) {', '.join(unknown)}; "
+                f"known: {', '.join(sorted(_OPTION_NAMES))}"
+            )
+        opts = self.defaults.merged(**overrides)
+        if self.styles and opts.style not in self.styles:
+            raise ValueError(
+                f"speaker {self.name!r} has no style {opts.style!r}; "
+                f"available: {', '.join(self.styles)}"
+            )
+        return opts
+
+    # -- sync API ----------------------------------------------------------------------
+    def generate(self, text: str, **options: Any) -> AudioResult:
+        """The whole text as one `AudioResult` (empty for text with nothing to say)."""
+        return AudioResult.concat(self.stream(text, **options), sr=self.sample_rate)
+
+    def stream(self, text: str | Iterable[str], **options: Any) -> Iterator[AudioResult]:
+        """Yield audio sentence by sentence (at least one chunk per sentence).
+
+        `text` is a whole text, or an iterable of text deltas (e.g. an LLM's tokens): each
+        sentence is synthesized as soon as it is complete. Closing the generator early
+        releases the speaker's lock.
+        """
+        opts = self.options(**options)
+        return self._stream(text, opts, None)
+
+    # -- async API ---------------------------------------------------------------------
+    async def agenerate(self, text: str, **options: Any) -> AudioResult:
+        """`generate` off the event loop (cancelling it stops the synthesis)."""
+        pieces = [chunk async for chunk in self.astream(text, **options)]
+        return AudioResult.concat(pieces, sr=self.sample_rate)
+
+    async def astream(
+        self, text: str | Iterable[str] | AsyncIterable[str], **options: Any
+    ) -> AsyncIterator[AudioResult]:
+        """`stream` driven by a worker thread; text may also be an async iterable of deltas.
+
+        The worker runs at most a couple of chunks ahead of the consumer (bounded memory).
+        Closing the async generator (or cancelling the task iterating it) stops the worker
+        and waits until it has released the speaker's lock.
+        """
+        opts = self.options(**options)
+        loop = asyncio.get_running_loop()
+        cancel = threading.Event()
+        out: asyncio.Queue[Any] = asyncio.Queue()
+        credits = threading.Semaphore(_ASYNC_BUFFER)
+        done: asyncio.Future[None] = loop.create_future()
+        pump: asyncio.Task[None] | None = None
+
+        source: str | Iterable[str]
+        if isinstance(text, str) or not hasattr(text, "__aiter__"):
+            source = text  # type: ignore[assignment]
+            feed: queue.Queue[Any] | None = None
+        else:
+            feed = queue.Queue()
+            source = _blocking_deltas(feed, cancel)
+            pump = asyncio.ensure_future(_pump(text, feed))  # type: ignore[arg-type]
+
+        def send(item: Any) -> bool:
+            while not cancel.is_set():
+                if credits.acquire(timeout=_LOCK_POLL_S):
+                    try:
+                        loop.call_soon_threadsafe(out.put_nowait, item)
+                    except RuntimeError:  # loop closed
+                        return False
+                    return True
+            return False
+
+        def finished() -> None:
+            if not done.done():
+                done.set_result(None)
+
+        def work() -> None:
+            try:
+                chunks = self._stream(source, opts, cancel)
+                try:
+                    for chunk in chunks:
+                        if not send(chunk):
+                            return
+                finally:
+                    chunks.close()
+                send(_END)
+            except StreamCancelled:
+                pass
+            except BaseException as exc:  # handed to the consumer
+                send(_Failure(exc))
+            finally:
+                try:
+                    loop.call_soon_threadsafe(finished)
+                except RuntimeError:
+                    pass
+
+        thread = threading.Thread(target=work, name=f"speaker-{self.name}", daemon=True)
+        thread.start()
+        try:
+            while True:
+                item = await out.get()
+                credits.release()
+                if item is _END:
+                    break
+                if isinstance(item, _Failure):
+                    raise item.exc
+                yield item
+        finally:
+            cancel.set()
+            if feed is not None:
+                feed.put(_CANCEL)
+            if pump is not None:
+                pump.cancel()
+            try:
+                await asyncio.shield(done)
+            except asyncio.CancelledError:
+                pass
+
+    # -- internals ---------------------------------------------------------------------
+    def _prepare(self, text: str) -> list[str]:
+        """Rewrite (optionally) and split a complete text into sentences."""
+        split_sentences, _, rewrite = _text_helpers()
+        if self.rewrite:
+            if rewrite is not None:
+                text = rewrite(text)
+            elif not self._warned_no_rewrite:
+                self._warned_no_rewrite = True
+                _LOGGER.warning("engine.text.rewrite is not available; speaking text as given")
+        return [s for s in split_sentences(text) if s.strip()]
+
+    def _acquire(self, cancel: threading.Event | None) -> None:
+        if cancel is None:
+            self.lock.acquire()
+            return
+        while not self.lock.acquire(timeout=_LOCK_POLL_S):
+            if cancel.is_set():
+                raise StreamCancelled()
+
+    def _stream(
+        self,
+        text: str | Iterable[str],
+        opts: SynthesisOptions,
+        cancel: threading.Event | None,
+    ) -> Iterator[AudioResult]:
+        if isinstance(text, str):
+            sentences = self._prepare(text)
+            if sentences:
+                yield from self._render(sentences, opts, cancel, pause_before=False)
+            return
+        _, SentenceSplitter, _ = _text_helpers()
+        splitter = SentenceSplitter()
+        spoken = False
+        for delta in text:
+            if cancel is not None and cancel.is_set():
+                raise StreamCancelled()
+            if not isinstance(delta, str):
+                raise TypeError(f"text deltas must be str, got {type(delta).__name__}")
+            for sentence_batch in _nonempty(splitter.feed(delta)):
+                spoken = yield from self._render_batch(sentence_batch, opts, cancel, spoken)
+        for sentence_batch in _nonempty(splitter.flush()):
+            spoken = yield from self._render_batch(sentence_batch, opts, cancel, spoken)
+
+    def _render_batch(
+        self,
+        sentences: list[str],
+        opts: SynthesisOptions,
+        cancel: threading.Event | None,
+        spoken: bool,
+    ) -> Iterator[AudioResult]:
+        """Render completed sentences of a delta stream; returns whether anything was heard."""
+        prepared: list[str] = []
+        for sentence in sentences:
+            prepared.extend(self._prepare(sentence))
+        if not prepared:
+            return spoken
+        heard = yield from self._render(prepared, opts, cancel, pause_before=spoken)
+        return spoken or heard
+
+    def _render(
+        self,
+        sentences: Sequence[str],
+        opts: SynthesisOptions,
+        cancel: threading.Event | None,
+        *,
+        pause_before: bool,
+    ) -> Iterator[AudioResult]:
+        """Voice.render under the lock; int16 chunks. Returns whether any sound was made."""
+        sr = self.sample_rate
+        heard = False
+        self._acquire(cancel)
+        try:
+            pieces = self.voice.render(sentences, opts)
+            try:
+                for piece in pieces:
+                    samples = np.asarray(piece.samples, dtype=np.float32).reshape(-1)
+                    if pause_before and not heard and samples.size:
+                        gap = np.zeros(int(round(self._pause_s(opts) * sr)), np.float32)
+                        samples = np.concatenate([gap, samples])
+                    heard = heard or samples.size > 0
+                    yield AudioResult.from_float(sr, samples)
+            finally:
+                close = getattr(pieces, "close", None)
+                if close is not None:
+                    close()
+        finally:
+            self.lock.release()
+        return heard
+
+    def _pause_s(self, opts: SynthesisOptions) -> float:
+        if opts.sentence_silence is not None:
+            return max(0.0, float(opts.sentence_silence))
+        return float(getattr(self.voice, "sentence_pause", DEFAULT_STREAM_PAUSE))
+
+
+class _Failure:
+    """An exception travelling from a worker thread to the consumer."""
+
+    def __init__(self, exc: BaseException) -> None:
+        self.exc = exc
+
+
+_END = object()
+_CANCEL = object()
+
+
+def _nonempty(sentences: list[str]) -> list[list[str]]:
+    """Completed sentences as one batch (or none)."""
+    kept = [s for s in sentences if s and s.strip()]
+    return [kept] if kept else []
+
+
+def _blocking_deltas(feed: "queue.Queue[Any]", cancel: threading.Event) -> Iterator[str]:
+    """Deltas put on `feed` by the event loop, read in the worker thread."""
+    while True:
+        item = feed.get()
+        if item is _END:
+            return
+        if item is _CANCEL or cancel.is_set():
+            raise StreamCancelled()
+        if isinstance(item, _Failure):
+            raise item.exc
+        yield item
+
+
+async def _pump(source: AsyncIterable[str], feed: "queue.Queue[Any]") -> None:
+    """Move deltas from an async iterable to the worker's queue."""
+    try:
+        async for delta in source:
+            feed.put(delta)
+    except asyncio.CancelledError:
+        feed.put(_CANCEL)
+        raise
+    except BaseException as exc:
+        feed.put(_Failure(exc))
+        return
+    feed.put(_END)

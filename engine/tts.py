@@ -1,0 +1,193 @@
+"""`TTS`: register voices, pay every heavy cost once in `prepare`, then hand out `Speaker`s.
+
+    tts = TTS(device="cpu").load("openjtalk-mei").load("jvnv-F1-jp").prepare(warmup=True)
+    tts.speakers["jvnv-F1-jp"].generate("こんにちは。").save("out.wav")
+
+The embedded voice (`EMBEDDED_VOICE_NAME`, OpenJTalk's "mei") needs no download and never
+imports PyTorch. Every other name is a neural voice: its modules (`engine.sources`,
+`engine.bert`, `engine.voices`) are imported only when such a voice is prepared, and one BERT
+is shared by all neural speakers of a `TTS`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .openjtalk import EMBEDDED_VOICE_NAME, OpenJTalkVoice
+from .speaker import Speaker
+from .voice import Voice
+
+__all__ = ["TTS", "DEFAULT_SOURCE", "NeuralEngineMissingError"]
+
+_LOGGER = logging.getLogger(__name__)
+
+DEFAULT_SOURCE = "hf://lemondouble/hayakoe"
+"""Where official voices and the BERT come from unless told otherwise."""
+
+_WARMUP_TEXT = "こんにちは。"
+
+
+class NeuralEngineMissingError(RuntimeError):
+    """A neural voice was asked for but the neural engine modules are not importable."""
+
+
+@dataclass(frozen=True)
+class _Registration:
+    name: str
+    source: str | None
+
+
+def _engine_module(module: str, purpose: str) -> Any:
+    """Import `engine.<module>`, or explain which part of the engine is missing."""
+    try:
+        return importlib.import_module(f"{__package__}.{module}")
+    except ModuleNotFoundError as exc:
+        raise NeuralEngineMissingError(
+            f"{purpose} needs engine.{module}, which cannot be imported ({exc}). "
+            f"Only the embedded voice {EMBEDDED_VOICE_NAME!r} works without it."
+        ) from exc
+
+
+class TTS:
+    """A set of voices sharing one device, one cache and one BERT.
+
+    `device` is ``"cpu"`` (ONNX Runtime) or ``"cuda"``/``"cuda:N"`` (PyTorch). `cache_dir`
+    overrides where downloads go (else ``$HAYAKOE_CACHE`` or the default cache). `rewrite`
+    turns on the text rewriting pass (times, units, Latin words, user dictionary).
+    """
+
+    def __init__(
+        self,
+        device: str = "cpu",
+        *,
+        cache_dir: str | os.PathLike[str] | None = None,
+        bert_source: str = DEFAULT_SOURCE,
+        hf_token: str | None = None,
+        rewrite: bool = True,
+    ) -> None:
+        self.device = device
+        self.cache_dir = Path(cache_dir) if cache_dir is not None else None
+        self.bert_source = bert_source
+        self._hf_token = hf_token
+        self.rewrite = rewrite
+        self._registered: dict[str, _Registration] = {}
+        self._speakers: dict[str, Speaker] = {}
+        self._bert: Any = None
+
+    def __repr__(self) -> str:  # no token in here
+        return (
+            f"TTS(device={self.device!r}, voices={list(self._registered)}, "
+            f"prepared={list(self._speakers)})"
+        )
+
+    # -- registration --------------------------------------------------------------------
+    def load(self, name: str, *, source: str | None = None) -> "TTS":
+        """Register a voice by name (nothing is loaded until `prepare`). Chainable.
+
+        `source` (``hf://user/repo``, ``s3://bucket/prefix``, ``file:///path``, a path) says
+        where a neural voice lives; the embedded voice takes none.
+        """
+        if not isinstance(name, str) or not name.strip():
+            raise ValueError(f"TTS.load: voice name must be a non-empty string, got {name!r}")
+        name = name.strip()
+        if name == EMBEDDED_VOICE_NAME and source is not None:
+            raise ValueError(
+                f"TTS.load: {EMBEDDED_VOICE_NAME!r} is the embedded voice and takes no source "
+                f"(got {source!r})"
+            )
+        previous = self._registered.get(name)
+        if previous is not None and previous.source != source and name in self._speakers:
+            raise ValueError(
+                f"TTS.load: voice {name!r} is already prepared from {previous.source!r}"
+            )
+        self._registered[name] = _Registration(name, source)
+        return self
+
+    @property
+    def speakers(self) -> dict[str, Speaker]:
+        """Prepared speakers by name (a copy; call `prepare` after `load`)."""
+        return dict(self._speakers)
+
+    @property
+    def registered(self) -> list[str]:
+        """Names given to `load`, in order."""
+        return list(self._registered)
+
+    # -- the heavy part ------------------------------------------------------------------
+    def prepare(self, *, warmup: bool = False, compile: bool = False) -> "TTS":
+        """Build every registered speaker not built yet (downloads, sessions, BERT).
+
+        `warmup` synthesizes a short sentence with each new speaker so that the first real
+        request does not pay first-call costs; `compile` asks neural voices on PyTorch to use
+        `torch.compile`. Chainable.
+        """
+        for reg in self._registered.values():
+            if reg.name in self._speakers:
+                continue
+            voice = self._build_voice(reg, compile=compile)
+            speaker = Speaker(voice, rewrite=self.rewrite)
+            if warmup:
+                speaker.generate(_WARMUP_TEXT)
+            self._speakers[reg.name] = speaker
+            _LOGGER.info("Voice %s ready (styles: %s)", reg.name, ", ".join(speaker.styles))
+        return self
+
+    def _build_voice(self, reg: _Registration, *, compile: bool) -> Voice:
+        if reg.name == EMBEDDED_VOICE_NAME:
+            return OpenJTalkVoice()
+        sources = _engine_module("sources", f"voice {reg.name!r}")
+        voices = _engine_module("voices", f"voice {reg.name!r}")
+        src = sources.parse_source(
+            reg.source or DEFAULT_SOURCE, cache_dir=self.cache_dir, token=self._hf_token
+        )
+        if self._bert is None:
+            bert = _engine_module("bert", f"voice {reg.name!r}")
+            bert_src = sources.parse_source(
+                self.bert_source, cache_dir=self.cache_dir, token=self._hf_token
+            )
+            self._bert = bert.load_bert(bert_src, self.device)
+        kwargs: dict[str, Any] = {"device": self.device, "bert": self._bert}
+        if compile:
+            kwargs["compile"] = True
+        return voices.load_neural_voice(reg.name, src, **kwargs)
+
+    def pre_download(self, device: str | None = None) -> None:
+        """Fetch every registered neural voice (and the BERT) into the cache, loading nothing.
+
+        For images built with voices baked in: `device` picks which backend's files are
+        fetched (default: this TTS's device).
+        """
+        names = [r for r in self._registered.values() if r.name != EMBEDDED_VOICE_NAME]
+        if not names:
+            return
+        download = _engine_module("download", "pre_download")
+        download.pre_download(
+            [(r.name, r.source or DEFAULT_SOURCE) for r in names],
+            device=device or self.device,
+            cache_dir=self.cache_dir,
+            bert_source=self.bert_source,
+            token=self._hf_token,
+        )
+
+    # -- dictionary ----------------------------------------------------------------------
+    def add_word(self, *, surface: str, reading: str, accent: int | None = None) -> None:
+        """Teach the frontend a word (surface form, katakana reading, accent nucleus)."""
+        userdict = _userdict()
+        userdict.add_word(surface=surface, reading=reading, accent=accent)
+
+    def load_user_dictionary(self, path: str | os.PathLike[str]) -> None:
+        """Load a user dictionary file (format: see `engine.text.userdict`)."""
+        userdict = _userdict()
+        userdict.load_user_dictionary(Path(path))
+
+
+def _userdict() -> Any:
+    try:
+        return importlib.import_module(f"{__package__}.text.userdict")
+    except ModuleNotFoundError as exc:
+        raise RuntimeError(f"user dictionaries need engine.text.userdict ({exc})") from exc
