@@ -29,6 +29,7 @@ from .tokenizer import CharTokenizer
 
 if TYPE_CHECKING:  # pragma: no cover
     from .runtime.bert_onnx import OnnxBert
+    from .runtime.bert_export import export_bert
     from .runtime.bert_torch import TorchBert
 
 _LOGGER = logging.getLogger(__name__)
@@ -48,6 +49,7 @@ __all__ = [
     "BertFeatures",
     "OnnxBert",
     "TorchBert",
+    "export_bert",
     "load_bert",
     "TOKENIZER_PREFIX",
     "ONNX_Q8_PREFIX",
@@ -281,5 +283,9 @@ def __getattr__(name: str) -> Any:
         from .runtime.bert_torch import TorchBert
 
         return TorchBert
+    if name == "export_bert":
+        from .runtime.bert_export import export_bert
+
+        return export_bert
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
