@@ -1,0 +1,211 @@
+"""Sub-sentence streaming: decode the latent of one sentence in windows.
+
+The HiFi-GAN decoder of a JP-Extra voice is purely convolutional (conv_pre, transposed-conv
+upsampling, dilated residual blocks, conv_post; no normalisation or attention), so each
+output sample depends only on a bounded stretch of latent frames: its *receptive field*.
+Decoding a window of frames together with at least that much context on each side, and
+keeping only the window's own samples, gives the same audio as decoding the whole sentence
+(up to float rounding of the convolution kernels, measured in
+`tests/test_windowed_decoder.py`).
+
+That lets a voice emit the first fraction of a second of a sentence as soon as the (cheap,
+sequence-wide) encoder/flow part and one small decoder window are done, instead of waiting
+for the whole sentence: the first window is small for latency, later ones grow for
+throughput (less repeated context per sample).
+
+This module knows nothing about PyTorch or ONNX Runtime: the caller passes a function that
+decodes a latent slice `[1, C, n]` to audio of `n * hop` samples.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass
+from typing import Callable, Iterator, Mapping, Sequence
+
+import numpy as np
+
+_LOGGER = logging.getLogger(__name__)
+
+DecodeFn = Callable[[np.ndarray], np.ndarray]
+"""Decode a latent slice `float32 [1, C, n]` to `n * hop` samples (any shape that
+flattens to that length)."""
+
+
+@dataclass(frozen=True)
+class DecoderGeometry:
+    """Shape facts of an SBV2/VITS HiFi-GAN generator that decide its receptive field."""
+
+    upsample_rates: tuple[int, ...] = (8, 8, 2, 2, 2)
+    upsample_kernel_sizes: tuple[int, ...] = (16, 16, 8, 2, 2)
+    resblock: str = "1"
+    resblock_kernel_sizes: tuple[int, ...] = (3, 7, 11)
+    resblock_dilation_sizes: tuple[tuple[int, ...], ...] = ((1, 3, 5), (1, 3, 5), (1, 3, 5))
+    pre_kernel: int = 7
+    post_kernel: int = 7
+
+    @classmethod
+    def from_config(cls, model: Mapping) -> "DecoderGeometry":
+        """Build from the `model` section of an SBV2 `config.json` (or the whole config)."""
+        if "model" in model and isinstance(model["model"], Mapping):
+            model = model["model"]
+        try:
+            geom = cls(
+                upsample_rates=tuple(int(v) for v in model["upsample_rates"]),
+                upsample_kernel_sizes=tuple(int(v) for v in model["upsample_kernel_sizes"]),
+                resblock=str(model["resblock"]),
+                resblock_kernel_sizes=tuple(int(v) for v in model["resblock_kernel_sizes"]),
+                resblock_dilation_sizes=tuple(
+                    tuple(int(d) for d in ds) for ds in model["resblock_dilation_sizes"]
+                ),
+            )
+        except KeyError as err:
+            raise ValueError(f"config.json: model.{err.args[0]} is missing") from err
+        geom.validate()
+        return geom
+
+    def validate(self) -> None:
+        """Raise ValueError when the shapes are not a decoder this module understands."""
+        if len(self.upsample_rates) != len(self.upsample_kernel_sizes):
+            raise ValueError(
+                "config.json: model.upsample_rates and model.upsample_kernel_sizes "
+                "differ in length"
+            )
+        for u, k in zip(self.upsample_rates, self.upsample_kernel_sizes):
+            if u < 1 or k < u or (k - u) % 2:
+                # The generator pads by (k - u) // 2; only then is the output length n * u.
+                raise ValueError(
+                    f"config.json: upsample kernel {k} with rate {u} does not give "
+                    "exactly rate × input samples"
+                )
+        if self.resblock not in ("1", "2"):
+            raise ValueError(f"config.json: model.resblock {self.resblock!r} is not '1' or '2'")
+        if len(self.resblock_kernel_sizes) != len(self.resblock_dilation_sizes):
+            raise ValueError(
+                "config.json: model.resblock_kernel_sizes and "
+                "model.resblock_dilation_sizes differ in length"
+            )
+
+    @property
+    def hop(self) -> int:
+        """Audio samples per latent frame (product of the upsample rates, 512 for JP-Extra)."""
+        return math.prod(self.upsample_rates)
+
+    def _resblock_radius(self) -> int:
+        """Samples of context one residual stage needs on each side (widest branch)."""
+        radius = 0
+        for k, dils in zip(self.resblock_kernel_sizes, self.resblock_dilation_sizes):
+            if self.resblock == "1":
+                # Each step: conv(k, dilation d) then conv(k, dilation 1), with a residual.
+                r = sum((k - 1) * d // 2 + (k - 1) // 2 for d in dils)
+            else:
+                # Type 2 uses the first two dilations, one conv each.
+                r = sum((k - 1) * d // 2 for d in dils[:2])
+            radius = max(radius, r)
+        return radius
+
+    def context_frames(self) -> tuple[int, int]:
+        """Latent frames of context (left, right) that make windowed decoding exact.
+
+        Walks backwards from the output samples of one latent frame through every layer,
+        tracking which positions of each intermediate tensor they read. A window's own
+        intermediate tensors are zero-padded outside its range, so the context must cover
+        the needed positions of *every* intermediate tensor, not only of the latent: the
+        answer is the maximum over tensors of that tensor's needed extent, in frames.
+        """
+        hop = self.hop
+        # Needed interval [a, b] in the current tensor's own index space, for the output
+        # samples [0, hop) of latent frame 0; `rate` = samples of that tensor per frame.
+        a, b, rate = 0, hop - 1, hop
+        need_left = need_right = 0
+
+        def record(lo: int, hi: int, r: int) -> None:
+            nonlocal need_left, need_right
+            need_left = max(need_left, math.ceil(-lo / r) if lo < 0 else 0)
+            need_right = max(need_right, math.ceil((hi - (r - 1)) / r) if hi > r - 1 else 0)
+
+        half_post = (self.post_kernel - 1) // 2
+        a, b = a - half_post, b + half_post  # conv_post reads this from the last stage
+        record(a, b, rate)
+        radius = self._resblock_radius()
+        for u, k in reversed(list(zip(self.upsample_rates, self.upsample_kernel_sizes))):
+            a, b = a - radius, b + radius  # residual blocks of this stage
+            record(a, b, rate)
+            p = (k - u) // 2
+            # Transposed conv: y[n] sums x[i] * w[n + p - i*u] over 0 <= n + p - i*u < k.
+            a, b = -((-(a + p - k + 1)) // u), (b + p) // u
+            rate //= u
+            record(a, b, rate)
+        half_pre = (self.pre_kernel - 1) // 2
+        a, b = a - half_pre, b + half_pre  # conv_pre reads the latent
+        record(a, b, rate)
+        return need_left, need_right
+
+
+@dataclass(frozen=True)
+class WindowPlan:
+    """How to cut a sentence's latent frames into decoder windows.
+
+    `first` frames first (small: latency), then each window `growth` times the previous,
+    capped at `largest`; a tail shorter than `min_tail` is merged into the window before
+    it, and a sentence no longer than `first + min_tail` is decoded whole.
+    """
+
+    first: int = 24
+    growth: float = 2.0
+    largest: int = 512
+    min_tail: int = 16
+
+    def windows(self, n_frames: int) -> list[tuple[int, int]]:
+        """Frame ranges `[start, end)` covering `0..n_frames` in order."""
+        if n_frames <= 0:
+            return []
+        if self.first <= 0 or n_frames <= self.first + self.min_tail:
+            return [(0, n_frames)]
+        out: list[tuple[int, int]] = []
+        start, size = 0, self.first
+        while start < n_frames:
+            end = min(n_frames, start + size)
+            if n_frames - end < self.min_tail:
+                end = n_frames
+            out.append((start, end))
+            start = end
+            size = min(self.largest, max(size + 1, int(round(size * self.growth))))
+        return out
+
+
+WHOLE = WindowPlan(first=0)
+"""A plan that decodes every sentence in one piece (no sub-sentence streaming)."""
+
+
+def decode_windows(
+    z: np.ndarray,
+    decode: DecodeFn,
+    context: tuple[int, int],
+    windows: Sequence[tuple[int, int]],
+    hop: int,
+) -> Iterator[np.ndarray]:
+    """Yield the audio of each window of `z` (`[1, C, T]`), in order, as 1-D arrays (the
+    decoder's dtype).
+
+    Window `[s, e)` is decoded from `z[..., s - left : e + right]` (clipped to the sentence,
+    where the real edge gives the same zero padding as whole-sentence decoding) and cut to
+    its own `(e - s) * hop` samples, so the pieces joined equal `decode(z)`.
+    """
+    if z.ndim != 3 or z.shape[0] != 1:
+        raise ValueError(f"latent must be [1, C, T], got shape {tuple(z.shape)}")
+    n_frames = z.shape[2]
+    left, right = context
+    for s, e in windows:
+        if not 0 <= s < e <= n_frames:
+            raise ValueError(f"window [{s}, {e}) outside the latent's {n_frames} frames")
+        lo, hi = max(0, s - left), min(n_frames, e + right)
+        audio = np.asarray(decode(np.ascontiguousarray(z[:, :, lo:hi]))).reshape(-1)
+        expected = (hi - lo) * hop
+        if audio.shape[0] != expected:
+            raise ValueError(
+                f"decoder gave {audio.shape[0]} samples for {hi - lo} frames, "
+                f"expected {expected} (hop {hop})"
+            )
+        yield audio[(s - lo) * hop : (e - lo) * hop]
