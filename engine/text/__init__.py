@@ -4,6 +4,10 @@ Importing this package is cheap (the server imports it): modules that need pyope
 imported on first use of the names that need them.
 
 - :func:`split_sentences`, :class:`SentenceSplitter` — sentence splitting for streaming.
+- :func:`analyze` → :class:`Analysis` — reference-exact normaliser + g2p + ids
+  (``r.with_blanks()`` for the blank-interspersed ids, ``r.bert_text`` for BERT).
+- :func:`normalize_text` — the first half of :func:`analyze` (``engine.text.g2p.g2p`` is
+  the second).
 """
 
 from __future__ import annotations
@@ -13,10 +17,14 @@ from typing import Any
 
 from .splitter import SentenceSplitter, split_sentences
 
-__all__ = ["split_sentences", "SentenceSplitter"]
+__all__ = ["split_sentences", "SentenceSplitter", "analyze", "Analysis", "normalize_text"]
 
 # name -> submodule that defines it; imported lazily (pyopenjtalk is slow to import).
-_LAZY: dict[str, str] = {}
+_LAZY: dict[str, str] = {
+    "analyze": "analysis",
+    "Analysis": "analysis",
+    "normalize_text": "normalizer",
+}
 
 
 def __getattr__(name: str) -> Any:

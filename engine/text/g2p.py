@@ -1,0 +1,349 @@
+"""Grapheme-to-phoneme conversion identical to Style-Bert-VITS2 2.5.0's JP-Extra ``g2p``.
+
+Input is normalised text (:func:`engine.text.normalizer.normalize_text`). OpenJTalk's
+``run_frontend`` is called once and used two ways, as the reference does:
+
+- **word path** — each word's reading (katakana, punctuation kept) becomes phones; the long
+  mark ``ー`` repeats the previous phone (a leading ``ー`` after a vowel/``N`` in the previous
+  word repeats that, otherwise it is the dash phone ``-``); unreadable characters become one
+  ``'`` per character. This path keeps punctuation and gives the word boundaries used for
+  ``word2ph``.
+- **label path** — the full-context labels give the accent (tone 0/1 per phone) but lose
+  punctuation. The tones are copied onto the word-path phones in order; punctuation gets 0.
+
+``word2ph``: each word's phones are spread over its characters (character-tokenizer
+tokens), left to right, one at a time; ``_`` is added at both ends with ``word2ph`` 1.
+
+Where the reference raises (the label path has a phone the word path lacks, as for
+``まっーたく``: ``ー`` after ``っ`` is ``-`` in the word path but a second ``q`` in the label
+path), this module does not: surplus label phones are skipped, a phone with no label
+partner takes the tone of the label phone in front of it, and ``Analysis.exact`` says the
+result left the reference's behaviour. See :func:`g2p`.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import unicodedata
+from dataclasses import dataclass
+from typing import Sequence
+
+from .mora import MORA_TO_PHONES, VOWELS
+from .normalizer import replace_punctuation
+from .symbols import PAD, PUNCTUATIONS
+
+__all__ = ["G2PResult", "g2p", "distribute_phones"]
+
+_LOGGER = logging.getLogger(__name__)
+
+_PUNCT_SET = frozenset(PUNCTUATIONS)
+_LONG = "ー"
+_UNREADABLE = "、"  # OpenJTalk's reading of punctuation and of characters it cannot read
+_VOICELESS_MARK = "’"  # OpenJTalk marks devoiced morae in `pron` with this
+_SPLIT_CONSONANTS = {"kw": ("k", "w"), "gw": ("g", "w")}  # table entries with no model symbol
+_KATAKANA_RE = re.compile(r"[\u30a0-\u30ff]+")
+
+
+@dataclass(frozen=True)
+class G2PResult:
+    """Phones/tones/word2ph (with the ``_`` edges) plus the word strings BERT reads."""
+
+    phones: list[str]
+    tones: list[int]
+    word2ph: list[int]
+    words: list[str]
+    exact: bool
+    """False when the reference would have raised and a fallback reading was produced."""
+
+
+def _jtalk():
+    import pyopenjtalk  # imported on first use: loading the dictionary takes a while
+
+    return pyopenjtalk
+
+
+# ---------------------------------------------------------------------------------------
+# word path
+
+
+def _reading_phones(reading: str) -> tuple[list[str], bool]:
+    """Phones of one word's reading (katakana or punctuation). ``ー`` stays where leading.
+
+    Returns the phones and whether the reading was well formed (the reference raises on a
+    reading that is neither punctuation nor katakana; such characters become ``'`` here).
+    """
+    if set(reading) <= _PUNCT_SET:
+        return list(reading), True
+    ok = _KATAKANA_RE.fullmatch(reading) is not None
+    phones: list[str] = []
+    i = 0
+    n = len(reading)
+    while i < n:
+        two = reading[i : i + 2]
+        if len(two) == 2 and two in MORA_TO_PHONES:
+            mora = MORA_TO_PHONES[two]
+            i += 2
+        elif reading[i] in MORA_TO_PHONES:
+            mora = MORA_TO_PHONES[reading[i]]
+            i += 1
+        else:
+            ch = reading[i]
+            i += 1
+            if ch == _LONG:
+                # Repeat the last character of the previous phone; a leading ー stays ー.
+                phones.append(phones[-1][-1] if phones else _LONG)
+            else:
+                ok = False
+                phones.append("'")
+            continue
+        for ph in mora:
+            if ph in _SPLIT_CONSONANTS:
+                ok = False
+                phones.extend(_SPLIT_CONSONANTS[ph])
+            else:
+                phones.append(ph)
+    return phones, ok
+
+
+def _resolve_leading_long(words: list[list[str]]) -> None:
+    """Turn the leading ``ー`` of a word into the previous word's vowel, or into ``-``."""
+    for i, phones in enumerate(words):
+        if not phones:
+            continue
+        if phones[0] == _LONG:
+            prev = next((w for w in reversed(words[:i]) if w), None) if i else None
+            phones[0] = prev[-1] if prev is not None and prev[-1] in VOWELS else "-"
+        for j in range(1, len(phones)):
+            if phones[j] == _LONG:
+                phones[j] = phones[j - 1][-1]
+
+
+def _word_path(frontend: Sequence[dict]) -> tuple[list[str], list[list[str]], bool]:
+    words: list[str] = []
+    phones: list[list[str]] = []
+    exact = True
+    for node in frontend:
+        word = replace_punctuation(node["string"])
+        reading = node["pron"].replace(_VOICELESS_MARK, "")
+        if reading == _UNREADABLE:
+            if set(word) <= _PUNCT_SET:
+                reading = word
+            else:
+                _LOGGER.debug("cannot read %r; using one ' per character", word)
+                reading = "'" * len(word)
+        elif reading == "？":
+            reading = "?"
+        if not reading:
+            exact = False
+        ph, ok = _reading_phones(reading)
+        exact = exact and ok
+        words.append(word)
+        phones.append(ph)
+    _resolve_leading_long(phones)
+    return words, phones, exact
+
+
+# ---------------------------------------------------------------------------------------
+# label path (accent)
+
+
+def _field_int(label: str, start: str, end_chars: str, index: int) -> int | None:
+    """Integer field ``index`` of the section starting at ``start`` (None for ``xx``)."""
+    pos = label.find(start)
+    if pos < 0:
+        return None
+    pos += len(start)
+    section = label[pos:]
+    values = re.split("[" + re.escape(end_chars) + "]", section, maxsplit=index + 1)
+    try:
+        return int(values[index])
+    except (ValueError, IndexError):
+        return None
+
+
+@dataclass(frozen=True)
+class _Label:
+    phone: str
+    a1: int | None
+    a2: int | None
+    a3: int | None
+    e3: int | None
+    f1: int | None
+
+
+def _parse_label(label: str) -> _Label:
+    phone = label[label.index("-") + 1 : label.index("+")]
+    a = label[label.index("/A:") + 3 : label.index("/B:")].split("+")
+    e = label[label.index("/E:") + 3 : label.index("/F:")]
+    f = label[label.index("/F:") + 3 : label.index("/G:")]
+
+    def num(s: str) -> int | None:
+        try:
+            return int(s)
+        except ValueError:
+            return None
+
+    e3 = num(re.split("[_!]", e)[2]) if e.count("_") >= 1 and "!" in e else None
+    f1 = num(f.split("_")[0])
+    return _Label(phone, num(a[0]), num(a[1]), num(a[2]), e3, f1)
+
+
+_PHRASE_VOWEL_LIKE = frozenset("aeiouAEIOUN") | {"cl"}
+
+
+def _label_tones(labels: Sequence[str]) -> list[tuple[str, int]]:
+    """Phones (no pauses) with tone 0/1 from OpenJTalk full-context labels.
+
+    Within each accent phrase the pitch starts at 0, rises by one after the first mora when
+    the second is high, falls by one after the accent nucleus; each phrase is then shifted
+    into {0, 1}. Unvoiced vowels count as vowels, ``cl`` is ``q``.
+    """
+    parsed = [_parse_label(lab) for lab in labels]
+    result: list[tuple[str, int]] = []
+    phrase: list[tuple[str, int]] = []
+    tone = 0
+    last = len(parsed) - 1
+    for n, lab in enumerate(parsed):
+        p = lab.phone
+        if p in ("A", "E", "I", "O", "U"):
+            p = p.lower()
+        if p == "sil":
+            if n == last and lab.e3 in (0, 1):
+                result.extend(_fix_phrase(phrase))
+                phrase, tone = [], 0
+            continue
+        if p == "pau":
+            result.extend(_fix_phrase(phrase))
+            phrase, tone = [], 0
+            continue
+        phrase.append(("q" if p == "cl" else p, tone))
+        a2_next = parsed[n + 1].a2 if n + 1 < len(parsed) else None
+        if lab.a3 == 1 and a2_next == 1 and p in _PHRASE_VOWEL_LIKE:
+            result.extend(_fix_phrase(phrase))
+            phrase, tone = [], 0
+        elif lab.a1 == 0 and lab.a2 is not None and a2_next == lab.a2 + 1 and lab.a2 != lab.f1:
+            tone -= 1
+        elif lab.a2 == 1 and a2_next == 2:
+            tone += 1
+    return result
+
+
+def _fix_phrase(phrase: list[tuple[str, int]]) -> list[tuple[str, int]]:
+    """Shift a phrase's relative pitches into {0, 1}."""
+    values = {t for _, t in phrase}
+    if not values or values <= {0, 1}:
+        return phrase
+    low = min(values)
+    if max(values) - low > 1:
+        _LOGGER.debug("unexpected tone values %s; clamping", sorted(values))
+    return [(p, 1 if t > low else 0) for p, t in phrase]
+
+
+def _align(phones: list[str], toned: list[tuple[str, int]]) -> tuple[list[int], bool]:
+    """Copy label tones onto the word-path phones (punctuation gets 0)."""
+    tones: list[int] = []
+    k = 0
+    exact = True
+    for ph in phones:
+        if k >= len(toned):
+            tones.append(0)
+        elif ph == toned[k][0]:
+            tones.append(toned[k][1])
+            k += 1
+        elif ph in _PUNCT_SET:
+            tones.append(0)
+        else:
+            # The reference raises here. Skip surplus label phones if the phone follows
+            # shortly; otherwise borrow the tone at the current position.
+            exact = False
+            ahead = next((j for j in range(k + 1, min(k + 4, len(toned))) if toned[j][0] == ph), None)
+            if ahead is not None:
+                k = ahead
+                tones.append(toned[k][1])
+                k += 1
+            else:
+                tones.append(toned[k][1])
+    return tones, exact
+
+
+# ---------------------------------------------------------------------------------------
+# word2ph
+
+
+def _is_bert_whitespace(ch: str) -> bool:
+    return ch in " \t\n\r" or unicodedata.category(ch) == "Zs"
+
+
+def _is_bert_control(ch: str) -> bool:
+    return ch not in "\t\n\r" and unicodedata.category(ch).startswith("C")
+
+
+def char_token_count(word: str) -> int:
+    """How many tokens the BERT character tokenizer makes of ``word``.
+
+    That tokenizer drops NUL/U+FFFD/control characters and whitespace, then splits each
+    NFKC-normalised word into characters; unknown characters still count (as ``[UNK]``).
+    Splitting on punctuation does not change the count.
+    """
+    kept = "".join(
+        ch for ch in word if ch not in ("\x00", "\ufffd") and not _is_bert_control(ch) and not _is_bert_whitespace(ch)
+    )
+    kept = unicodedata.normalize("NFC", kept)
+    return len(unicodedata.normalize("NFKC", kept))
+
+
+def distribute_phones(n_phones: int, n_chars: int) -> list[int]:
+    """Spread ``n_phones`` over ``n_chars`` one at a time, left to right (earlier get more)."""
+    if n_chars <= 0:
+        return []
+    q, r = divmod(n_phones, n_chars)
+    return [q + 1] * r + [q] * (n_chars - r)
+
+
+# ---------------------------------------------------------------------------------------
+
+
+def g2p(norm_text: str) -> G2PResult:
+    """Phones, tones and word2ph of normalised text (JP-Extra: ``ん`` is ``N``).
+
+    Never raises on normalised text. Where the reference (``raise_yomi_error=False``)
+    would raise, a fallback reading is produced and ``exact`` is False:
+
+    - a word-path phone with no label partner (``まっーたく``): surplus label phones up to
+      three ahead are skipped, else the current label tone is borrowed;
+    - ``クヮ``/``グヮ`` readings give ``k w a``/``g w a`` (``kw``/``gw`` are no symbols);
+    - non-katakana characters in a reading become ``'``;
+    - a word that yields phones but no tokens gets one slot per character of the word.
+    """
+    jtalk = _jtalk()
+    frontend = jtalk.run_frontend(norm_text) if norm_text else []
+    words, word_phones, exact = _word_path(frontend)
+
+    # OpenJTalk prints "No phoneme" when nothing is pronounceable; skip it then.
+    if any(node["pron"] not in (_UNREADABLE, "？") for node in frontend):
+        toned = _label_tones(jtalk.make_label(frontend))
+    else:
+        toned = []
+
+    flat = [ph for phones in word_phones for ph in phones]
+    tones, aligned = _align(flat, toned)
+    exact = exact and aligned
+
+    word2ph: list[int] = []
+    for word, phones in zip(words, word_phones):
+        n_tok = 1 if word in _PUNCT_SET else char_token_count(word)
+        if n_tok == 0 and phones:
+            exact = False
+            n_tok = max(len(word), 1)
+        word2ph += distribute_phones(len(phones), n_tok)
+
+    if not exact:
+        _LOGGER.info("g2p: %r is outside the reference's behaviour; using a fallback reading", norm_text)
+    return G2PResult(
+        phones=[PAD, *flat, PAD],
+        tones=[0, *tones, 0],
+        word2ph=[1, *word2ph, 1],
+        words=words,
+        exact=exact,
+    )
