@@ -53,8 +53,7 @@ def inverse_rq_spline(
     heights = cumh[..., 1:] - cumh[..., :-1]
 
     # Bin of each value by its height knots (the last knot nudged up so y == bound fits).
-    nudge = torch.zeros_like(cumh)
-    nudge[..., -1] = 1e-6
+    nudge = F.pad(torch.zeros_like(cumh[..., 1:]), (0, 1), value=1e-6)
     idx = (torch.sum((yc.unsqueeze(-1) >= cumh + nudge).to(torch.int64), dim=-1) - 1).unsqueeze(-1)
 
     def pick(t: torch.Tensor) -> torch.Tensor:

@@ -6,8 +6,9 @@ Submodule names match the published checkpoints: `enc_p` (text encoder), `dp` / 
 
 Noise is passed in rather than drawn inside, so callers control reproducibility:
 `sdp_noise` [b, 2, t] (standard normal) and `z_noise` [b, inter_channels, n] (standard
-normal, frame-major draws). `z_noise` longer than the predicted frame count is cut; a
-shorter one is zero-padded (the backends draw enough).
+normal). `z_noise` may be longer than the predicted frame count (it is cut) or shorter (it
+is zero-padded; the backends draw enough). `None` draws `torch.randn` inside, which is what
+the hayakoe-compatible ONNX graph contains (RandomNormalLike).
 """
 
 from __future__ import annotations
@@ -84,9 +85,11 @@ class JPExtraSynthesizer(nn.Module):
         enc: Encoded,
         sdp_ratio: torch.Tensor | float,
         noise_scale_w: torch.Tensor | float,
-        sdp_noise: torch.Tensor,
+        sdp_noise: torch.Tensor | None,
     ) -> torch.Tensor:
         """Blend of stochastic and deterministic log-durations [b, 1, t]."""
+        if sdp_noise is None:
+            sdp_noise = torch.randn_like(enc.m_p[:, :2])
         logw_sdp = self.sdp(enc.hidden, enc.x_mask, sdp_noise * noise_scale_w, g=enc.g)
         logw_dp = self.dp(enc.hidden, enc.x_mask, g=enc.g)
         return logw_sdp * sdp_ratio + logw_dp * (1 - sdp_ratio)
@@ -101,7 +104,7 @@ class JPExtraSynthesizer(nn.Module):
         enc: Encoded,
         w_ceil: torch.Tensor,
         noise_scale: torch.Tensor | float,
-        z_noise: torch.Tensor,
+        z_noise: torch.Tensor | None,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Expand the prior by durations, invert the flow, vocode.
 
@@ -119,7 +122,10 @@ class JPExtraSynthesizer(nn.Module):
         path = path * enc.x_mask.transpose(1, 2) * y_mask
         m_p = torch.matmul(enc.m_p, path)  # [b, c, f]
         logs_p = torch.matmul(enc.logs_p, path)
-        noise = torch.cat([z_noise, torch.zeros_like(m_p)], dim=2)[:, :, : m_p.size(2)]
+        if z_noise is None:
+            noise = torch.randn_like(m_p)
+        else:
+            noise = torch.cat([z_noise, torch.zeros_like(m_p)], dim=2)[:, :, : m_p.size(2)]
         z_p = m_p + noise * torch.exp(logs_p) * noise_scale
         z = self.flow.inverse(z_p, y_mask, g=enc.g)
         audio = self.dec(z * y_mask, g=enc.g)
@@ -140,8 +146,8 @@ class JPExtraSynthesizer(nn.Module):
         length_scale: torch.Tensor | float,
         noise_scale_w: torch.Tensor | float,
         sdp_ratio: torch.Tensor | float,
-        sdp_noise: torch.Tensor,
-        z_noise: torch.Tensor,
+        sdp_noise: torch.Tensor | None = None,
+        z_noise: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Full synthesis. Returns audio [b, 1, samples] and durations [b, t] (frames)."""
         enc = self.encode(x, x_lengths, sid, tone, language, bert, style_vec)
