@@ -1,0 +1,155 @@
+"""Fetch ahead of time exactly the files one device's backend will read, into the cache.
+
+This is what `TTS.pre_download` and `wyoming-hayakoe download` run (e.g. in a Docker build),
+so that the running server needs no network and holds no credentials. Nothing here builds
+a model or imports torch / onnxruntime: it only moves files and checks they are complete.
+
+Per device (hayakoe's layout, see docs/sources.md):
+
+| device | BERT prefixes                          | voice prefix                 |
+| ------ | -------------------------------------- | ---------------------------- |
+| cpu    | `bert/tokenizer`, `onnx/bert/q8`       | `onnx/speakers/<name>`       |
+| cuda   | `bert/tokenizer`, `pytorch/bert/fp32`  | `pytorch/speakers/<name>`    |
+
+A voice source that holds a plain Style-Bert-VITS2 folder (config.json + *.safetensors +
+style_vectors.npy at its root) is fetched whole instead. Local sources are only checked.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import time
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from .sources import (
+    OFFICIAL_REPO,
+    Source,
+    SourceNotFoundError,
+    SourceUnavailableError,
+    cache_root,
+    parse_source,
+    require_files,
+)
+
+_LOGGER = logging.getLogger(__name__)
+
+BERT_TOKENIZER = "bert/tokenizer"
+ONNX_BERT = "onnx/bert/q8"
+PYTORCH_BERT = "pytorch/bert/fp32"
+
+Requirement = Sequence["str | Sequence[str]"]
+
+REQUIRED_FILES: dict[str, list] = {
+    BERT_TOKENIZER: ["tokenizer_config.json", ("vocab.txt", "tokenizer.json")],
+    ONNX_BERT: ["bert_q8.onnx"],
+    PYTORCH_BERT: ["config.json", ("*.safetensors", "pytorch_model.bin")],
+}
+"""Files each BERT prefix must hold (entries as in `require_files`)."""
+
+ONNX_SPEAKER_FILES: list = ["config.json", "style_vectors.npy", ("synthesizer.onnx", "synthesizer_q8.onnx")]
+PYTORCH_SPEAKER_FILES: list = ["config.json", "style_vectors.npy", "*.safetensors"]
+PLAIN_SBV2_FILES: list = ["config.json", "style_vectors.npy", "*.safetensors"]
+
+_VOICE_NAME = re.compile(r"^[^/\\\x00-\x1f.][^/\\\x00-\x1f]*$")
+
+
+def backend_for(device: str) -> str:
+    """"pytorch" for CUDA devices ("cuda", "cuda:1"), "onnx" for everything else (hayakoe's rule)."""
+    text = str(device).strip().lower()
+    if not text:
+        raise ValueError("device must be 'cpu' or 'cuda'")
+    return "pytorch" if text.startswith("cuda") else "onnx"
+
+
+def bert_prefixes(device: str) -> list[str]:
+    """The BERT prefixes `device`'s backend reads."""
+    return [BERT_TOKENIZER, PYTORCH_BERT if backend_for(device) == "pytorch" else ONNX_BERT]
+
+
+def speaker_prefix(name: str, device: str) -> str:
+    """`{onnx|pytorch}/speakers/<name>` for `device`."""
+    check_voice_name(name)
+    return f"{backend_for(device)}/speakers/{name}"
+
+
+def speaker_files(device: str) -> list:
+    """Files a speaker folder must hold for `device`'s backend."""
+    return PYTORCH_SPEAKER_FILES if backend_for(device) == "pytorch" else ONNX_SPEAKER_FILES
+
+
+def check_voice_name(name: str) -> str:
+    """`name` if it can be a folder name (no '/', no '..', no control characters)."""
+    if not isinstance(name, str) or not _VOICE_NAME.match(name) or len(name) > 200:
+        raise ValueError(f"bad voice name {name!r}: it must be a single folder name")
+    return name
+
+
+def fetch_bert(source: Source, device: str) -> list[Path]:
+    """Fetch and check the tokenizer and the BERT model for `device`; return their folders."""
+    folders = []
+    for prefix in bert_prefixes(device):
+        folder = source.fetch(prefix)
+        require_files(folder, REQUIRED_FILES[prefix], source.uri, prefix)
+        folders.append(folder)
+    return folders
+
+
+def fetch_voice(source: Source, name: str, device: str) -> Path:
+    """Fetch and check the folder of voice `name` for `device` and return it.
+
+    hayakoe's layout (`{backend}/speakers/<name>`) is tried first; if the source has no such
+    folder but holds a plain Style-Bert-VITS2 model at its root (config.json there), the
+    root is fetched. An unreachable store is reported as such, never as "not found"."""
+    prefix = speaker_prefix(name, device)
+    try:
+        folder = source.fetch(prefix)
+    except SourceUnavailableError:
+        raise
+    except SourceNotFoundError as first:
+        if not source.exists("config.json"):
+            raise SourceNotFoundError(
+                source.uri,
+                prefix,
+                "the source has neither that folder (hayakoe layout) nor a Style-Bert-VITS2 "
+                "model folder (config.json, *.safetensors, style_vectors.npy) at its root",
+            ) from first
+        folder = source.fetch("")
+        require_files(folder, PLAIN_SBV2_FILES, source.uri, "")
+        return folder
+    require_files(folder, speaker_files(device), source.uri, prefix)
+    return folder
+
+
+def pre_download(
+    voices: Iterable[tuple[str, str | None]],
+    *,
+    bert_source: str = OFFICIAL_REPO,
+    device: str = "cpu",
+    cache_dir: str | os.PathLike[str] | None = None,
+    token: str | None = None,
+) -> list[Path]:
+    """Fetch the BERT files and every voice `(name, source or None)` that `device` needs.
+
+    `None` as a voice's source means hayakoe's official repository. Returns the local
+    folders (BERT folders first, then one per voice, in order). Local sources are checked,
+    not copied. Afterwards the same fetches succeed with the network gone."""
+    voices = [(check_voice_name(name), source) for name, source in voices]
+    backend = backend_for(device)
+    start = time.monotonic()
+    _LOGGER.info(
+        "Fetching files for device %s (%s backend) into %s", device, backend, cache_root(cache_dir)
+    )
+    bert = parse_source(bert_source, cache_dir=cache_dir, token=token)
+    folders = fetch_bert(bert, device)
+    _LOGGER.info("BERT ready from %s", bert.uri)
+    for name, source in voices:
+        src = parse_source(source or OFFICIAL_REPO, cache_dir=cache_dir, token=token)
+        folder = fetch_voice(src, name, device)
+        where = "in place" if getattr(src, "is_local", False) else "cached"
+        _LOGGER.info("Voice %s ready from %s (%s: %s)", name, src.uri, where, folder)
+        folders.append(folder)
+    _LOGGER.info("All files for %s ready (%.1f s)", device, time.monotonic() - start)
+    return folders
