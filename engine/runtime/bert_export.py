@@ -72,6 +72,7 @@ def export_onnx(model_dir: str | Path, onnx_path: str | Path, *, opset: int = DE
         # expected: those values do not depend on the input. The exporter's deprecation note
         # is expected too: hayakoe's files come from this (TorchScript) exporter.
         warnings.simplefilter("ignore", category=UserWarning)
+        warnings.simplefilter("ignore", category=torch.jit.TracerWarning)
         warnings.simplefilter("ignore", category=DeprecationWarning)
         torch.onnx.export(
             model,
