@@ -1,0 +1,20 @@
+"""Subcommands of ``wyoming-hayakoe`` (``export``, ``download``, ``export-bert``).
+
+Each is a module ``wyoming_hayakoe.commands.<name_with_underscores>`` with
+``main(argv: list[str]) -> int``; `wyoming_hayakoe.__main__` dispatches to it by the first
+argument. Without a subcommand the program is the server.
+"""
+
+from __future__ import annotations
+
+SUBCOMMANDS: dict[str, str] = {
+    "export": "Export a voice to ONNX (and quantize) into hayakoe's layout",
+    "download": "Download voices (and the BERT) into the cache for offline use",
+    "export-bert": "Export the BERT to ONNX (fp32 and int8)",
+}
+"""Subcommand → one-line summary (shown by ``wyoming-hayakoe --help``)."""
+
+
+def module_name(subcommand: str) -> str:
+    """The module that implements `subcommand`."""
+    return f"{__name__}.{subcommand.replace('-', '_')}"

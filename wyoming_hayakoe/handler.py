@@ -1,0 +1,348 @@
+"""One `HayakoeHandler` per connection: describe, one-shot and streaming synthesis.
+
+- One-shot ``synthesize`` → exactly one ``audio-start``, the chunks, one ``audio-stop``.
+- Streaming ``synthesize-start`` / ``synthesize-chunk``* / ``synthesize-stop`` → audio for
+  each sentence as soon as it is complete in the incoming text; one ``audio-start`` (sent
+  with the first audio), one ``audio-stop`` and ``synthesize-stopped`` after the stop. A
+  compatibility ``synthesize`` sent during a stream is ignored.
+- Synthesis runs in the engine's worker threads (`Speaker.astream`), never on the event
+  loop, and runs at most a couple of chunks ahead of what the client has read.
+- A request that cannot be served gets an ``error`` event; the connection stays usable.
+  Something that is not a Wyoming event gets an ``error`` and the connection is closed.
+- A client that goes away mid-synthesis stops its synthesis (the speaker's lock is
+  released) and is logged in one line at DEBUG level, without a traceback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import dataclass, field
+from typing import Any, AsyncIterator
+
+from wyoming.audio import AudioChunk, AudioStart, AudioStop
+from wyoming.error import Error
+from wyoming.event import Event, async_write_event
+from wyoming.info import Describe
+from wyoming.server import AsyncEventHandler
+from wyoming.tts import (
+    Synthesize,
+    SynthesizeChunk,
+    SynthesizeStart,
+    SynthesizeStop,
+    SynthesizeStopped,
+    SynthesizeVoice,
+)
+
+from engine import AudioResult
+
+from .events import BadEvent, EventLimits, read_event
+from .info import Resolved, VoiceCatalog
+
+__all__ = ["ServerContext", "HayakoeHandler", "ClientGone"]
+
+_LOGGER = logging.getLogger(__name__)
+
+SAMPLE_WIDTH = 2
+CHANNELS = 1
+
+
+class ClientGone(Exception):
+    """The client closed the connection (or it broke) while we were writing."""
+
+
+class RequestError(ValueError):
+    """A request that cannot be served; answered with an ``error`` event."""
+
+    def __init__(self, text: str, code: str = "bad-request") -> None:
+        super().__init__(text)
+        self.code = code
+
+
+@dataclass
+class ServerContext:
+    """What every connection shares: the voices, the `info` answer, limits and defaults."""
+
+    catalog: VoiceCatalog
+    info_event: Event
+    samples_per_chunk: int = 1024
+    max_text_length: int = 100_000
+    limits: EventLimits = field(default_factory=EventLimits)
+    options: dict[str, Any] = field(default_factory=dict)
+    """Synthesis defaults passed to every request (speed, sentence_silence, ...)."""
+
+
+class _AudioOut:
+    """One audio stream to the client: ``audio-start`` once, chunks, ``audio-stop`` once."""
+
+    def __init__(self, handler: "HayakoeHandler", rate: int, samples_per_chunk: int) -> None:
+        self._handler = handler
+        self.rate = rate
+        self._step = samples_per_chunk * SAMPLE_WIDTH
+        self.started = False
+        self.sent_audio = False
+        self.stopped = False
+
+    def _chunk(self, pcm: bytes) -> Event:
+        return AudioChunk(rate=self.rate, width=SAMPLE_WIDTH, channels=CHANNELS, audio=pcm).event()
+
+    async def start(self) -> None:
+        if not self.started:
+            self.started = True
+            await self._handler.write_event(
+                AudioStart(rate=self.rate, width=SAMPLE_WIDTH, channels=CHANNELS).event()
+            )
+
+    async def send(self, audio: AudioResult) -> None:
+        if audio.sr != self.rate:  # one format per stream
+            raise RuntimeError(f"voice changed sample rate mid-stream ({self.rate} → {audio.sr})")
+        pcm = audio.pcm_bytes()
+        if not pcm:
+            return
+        await self.start()
+        for offset in range(0, len(pcm), self._step):
+            await self._handler.write_event(self._chunk(pcm[offset : offset + self._step]))
+        self.sent_audio = True
+
+    async def finish(self) -> None:
+        """Close the audio; a stream with no sound still gets a well-formed empty one."""
+        if self.stopped:
+            return
+        await self.start()
+        if not self.sent_audio:
+            await self._handler.write_event(self._chunk(b""))
+        self.stopped = True
+        await self._handler.write_event(AudioStop().event())
+
+
+@dataclass
+class _Stream:
+    """A streaming request in progress."""
+
+    resolved: Resolved
+    out: _AudioOut
+    deltas: "asyncio.Queue[str | None]" = field(default_factory=asyncio.Queue)
+    task: "asyncio.Task[None] | None" = None
+    length: int = 0
+    failed: bool = False
+
+
+def _text_of(event: Event) -> str:
+    text = event.data.get("text")
+    if not isinstance(text, str):
+        raise RequestError(f"{event.type} needs a 'text' string")
+    return text
+
+
+def _voice_of(event: Event) -> SynthesizeVoice | None:
+    raw = event.data.get("voice")
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise RequestError(f"{event.type}: 'voice' must be an object with 'name' and/or 'speaker'")
+    name, speaker = raw.get("name"), raw.get("speaker")
+    for key, value in (("name", name), ("speaker", speaker)):
+        if value is not None and not isinstance(value, str):
+            raise RequestError(f"{event.type}: voice '{key}' must be a string")
+    if name is None and speaker is None:
+        return None  # e.g. only a language: the default voice speaks Japanese anyway
+    return SynthesizeVoice(name=name, speaker=speaker)
+
+
+class HayakoeHandler(AsyncEventHandler):
+    """Wyoming events of one connection."""
+
+    def __init__(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        context: ServerContext,
+    ) -> None:
+        super().__init__(reader, writer)
+        self.context = context
+        self._write_lock = asyncio.Lock()
+        self._stream: _Stream | None = None
+        peer = writer.get_extra_info("peername")
+        self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) and len(peer) >= 2 else str(peer or "client")
+
+    # -- connection ------------------------------------------------------------------------
+    async def run(self) -> None:
+        """Read events until the client leaves, sends garbage, or the server stops."""
+        try:
+            while True:
+                try:
+                    event = await read_event(self.reader, self.context.limits)
+                except BadEvent as exc:
+                    _LOGGER.warning("Closing connection from %s: %s", self.peer, exc)
+                    with contextlib.suppress(ClientGone):
+                        await self.write_event(Error(text=str(exc), code=exc.code).event())
+                    break
+                if event is None:
+                    break
+                try:
+                    if not await self.handle_event(event):
+                        break
+                except ClientGone:
+                    _LOGGER.debug("Client %s went away mid-response", self.peer)
+                    break
+        finally:
+            await self._abort_stream()
+            await self.disconnect()
+            self.writer.close()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self.writer.wait_closed(), timeout=1.0)
+
+    async def write_event(self, event: Event) -> None:
+        """Send one event whole; `ClientGone` if the client has left."""
+        if self.writer.is_closing():
+            raise ClientGone()
+        async with self._write_lock:
+            try:
+                await async_write_event(event, self.writer)
+            except (ConnectionError, OSError) as exc:
+                raise ClientGone() from exc
+
+    async def _error(self, text: str, code: str) -> None:
+        _LOGGER.warning("Request from %s not served: %s", self.peer, text)
+        await self.write_event(Error(text=text, code=code).event())
+
+    # -- events ----------------------------------------------------------------------------
+    async def handle_event(self, event: Event) -> bool:
+        try:
+            if Describe.is_type(event.type):
+                await self.write_event(self.context.info_event)
+            elif Synthesize.is_type(event.type):
+                if self._stream is not None:
+                    _LOGGER.debug("Ignoring compatibility synthesize during a stream")
+                else:
+                    await self._synthesize(event)
+            elif SynthesizeStart.is_type(event.type):
+                await self._stream_start(event)
+            elif SynthesizeChunk.is_type(event.type):
+                await self._stream_chunk(event)
+            elif SynthesizeStop.is_type(event.type):
+                await self._stream_stop()
+            else:
+                _LOGGER.debug("Ignoring event %s from %s", event.type, self.peer)
+        except RequestError as exc:
+            await self._error(str(exc), exc.code)
+        return True
+
+    # -- one-shot --------------------------------------------------------------------------
+    async def _synthesize(self, event: Event) -> None:
+        text = _text_of(event)
+        voice = _voice_of(event)
+        self._check_length(len(text))
+        resolved = self.context.catalog.resolve(voice)
+        _LOGGER.debug(
+            "synthesize %d chars with %s/%s for %s",
+            len(text), resolved.speaker.name, resolved.style, self.peer,
+        )
+        out = _AudioOut(self, resolved.speaker.sample_rate, self.context.samples_per_chunk)
+        try:
+            async with contextlib.aclosing(self._audio(resolved, text)) as chunks:
+                async for chunk in chunks:
+                    await out.send(chunk)
+        except (ClientGone, asyncio.CancelledError):
+            raise
+        except Exception as exc:  # a synthesis failure: tell the client, keep the connection
+            _LOGGER.error("Synthesis failed for %s: %s", self.peer, exc, exc_info=_LOGGER.isEnabledFor(logging.DEBUG))
+            await self.write_event(Error(text=f"synthesis failed: {exc}", code="synthesis-failed").event())
+            if out.started:
+                await out.finish()
+            return
+        await out.finish()
+
+    def _audio(self, resolved: Resolved, text: Any) -> AsyncIterator[AudioResult]:
+        return resolved.speaker.astream(text, style=resolved.style, **self.context.options)
+
+    def _check_length(self, length: int) -> None:
+        if length > self.context.max_text_length:
+            raise RequestError(
+                f"text too long: {length} characters (limit {self.context.max_text_length})",
+                code="text-too-long",
+            )
+
+    # -- streaming -------------------------------------------------------------------------
+    async def _stream_start(self, event: Event) -> None:
+        if self._stream is not None:
+            raise RequestError("synthesize-start while a stream is in progress; send synthesize-stop first")
+        try:
+            voice = _voice_of(event)
+        except RequestError as exc:
+            _LOGGER.warning("%s; using the default voice", exc)
+            voice = None
+        resolved = self.context.catalog.resolve(voice)
+        _LOGGER.debug("stream start with %s/%s for %s", resolved.speaker.name, resolved.style, self.peer)
+        stream = _Stream(
+            resolved=resolved,
+            out=_AudioOut(self, resolved.speaker.sample_rate, self.context.samples_per_chunk),
+        )
+        stream.task = asyncio.create_task(self._stream_audio(stream), name=f"stream {self.peer}")
+        self._stream = stream
+
+    async def _stream_audio(self, stream: _Stream) -> None:
+        async def deltas() -> AsyncIterator[str]:
+            while True:
+                delta = await stream.deltas.get()
+                if delta is None:
+                    return
+                yield delta
+
+        try:
+            async with contextlib.aclosing(self._audio(stream.resolved, deltas())) as chunks:
+                async for chunk in chunks:
+                    await stream.out.send(chunk)
+        except (ClientGone, asyncio.CancelledError):
+            raise
+        except Exception as exc:
+            stream.failed = True
+            _LOGGER.error("Streaming synthesis failed for %s: %s", self.peer, exc, exc_info=_LOGGER.isEnabledFor(logging.DEBUG))
+            await self.write_event(Error(text=f"synthesis failed: {exc}", code="synthesis-failed").event())
+
+    async def _stream_chunk(self, event: Event) -> None:
+        stream = self._stream
+        if stream is None:
+            _LOGGER.debug("Ignoring synthesize-chunk outside a stream from %s", self.peer)
+            return
+        text = _text_of(event)
+        if stream.failed:
+            return
+        stream.length += len(text)
+        if stream.length > self.context.max_text_length:
+            stream.failed = True
+            if stream.task is not None:
+                stream.task.cancel()
+            raise RequestError(
+                f"streamed text too long: over {self.context.max_text_length} characters; "
+                "the rest of this stream is ignored",
+                code="text-too-long",
+            )
+        stream.deltas.put_nowait(text)
+
+    async def _stream_stop(self) -> None:
+        stream, self._stream = self._stream, None
+        if stream is None:
+            _LOGGER.debug("synthesize-stop without a stream from %s", self.peer)
+            await self.write_event(SynthesizeStopped().event())
+            return
+        stream.deltas.put_nowait(None)
+        if stream.task is not None:
+            try:
+                await stream.task
+            except asyncio.CancelledError:
+                if not stream.failed:  # we were cancelled ourselves
+                    raise
+        if not stream.failed or stream.out.started:
+            await stream.out.finish()
+        await self.write_event(SynthesizeStopped().event())
+
+    async def _abort_stream(self) -> None:
+        """Stop a stream whose client left (releases the speaker's lock)."""
+        stream, self._stream = self._stream, None
+        if stream is None or stream.task is None:
+            return
+        stream.task.cancel()
+        with contextlib.suppress(BaseException):
+            await stream.task

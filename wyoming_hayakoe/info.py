@@ -1,0 +1,172 @@
+"""What the server tells clients it can do (`describe` → `info`), and request → speaker/style.
+
+Naming (documented in the README): every loaded voice is a Wyoming voice named like the
+engine's speaker (``openjtalk-mei``, ``jvnv-F1-jp``), with its styles as Wyoming
+*speakers*. Home Assistant's Assist passes only a voice name and its UI shows no speakers,
+so each style is also a voice of its own: ``VOICE:STYLE`` (``jvnv-F1-jp:Happy``).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Mapping
+
+from wyoming.info import Attribution, Info, TtsProgram, TtsVoice, TtsVoiceSpeaker
+from wyoming.tts import SynthesizeVoice
+
+from engine import Speaker, __version__
+
+__all__ = ["STYLE_SEPARATOR", "LANGUAGE", "VoiceCatalog", "Resolved", "build_info"]
+
+_LOGGER = logging.getLogger(__name__)
+
+STYLE_SEPARATOR = ":"
+LANGUAGE = "ja"  # Home Assistant matches languages exactly
+PROGRAM_NAME = "hayakoe"
+PROGRAM_URL = "https://github.com/wyoming-hayakoe/wyoming-hayakoe"
+
+
+def style_voice_name(voice: str, style: str) -> str:
+    """The Wyoming voice name that selects `style` of `voice`."""
+    return f"{voice}{STYLE_SEPARATOR}{style}"
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """The speaker and style a request gets."""
+
+    speaker: Speaker
+    style: str
+
+
+class VoiceCatalog:
+    """The loaded speakers, the defaults, and how a requested voice maps onto them."""
+
+    def __init__(
+        self,
+        speakers: Mapping[str, Speaker],
+        default_voice: str,
+        default_style: str | None = None,
+    ) -> None:
+        if not speakers:
+            raise ValueError("VoiceCatalog needs at least one speaker")
+        self.speakers = dict(speakers)
+        if default_voice not in self.speakers:
+            raise ValueError(
+                f"default voice {default_voice!r} is not loaded (loaded: {', '.join(self.speakers)})"
+            )
+        self.default_voice = default_voice
+        self.default_style = default_style
+        if default_style and default_style not in self.speakers[default_voice].styles:
+            _LOGGER.warning(
+                "--default-style %r is not a style of %s (styles: %s); using %s",
+                default_style, default_voice, ", ".join(self.speakers[default_voice].styles),
+                self.speakers[default_voice].default_style,
+            )
+
+    def style_for(self, speaker: Speaker) -> str:
+        """The style a request for `speaker` gets when it names none."""
+        if self.default_style and self.default_style in speaker.styles:
+            return self.default_style
+        return speaker.default_style
+
+    def _find(self, name: str) -> Speaker | None:
+        found = self.speakers.get(name)
+        if found is None:  # forgive case differences
+            folded = name.casefold()
+            found = next((s for n, s in self.speakers.items() if n.casefold() == folded), None)
+        return found
+
+    @staticmethod
+    def _find_style(speaker: Speaker, style: str) -> str | None:
+        if style in speaker.styles:
+            return style
+        folded = style.casefold()
+        return next((s for s in speaker.styles if s.casefold() == folded), None)
+
+    def voice_names(self) -> list[str]:
+        names: list[str] = []
+        for name, speaker in self.speakers.items():
+            names.append(name)
+            names.extend(style_voice_name(name, style) for style in speaker.styles)
+        return names
+
+    def resolve(self, voice: SynthesizeVoice | None) -> Resolved:
+        """Map a request's voice onto a speaker and style; unknown names fall back to the
+        defaults with a warning that lists what is available (speech beats silence)."""
+        name = (voice.name or "").strip() if voice is not None else ""
+        wanted_style = (voice.speaker or "").strip() if voice is not None else ""
+        speaker: Speaker | None = None
+        style: str | None = None
+        if name:
+            speaker = self._find(name)
+            if speaker is None and STYLE_SEPARATOR in name:
+                base, _, style_part = name.rpartition(STYLE_SEPARATOR)
+                speaker = self._find(base)
+                if speaker is not None:
+                    style = self._find_style(speaker, style_part)
+                    if style is None:
+                        _LOGGER.warning(
+                            "Voice %s has no style %r (styles: %s); using %s",
+                            speaker.name, style_part, ", ".join(speaker.styles), self.style_for(speaker),
+                        )
+            if speaker is None:
+                _LOGGER.warning(
+                    "Unknown voice %r; using %s. Available voices: %s",
+                    name, self.default_voice, ", ".join(self.voice_names()),
+                )
+        if speaker is None:
+            speaker = self.speakers[self.default_voice]
+        if wanted_style:  # an explicit Wyoming speaker wins over the name's style
+            found = self._find_style(speaker, wanted_style)
+            if found is None:
+                _LOGGER.warning(
+                    "Voice %s has no style (speaker) %r (styles: %s); using %s",
+                    speaker.name, wanted_style, ", ".join(speaker.styles), style or self.style_for(speaker),
+                )
+            else:
+                style = found
+        return Resolved(speaker, style or self.style_for(speaker))
+
+
+def build_info(catalog: VoiceCatalog, *, streaming: bool) -> Info:
+    """The `info` answer: one TTS program; each speaker a voice (styles as Wyoming speakers),
+    plus one voice per speaker × style."""
+    voices: list[TtsVoice] = []
+    for name, speaker in catalog.speakers.items():
+        attribution = Attribution(name=speaker.attribution_name, url=speaker.attribution_url)
+        version = speaker.version or __version__
+        voices.append(
+            TtsVoice(
+                name=name,
+                description=f"{name}: {speaker.description}",
+                attribution=attribution,
+                installed=True,
+                version=version,
+                languages=[LANGUAGE],
+                speakers=[TtsVoiceSpeaker(name=style) for style in speaker.styles],
+            )
+        )
+        for style in speaker.styles:
+            voices.append(
+                TtsVoice(
+                    name=style_voice_name(name, style),
+                    description=f"{name}: {speaker.description} [{style}]",
+                    attribution=attribution,
+                    installed=True,
+                    version=version,
+                    languages=[LANGUAGE],
+                    speakers=None,
+                )
+            )
+    program = TtsProgram(
+        name=PROGRAM_NAME,
+        description="Japanese text-to-speech (Style-Bert-VITS2 JP-Extra voices, hayakoe-compatible)",
+        attribution=Attribution(name="wyoming-hayakoe", url=PROGRAM_URL),
+        installed=True,
+        version=__version__,
+        voices=voices,
+        supports_synthesize_streaming=streaming,
+    )
+    return Info(tts=[program])

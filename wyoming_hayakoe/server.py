@@ -1,0 +1,220 @@
+"""The server's life: build the voices from `Settings`, listen, advertise, shut down cleanly.
+
+`HayakoeServer` runs in any event loop (tests start it in-process on port 0);
+`run_server` is what the command line runs (signals, logging).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import sys
+from typing import Mapping
+from urllib.parse import urlparse
+
+from engine import TTS, Speaker, __version__
+
+from .events import EventLimits
+from .handler import HayakoeHandler, ServerContext
+from .info import VoiceCatalog, build_info
+from .settings import Settings
+from .zeroconf import ZeroconfAdvertiser
+
+__all__ = ["HayakoeServer", "build_speakers", "run_server"]
+
+_LOGGER = logging.getLogger(__name__)
+
+_STOP_GRACE_S = 5.0
+
+
+def build_tts(settings: Settings) -> TTS:
+    """A `TTS` with every configured voice registered (nothing loaded yet)."""
+    tts = TTS(
+        settings.device,
+        cache_dir=settings.cache_dir,
+        bert_source=settings.bert_source,
+        hf_token=settings.hf_token,
+        rewrite=settings.rewrite,
+    )
+    for spec in settings.voices:
+        tts.load(spec.name, source=spec.source)
+    return tts
+
+
+def build_speakers(settings: Settings) -> dict[str, Speaker]:
+    """Load every configured voice (the slow part: downloads, sessions, warm-up)."""
+    tts = build_tts(settings)
+    if settings.user_dict is not None:
+        tts.load_user_dictionary(settings.user_dict)
+    tts.prepare(warmup=settings.warmup)
+    return tts.speakers
+
+
+class HayakoeServer:
+    """Listens on `settings.uri` and serves Wyoming TTS with the given speakers."""
+
+    def __init__(self, settings: Settings, speakers: Mapping[str, Speaker]) -> None:
+        self.settings = settings
+        catalog = VoiceCatalog(speakers, settings.default_voice, settings.default_style)
+        self.context = ServerContext(
+            catalog=catalog,
+            info_event=build_info(catalog, streaming=settings.streaming).event(),
+            samples_per_chunk=settings.samples_per_chunk,
+            max_text_length=settings.max_text_length,
+            limits=EventLimits(
+                max_data=settings.max_event_data_bytes,
+                max_payload=settings.max_event_payload_bytes,
+            ),
+            options=settings.synthesis.as_options(),
+        )
+        self._server: asyncio.AbstractServer | None = None
+        self._connections: set[asyncio.Task[None]] = set()
+        self._zeroconf: ZeroconfAdvertiser | None = None
+        self._stdio_task: asyncio.Task[None] | None = None
+        self.host: str | None = None
+        self.port: int | None = None
+
+    # -- lifecycle -------------------------------------------------------------------------
+    async def start(self) -> None:
+        """Bind and start serving (returns at once), then advertise with zeroconf."""
+        uri = urlparse(self.settings.uri)
+        limit = self.context.limits.max_line
+        if uri.scheme == "tcp":
+            self._server = await asyncio.start_server(
+                self._on_connection, host=uri.hostname, port=uri.port, limit=limit
+            )
+            sockname = self._server.sockets[0].getsockname()
+            self.host, self.port = uri.hostname, int(sockname[1])
+            _LOGGER.info("Listening on tcp://%s:%s", uri.hostname, self.port)
+        elif uri.scheme == "unix":
+            path = uri.path
+            with contextlib.suppress(FileNotFoundError):
+                import os
+
+                os.unlink(path)
+            self._server = await asyncio.start_unix_server(self._on_connection, path=path, limit=limit)
+            _LOGGER.info("Listening on unix://%s", path)
+        elif uri.scheme == "stdio":
+            self._stdio_task = asyncio.create_task(self._serve_stdio(limit))
+        else:
+            raise ValueError(f"unsupported URI {self.settings.uri!r}")
+        if self.settings.zeroconf_name and self.port is not None and self.host is not None:
+            self._zeroconf = ZeroconfAdvertiser(
+                self.settings.zeroconf_name,
+                self.port,
+                self.host,
+                interfaces=self.settings.zeroconf_interfaces,
+                properties={"version": __version__},
+            )
+            try:
+                await self._zeroconf.start()
+            except Exception as exc:  # serving matters more than discovery
+                _LOGGER.error("Zeroconf registration failed: %s", exc)
+                self._zeroconf = None
+
+    async def wait_closed(self) -> None:
+        """Block until the stdio peer leaves (stdio) or forever (tcp/unix)."""
+        if self._stdio_task is not None:
+            await self._stdio_task
+        else:
+            await asyncio.Event().wait()
+
+    async def stop(self) -> None:
+        """Withdraw from zeroconf, stop listening, end every connection."""
+        if self._zeroconf is not None:
+            with contextlib.suppress(Exception):
+                await self._zeroconf.stop()
+            self._zeroconf = None
+        if self._server is not None:
+            self._server.close()
+        tasks = list(self._connections)
+        if self._stdio_task is not None:
+            tasks.append(self._stdio_task)
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.wait(tasks, timeout=_STOP_GRACE_S)
+        if self._server is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._server.wait_closed(), timeout=_STOP_GRACE_S)
+            self._server = None
+        if urlparse(self.settings.uri).scheme == "unix":
+            import os
+
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(urlparse(self.settings.uri).path)
+
+    @property
+    def zeroconf_service_name(self) -> str | None:
+        return self._zeroconf.service_name if self._zeroconf is not None else None
+
+    # -- connections -----------------------------------------------------------------------
+    async def _on_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            self._connections.add(task)
+        try:
+            await HayakoeHandler(reader, writer, self.context).run()
+        except asyncio.CancelledError:
+            pass
+        except Exception:  # a bug: log once, the server goes on
+            _LOGGER.exception("Connection handler failed")
+        finally:
+            if task is not None:
+                self._connections.discard(task)
+
+    async def _serve_stdio(self, limit: int) -> None:
+        loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader(limit=limit)
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+        transport, protocol = await loop.connect_write_pipe(
+            asyncio.streams.FlowControlMixin, sys.stdout.buffer
+        )
+        writer = asyncio.StreamWriter(transport, protocol, None, loop)
+        await HayakoeHandler(reader, writer, self.context).run()
+
+
+def configure_logging(settings: Settings) -> None:
+    """Log to stderr (stdout may carry the protocol) with secrets scrubbed."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter(settings.log_format))
+    try:
+        from engine.sources.redact import RedactingFilter
+    except ImportError:
+        pass
+    else:
+        handler.addFilter(RedactingFilter())
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(logging.DEBUG if settings.debug else logging.INFO)
+
+
+async def run_server(settings: Settings) -> int:
+    """Load the voices, serve until SIGTERM/SIGINT (or stdio EOF), shut down cleanly."""
+    _LOGGER.debug("Settings: %r", settings)
+    _LOGGER.info("Loading voices: %s", ", ".join(v.name for v in settings.voices))
+    speakers = await asyncio.to_thread(build_speakers, settings)
+    server = HayakoeServer(settings, speakers)
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+    await server.start()
+    _LOGGER.info("Ready (version %s)", __version__)
+    waiter = asyncio.create_task(server.wait_closed())
+    stopper = asyncio.create_task(stop.wait())
+    try:
+        await asyncio.wait({waiter, stopper}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        waiter.cancel()
+        stopper.cancel()
+        _LOGGER.info("Shutting down")
+        await server.stop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.remove_signal_handler(sig)
+    _LOGGER.info("Stopped")
+    return 0
