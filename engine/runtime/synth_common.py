@@ -63,14 +63,21 @@ class SynthOutput:
 class NoiseSource:
     """Deterministic (seeded) or fresh standard-normal noise streams for one request."""
 
-    def __init__(self, seed: int | None) -> None:
+    def __init__(self, seed: int | None, sentence: int = 0) -> None:
         if seed is None:
             seed = int(np.random.SeedSequence().entropy % (2**63))
+        if seed < 0:
+            raise ValueError(f"seed must be non-negative, got {seed}")
         self.seed = int(seed)
+        self.sentence = int(sentence)
+
+    def for_sentence(self, index: int) -> "NoiseSource":
+        """The noise of sentence `index` of the same request (independent streams)."""
+        return NoiseSource(self.seed, index)
 
     def stream(self, index: int, count: int) -> np.ndarray:
         """The first `count` values of stream `index`, float32."""
-        rng = np.random.default_rng([self.seed, index])
+        rng = np.random.default_rng([self.seed, self.sentence, index])
         return rng.standard_normal(count, dtype=np.float32)
 
     def sdp(self, length: int) -> np.ndarray:

@@ -1,0 +1,73 @@
+"""Builders for neural-voice tests: small synthesizers with random weights, hayakoe-layout
+roots, and a stand-in BERT. Shared by tests/test_voices.py, test_neural*.py, test_export.py."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import torch
+
+DATA = Path(__file__).parent / "data"
+SMALL = DATA / "model_small"
+BERT_SMALL = DATA / "bert_small"
+
+
+def small_config(bert_channels: int = 1024, n_speakers: int = 2) -> dict:
+    """model_small's config.json, with a chosen BERT width."""
+    cfg = json.loads((SMALL / "config.json").read_text())
+    cfg["model"]["bert_channels"] = bert_channels
+    cfg["data"]["n_speakers"] = n_speakers
+    return cfg
+
+
+def write_random_voice(folder: Path, *, bert_channels: int, seed: int = 0) -> Path:
+    """A plain model folder (config.json, model.safetensors, style_vectors.npy) holding a
+    model_small-sized network with random weights and the given BERT width."""
+    from safetensors.torch import save_file
+
+    from engine.config import parse_config
+    from engine.model import JPExtraSynthesizer
+
+    folder.mkdir(parents=True, exist_ok=True)
+    raw = small_config(bert_channels)
+    torch.manual_seed(seed)
+    model = JPExtraSynthesizer(parse_config(raw))
+    with torch.no_grad():
+        # Make durations span a few frames and the audio clearly audible.
+        model.dp.proj.bias.fill_(1.0)
+        for p in model.dec.parameters():
+            p.mul_(1.5)
+    state = {k: v.contiguous() for k, v in model.state_dict().items()}
+    state["iteration"] = torch.tensor([1], dtype=torch.int64)
+    save_file(state, str(folder / "model.safetensors"))
+    (folder / "config.json").write_text(json.dumps(raw, indent=2))
+    shutil.copyfile(SMALL / "style_vectors.npy", folder / "style_vectors.npy")
+    return folder
+
+
+def copy_small(folder: Path) -> Path:
+    """The reference model_small as a plain folder."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in ("config.json", "model.safetensors", "style_vectors.npy"):
+        shutil.copyfile(SMALL / name, folder / name)
+    return folder
+
+
+class FakeBert:
+    """Deterministic stand-in for `engine.bert` features (any width); counts calls."""
+
+    def __init__(self, hidden: int = 1024) -> None:
+        self.hidden = hidden
+        self.calls: list[list[str]] = []
+
+    def features(self, bert_texts, word2phs, **_: object) -> list[np.ndarray]:
+        self.calls.append(list(bert_texts))
+        out = []
+        for text, w2p in zip(bert_texts, word2phs):
+            seed = sum(ord(c) for c in text) + len(text)
+            rng = np.random.default_rng(seed)
+            out.append(rng.standard_normal((self.hidden, int(sum(w2p)))).astype(np.float32))
+        return out

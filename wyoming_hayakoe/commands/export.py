@@ -1,0 +1,99 @@
+"""`wyoming-hayakoe export SRC_DIR OUT_ROOT --name NAME`: a Style-Bert-VITS2 model folder →
+hayakoe's ONNX layout (`OUT_ROOT/onnx/speakers/NAME/`).
+
+Needs the `torch` extra. SRC_DIR holds `config.json`, `*.safetensors` (the newest is used)
+and `style_vectors.npy`; hayakoe's `pytorch/speakers/<name>/` folders are such folders. The
+result (`config.json`, `style_vectors.npy`, `synthesizer.onnx`, `duration_predictor.onnx`)
+loads in hayakoe and in this server (`--voice NAME=OUT_ROOT`). With `--check` (default) the
+exported synthesizer is compared with PyTorch on a test sentence, noise off.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+from typing import Sequence
+
+_LOGGER = logging.getLogger(__name__)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command's argument parser."""
+    parser = argparse.ArgumentParser(
+        prog="wyoming-hayakoe export",
+        description="Export a Style-Bert-VITS2 JP-Extra model folder to hayakoe's ONNX layout.",
+    )
+    parser.add_argument("src_dir", type=Path, help="model folder: config.json, *.safetensors, style_vectors.npy")
+    parser.add_argument("out_root", type=Path, help="output root (gets onnx/speakers/NAME/)")
+    parser.add_argument("--name", required=True, help="voice name (folder name under onnx/speakers/)")
+    parser.add_argument("--opset", type=int, default=17, help="ONNX opset (default 17, as hayakoe)")
+    parser.add_argument("--no-check", action="store_true", help="skip the ONNX-vs-PyTorch check")
+    parser.add_argument("--debug", action="store_true", help="debug logging")
+    return parser
+
+
+def check_export(src_dir: Path, out_dir: Path) -> float:
+    """Max |ONNX Runtime − PyTorch| on a fixed random input with noise off."""
+    import numpy as np
+
+    from engine.config import load_config
+    from engine.runtime.synth_common import NoiseSource, SynthInputs, SynthParams
+    from engine.runtime.synth_onnx import OnnxSynthesizer
+    from engine.runtime.synth_torch import TorchSynthesizer
+    from engine.voices import plain_folder_files
+
+    files = plain_folder_files(src_dir)
+    cfg = load_config(files.config)
+    rng = np.random.default_rng(0)
+    t = 41
+    phones = rng.integers(1, cfg.n_vocab, t)
+    phones[::2] = 0
+    inputs = SynthInputs(
+        phones, np.where(phones > 0, 7, 0), np.where(phones > 0, 1, 0),
+        rng.standard_normal((cfg.model.bert_channels, t)).astype(np.float32),
+        np.load(files.style_vectors)[0].astype(np.float32), 0,
+    )
+    params = SynthParams(noise_scale=0.0, length_scale=1.0, noise_scale_w=0.0, sdp_ratio=0.0)
+    ref = TorchSynthesizer(cfg, files.checkpoint).synthesize(inputs, params, NoiseSource(0))
+    ort = OnnxSynthesizer(
+        out_dir / "synthesizer.onnx", None, inter_channels=cfg.model.inter_channels,
+        hop_length=cfg.hop_length, sample_rate=cfg.sample_rate,
+    ).synthesize(inputs, params, NoiseSource(0))
+    if ref.audio.shape != ort.audio.shape:
+        return float("inf")
+    return float(np.abs(ref.audio - ort.audio).max())
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command; returns the exit status (0 on success)."""
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.debug else logging.INFO,
+                        format="%(levelname)s %(name)s: %(message)s")
+    try:
+        from engine.runtime.export import export_voice
+    except ImportError as exc:
+        print(f"export: needs the torch extra (pip install 'wyoming-hayakoe[torch]'): {exc}", file=sys.stderr)
+        return 2
+    try:
+        out_dir = export_voice(args.src_dir, args.out_root, args.name, opset=args.opset)
+    except FileNotFoundError as exc:
+        print(f"export: {exc}", file=sys.stderr)
+        return 2
+    except (OSError, ValueError, RuntimeError) as exc:
+        print(f"export: {exc}", file=sys.stderr)
+        return 1
+    for f in sorted(out_dir.iterdir()):
+        print(f"wrote {f} ({f.stat().st_size / 1e6:.1f} MB)")
+    if not args.no_check:
+        diff = check_export(args.src_dir, out_dir)
+        print(f"ONNX Runtime vs PyTorch (noise off): max abs diff {diff:.2e}")
+        if not diff <= 1e-3:
+            print("export: the ONNX graph differs from PyTorch by more than 1e-3", file=sys.stderr)
+            return 1
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
