@@ -1,0 +1,88 @@
+"""Shared fixtures: the embedded voice (prepared once) and in-process servers on loopback."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import pytest
+from wyoming.client import AsyncTcpClient
+from wyoming.event import Event
+
+from engine import EMBEDDED_VOICE_NAME, TTS, Speaker
+
+
+@pytest.fixture(scope="session")
+def embedded_speakers() -> dict[str, Speaker]:
+    """The embedded OpenJTalk voice, prepared once for the whole session."""
+    return TTS().load(EMBEDDED_VOICE_NAME).prepare().speakers
+
+
+@pytest.fixture
+def embedded(embedded_speakers: dict[str, Speaker]) -> Speaker:
+    return embedded_speakers[EMBEDDED_VOICE_NAME]
+
+
+@pytest.fixture
+async def start_server(embedded_speakers):
+    """`await start_server(**settings_fields)` → a running `HayakoeServer` on 127.0.0.1."""
+    from wyoming_hayakoe.server import HayakoeServer
+    from wyoming_hayakoe.settings import Settings
+
+    servers: list[Any] = []
+
+    async def start(**fields: Any):
+        fields.setdefault("uri", "tcp://127.0.0.1:0")
+        server = HayakoeServer(Settings(**fields), embedded_speakers)
+        await server.start()
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        await server.stop()
+
+
+class Wy:
+    """Small client-side helpers for the server tests."""
+
+    @staticmethod
+    def client(server: Any, timeout: float = 20.0) -> AsyncTcpClient:
+        return AsyncTcpClient("127.0.0.1", server.port, read_timeout=timeout)
+
+    @staticmethod
+    async def read_until(client: AsyncTcpClient, event_type: str) -> list[Event]:
+        """Events up to and including the first of `event_type` (fails on EOF)."""
+        events: list[Event] = []
+        while True:
+            event = await client.read_event()
+            assert event is not None, f"connection closed before {event_type}; got {[e.type for e in events]}"
+            events.append(event)
+            if event.type == event_type:
+                return events
+
+    @staticmethod
+    async def quiet(client: AsyncTcpClient, seconds: float = 0.3) -> Event | None:
+        """The next event if one arrives within `seconds`, else None."""
+        try:
+            return await asyncio.wait_for(client.read_event(), timeout=seconds)
+        except asyncio.TimeoutError:
+            return None
+
+    @staticmethod
+    def pcm(events: list[Event]) -> bytes:
+        return b"".join(e.payload or b"" for e in events if e.type == "audio-chunk")
+
+    @staticmethod
+    def types(events: list[Event]) -> list[str]:
+        return [e.type for e in events]
+
+    @staticmethod
+    def now() -> float:
+        return time.monotonic()
+
+
+@pytest.fixture
+def wy() -> type[Wy]:
+    return Wy
