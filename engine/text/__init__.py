@@ -6,6 +6,10 @@ imported on first use of the names that need them.
 - :func:`split_sentences`, :class:`SentenceSplitter` — sentence splitting for streaming.
 - :func:`analyze` → :class:`Analysis` — reference-exact normaliser + g2p + ids
   (``r.with_blanks()`` for the blank-interspersed ids, ``r.bert_text`` for BERT).
+- :func:`rewrite` — the "beyond the reference" pass run before :func:`analyze` (times,
+  dates, units, signs, Latin words; leaves user-dictionary words alone).
+- :func:`add_word`, :func:`load_user_dictionary`, :func:`clear_user_dictionary`,
+  :class:`UserDictionary` — the process-wide user dictionary (OpenJTalk user dictionary).
 - :func:`normalize_text` — the first half of :func:`analyze` (``engine.text.g2p.g2p`` is
   the second).
 """
@@ -17,12 +21,32 @@ from typing import Any
 
 from .splitter import SentenceSplitter, split_sentences
 
-__all__ = ["split_sentences", "SentenceSplitter", "analyze", "Analysis", "normalize_text"]
+__all__ = [
+    "split_sentences",
+    "SentenceSplitter",
+    "analyze",
+    "Analysis",
+    "rewrite",
+    "add_word",
+    "load_user_dictionary",
+    "clear_user_dictionary",
+    "UserDictionary",
+    "UserDictionaryError",
+    "UserWord",
+    "normalize_text",
+]
 
 # name -> submodule that defines it; imported lazily (pyopenjtalk is slow to import).
 _LAZY: dict[str, str] = {
     "analyze": "analysis",
     "Analysis": "analysis",
+    "rewrite": "rewriter",
+    "add_word": "userdict",
+    "load_user_dictionary": "userdict",
+    "clear_user_dictionary": "userdict",
+    "UserDictionary": "userdict",
+    "UserDictionaryError": "userdict",
+    "UserWord": "userdict",
     "normalize_text": "normalizer",
 }
 

@@ -1,0 +1,445 @@
+"""User dictionary: words with your reading and accent, through OpenJTalk's own user dictionary.
+
+Entries are compiled with ``pyopenjtalk.mecab_dict_index`` into a MeCab user dictionary and
+installed with ``pyopenjtalk.update_global_jtalk_with_user_dict``, so OpenJTalk segments the
+text with them: the reading gives the phones, the accent gives the tones, and BERT still
+reads the written word. pyopenjtalk holds one dictionary per process, so there is one
+*active* :class:`UserDictionary` per process; :func:`add_word` and
+:func:`load_user_dictionary` work on it. The rewrite pass leaves its surfaces alone, so no
+built-in reading (e.g. for Latin words) overrides a user word.
+
+With no user words the frontend is the reference's; with words, text containing them is
+read as the dictionary says (that is the point), everything else is unchanged.
+
+File formats (see ``docs/frontend.md``):
+
+- **CSV** (``.csv``, UTF-8): ``surface,reading[,accent[,priority]]`` per line; ``#``
+  starts a comment line; a first line starting with ``surface`` is a header.
+- **JSON** (``.json``): a list of objects, or ``{"words": [...]}``; each object has
+  ``surface``, ``reading`` and optionally ``accent``, ``priority``, ``pos``.
+
+``reading``: katakana or hiragana (pronunciation: write ``ワ`` for the particle は).
+``accent``: the mora after which the pitch falls; 0 = flat (heiban), 1 = high first mora,
+*n* = falls after mora *n* (``ー``, ``ッ``, ``ン`` count as morae); omitted → OpenJTalk's own
+guess for the reading. ``priority`` 0–10 (default 5): higher wins more often against the
+system dictionary's segmentation. ``pos``: ``proper_noun`` (default) or ``noun``.
+"""
+
+from __future__ import annotations
+
+import atexit
+import csv
+import io
+import json
+import logging
+import os
+import re
+import shutil
+import sys
+import tempfile
+import threading
+import unicodedata
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Iterator
+
+from .mora import MORA_TO_PHONES
+
+__all__ = [
+    "UserWord",
+    "UserDictionary",
+    "UserDictionaryError",
+    "active_dictionary",
+    "active_surfaces",
+    "add_word",
+    "load_user_dictionary",
+    "clear_user_dictionary",
+]
+
+_LOGGER = logging.getLogger(__name__)
+
+_POS = {
+    "proper_noun": ("名詞", "固有名詞", "一般", "*"),
+    "noun": ("名詞", "一般", "*", "*"),
+}
+_SMALL_KANA = frozenset("ァィゥェォャュョヮ")
+# A surface that never occurs in normalised text: keeps a dictionary loaded when empty.
+_SENTINEL_SURFACE = "\U000f0000"
+
+
+class UserDictionaryError(ValueError):
+    """A user-dictionary entry or file is invalid (the message names the file/field)."""
+
+
+def to_katakana(text: str) -> str:
+    """Hiragana → katakana (other characters unchanged)."""
+    return "".join(chr(ord(c) + 0x60) if "\u3041" <= c <= "\u3096" else c for c in text)
+
+
+def count_morae(reading: str) -> int:
+    """Morae of a katakana reading (small ャュョァィゥェォヮ join the mora before)."""
+    return sum(1 for c in reading if c not in _SMALL_KANA)
+
+
+def _check_reading(reading: str, where: str) -> str:
+    kata = to_katakana(unicodedata.normalize("NFKC", reading)).replace(" ", "").replace("\u3000", "")
+    if not kata:
+        raise UserDictionaryError(f"{where}: reading is empty")
+    if not re.fullmatch(r"[\u30a1-\u30fcー]+", kata):
+        raise UserDictionaryError(f"{where}: reading {reading!r} must be katakana or hiragana")
+    i = 0
+    while i < len(kata):
+        if kata[i : i + 2] in MORA_TO_PHONES:
+            i += 2
+        elif kata[i] in MORA_TO_PHONES or kata[i] == "ー":
+            i += 1
+        else:
+            raise UserDictionaryError(f"{where}: reading {reading!r} has {kata[i]!r}, which is no mora")
+    return kata
+
+
+@dataclass(frozen=True)
+class UserWord:
+    """One dictionary word (``reading`` is katakana; ``accent`` None = OpenJTalk's guess)."""
+
+    surface: str
+    reading: str
+    accent: int | None = None
+    priority: int = 5
+    pos: str = "proper_noun"
+
+    @staticmethod
+    def make(
+        surface: str,
+        reading: str,
+        accent: int | None = None,
+        priority: int = 5,
+        pos: str = "proper_noun",
+        *,
+        where: str = "user dictionary",
+    ) -> "UserWord":
+        """Validate and build a word; errors name ``where`` and the field."""
+        if not isinstance(surface, str) or not surface.strip():
+            raise UserDictionaryError(f"{where}: surface must be a non-empty string")
+        if not isinstance(reading, str):
+            raise UserDictionaryError(f"{where}: reading must be a string")
+        kata = _check_reading(reading, f"{where} ({surface!r})")
+        morae = count_morae(kata)
+        if accent is not None:
+            if isinstance(accent, bool) or not isinstance(accent, int) or not 0 <= accent <= morae:
+                raise UserDictionaryError(
+                    f"{where} ({surface!r}): accent must be an integer from 0 to {morae} (the morae of {kata}), got {accent!r}"
+                )
+        if isinstance(priority, bool) or not isinstance(priority, int) or not 0 <= priority <= 10:
+            raise UserDictionaryError(f"{where} ({surface!r}): priority must be an integer from 0 to 10, got {priority!r}")
+        if pos not in _POS:
+            raise UserDictionaryError(f"{where} ({surface!r}): pos must be one of {sorted(_POS)}, got {pos!r}")
+        return UserWord(unicodedata.normalize("NFKC", surface.strip()), kata, accent, priority, pos)
+
+
+@contextmanager
+def _quiet_stdout() -> Iterator[None]:
+    """Silence C-level writes to stdout (mecab_dict_index reports progress there)."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):
+        yield
+        return
+    sys.stdout.flush()
+    saved = os.dup(fd)
+    try:
+        with open(os.devnull, "wb") as null:
+            os.dup2(null.fileno(), fd)
+            try:
+                yield
+            finally:
+                os.dup2(saved, fd)
+    finally:
+        os.close(saved)
+
+
+class UserDictionary:
+    """A set of :class:`UserWord`; :meth:`apply` makes it the process's active dictionary."""
+
+    def __init__(self) -> None:
+        self._words: dict[str, UserWord] = {}
+        self._lock = threading.RLock()
+
+    # -- editing --------------------------------------------------------------------------
+
+    def add_word(
+        self,
+        surface: str,
+        reading: str,
+        accent: int | None = None,
+        *,
+        priority: int = 5,
+        pos: str = "proper_noun",
+    ) -> UserWord:
+        """Add (or replace) a word. Applied at once if this is the active dictionary."""
+        word = UserWord.make(surface, reading, accent, priority, pos)
+        with self._lock:
+            self._words[word.surface] = word
+            if self.is_active:
+                self.apply()
+        return word
+
+    def remove_word(self, surface: str) -> bool:
+        """Remove a word; True if it was there."""
+        with self._lock:
+            found = self._words.pop(unicodedata.normalize("NFKC", surface.strip()), None) is not None
+            if found and self.is_active:
+                self.apply()
+            return found
+
+    def clear(self) -> None:
+        """Remove every word."""
+        with self._lock:
+            self._words.clear()
+            if self.is_active:
+                self.apply()
+
+    @property
+    def words(self) -> list[UserWord]:
+        return list(self._words.values())
+
+    def __len__(self) -> int:
+        return len(self._words)
+
+    def __contains__(self, surface: str) -> bool:
+        return unicodedata.normalize("NFKC", surface.strip()) in self._words
+
+    # -- files ----------------------------------------------------------------------------
+
+    def load(self, path: str | Path) -> int:
+        """Add the words of a CSV or JSON file (by suffix); returns how many. Applies once."""
+        path = Path(path)
+        try:
+            raw = path.read_text(encoding="utf-8-sig")
+        except OSError as exc:
+            raise UserDictionaryError(f"{path}: cannot read user dictionary ({exc})") from exc
+        suffix = path.suffix.lower()
+        if suffix == ".json":
+            words = _parse_json(raw, path)
+        elif suffix in (".csv", ".txt"):
+            words = _parse_csv(raw, path)
+        else:
+            raise UserDictionaryError(f"{path}: unknown user dictionary format (use .csv or .json)")
+        with self._lock:
+            for w in words:
+                self._words[w.surface] = w
+            if self.is_active:
+                self.apply()
+        _LOGGER.info("loaded %d user dictionary words from %s", len(words), path)
+        return len(words)
+
+    def save(self, path: str | Path) -> None:
+        """Write the words as JSON (``.json``) or CSV (otherwise)."""
+        path = Path(path)
+        if path.suffix.lower() == ".json":
+            data = {"words": [{k: v for k, v in asdict(w).items() if v is not None} for w in self.words]}
+            path.write_text(json.dumps(data, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+            return
+        buf = io.StringIO()
+        writer = csv.writer(buf, lineterminator="\n")
+        writer.writerow(["surface", "reading", "accent", "priority"])
+        for w in self.words:
+            writer.writerow([w.surface, w.reading, "" if w.accent is None else w.accent, w.priority])
+        path.write_text(buf.getvalue(), encoding="utf-8")
+
+    # -- OpenJTalk ------------------------------------------------------------------------
+
+    @property
+    def is_active(self) -> bool:
+        return _ACTIVE.dictionary is self
+
+    def apply(self) -> None:
+        """Compile the words and install them into pyopenjtalk (process-wide)."""
+        with self._lock, _ACTIVE.lock:
+            rows = [_csv_row(w) for w in self._words.values()]
+            rows.append(_sentinel_row())
+            _ACTIVE.install(rows)
+            _ACTIVE.dictionary = self
+            _ACTIVE.surfaces = frozenset(self._words)
+        _LOGGER.debug("user dictionary applied (%d words)", len(rows) - 1)
+
+
+def _parse_csv(raw: str, path: Path) -> list[UserWord]:
+    words = []
+    for lineno, row in enumerate(csv.reader(io.StringIO(raw)), 1):
+        if not row or not "".join(row).strip() or row[0].lstrip().startswith("#"):
+            continue
+        if lineno == 1 and row[0].strip().lower() == "surface":
+            continue
+        where = f"{path}:{lineno}"
+        if len(row) < 2:
+            raise UserDictionaryError(f"{where}: need at least surface,reading")
+        fields = [c.strip() for c in row]
+        accent = _int_field(fields[2], "accent", where) if len(fields) > 2 and fields[2] else None
+        priority = _int_field(fields[3], "priority", where) if len(fields) > 3 and fields[3] else 5
+        pos = fields[4] if len(fields) > 4 and fields[4] else "proper_noun"
+        words.append(UserWord.make(fields[0], fields[1], accent, priority, pos, where=where))
+    return words
+
+
+def _int_field(value: str, name: str, where: str) -> int:
+    try:
+        return int(value)
+    except ValueError:
+        raise UserDictionaryError(f"{where}: {name} must be an integer, got {value!r}") from None
+
+
+def _parse_json(raw: str, path: Path) -> list[UserWord]:
+    try:
+        data = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise UserDictionaryError(f"{path}: invalid JSON ({exc})") from exc
+    if isinstance(data, dict):
+        data = data.get("words")
+    if not isinstance(data, list):
+        raise UserDictionaryError(f"{path}: expected a list of words or {{\"words\": [...]}}")
+    words = []
+    for i, item in enumerate(data):
+        where = f"{path}: words[{i}]"
+        if not isinstance(item, dict):
+            raise UserDictionaryError(f"{where}: expected an object with surface and reading")
+        unknown = set(item) - {"surface", "reading", "accent", "priority", "pos"}
+        if unknown:
+            raise UserDictionaryError(f"{where}: unknown field(s) {sorted(unknown)}")
+        if "surface" not in item or "reading" not in item:
+            raise UserDictionaryError(f"{where}: surface and reading are required")
+        words.append(
+            UserWord.make(
+                item["surface"],
+                item["reading"],
+                item.get("accent"),
+                item.get("priority", 5),
+                item.get("pos", "proper_noun"),
+                where=where,
+            )
+        )
+    return words
+
+
+def _mecab_surface(surface: str) -> str:
+    """The surface as MeCab sees it: normalised like the frontend, then OpenJTalk's width."""
+    import pyopenjtalk
+
+    from .normalizer import normalize_text
+
+    norm = normalize_text(surface)
+    if not norm:
+        raise UserDictionaryError(f"user dictionary ({surface!r}): surface has no readable characters")
+    return "".join(node["string"] for node in pyopenjtalk.run_frontend(norm))
+
+
+def _guess_accent(reading: str, morae: int) -> int:
+    """OpenJTalk's accent for the reading, when it reads it as a single accent phrase."""
+    import pyopenjtalk
+
+    labels = pyopenjtalk.make_label(pyopenjtalk.run_frontend(reading))
+    for label in labels:
+        m = re.search(r"/F:(\d+)_(\d+)#", label)
+        if m:
+            return int(m.group(2)) if int(m.group(1)) == morae else 0
+    return 0
+
+
+def _cost(priority: int) -> int:
+    return 8000 - 1600 * priority
+
+
+def _csv_row(word: UserWord) -> list[str]:
+    surface = _mecab_surface(word.surface)
+    morae = count_morae(word.reading)
+    accent = word.accent if word.accent is not None else _guess_accent(word.reading, morae)
+    pos = _POS[word.pos]
+    return [
+        surface, "", "", str(_cost(word.priority)), *pos, "*", "*",
+        surface, word.reading, word.reading, f"{accent}/{morae}", "*",
+    ]  # fmt: skip
+
+
+def _sentinel_row() -> list[str]:
+    return [_SENTINEL_SURFACE, "", "", "10000", *_POS["noun"], "*", "*", _SENTINEL_SURFACE, "ア", "ア", "0/1", "*"]
+
+
+class _Active:
+    """The process-wide state: pyopenjtalk has one OpenJTalk instance per process."""
+
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+        self.dictionary: UserDictionary | None = None
+        self.surfaces: frozenset[str] = frozenset()
+        self._dir: str | None = None
+        self._serial = 0
+
+    def install(self, rows: list[list[str]]) -> None:
+        import pyopenjtalk
+
+        if self._dir is None:
+            self._dir = tempfile.mkdtemp(prefix="hayakoe-userdict-")
+            atexit.register(shutil.rmtree, self._dir, True)
+        self._serial += 1
+        csv_path = os.path.join(self._dir, f"user{self._serial}.csv")
+        dic_path = os.path.join(self._dir, f"user{self._serial}.dic")
+        with open(csv_path, "w", encoding="utf-8", newline="") as f:
+            csv.writer(f, lineterminator="\n").writerows(rows)
+        with _quiet_stdout():
+            pyopenjtalk.mecab_dict_index(csv_path, dic_path)
+        pyopenjtalk.update_global_jtalk_with_user_dict(dic_path)
+        # The previous compiled file may still be mapped by nobody now; remove old files.
+        for name in os.listdir(self._dir):
+            if not name.startswith(f"user{self._serial}."):
+                try:
+                    os.remove(os.path.join(self._dir, name))
+                except OSError:
+                    pass
+
+
+_ACTIVE = _Active()
+_DEFAULT = UserDictionary()
+
+
+def active_dictionary() -> UserDictionary:
+    """The process's user dictionary (created empty, made active on first change)."""
+    return _ACTIVE.dictionary or _DEFAULT
+
+
+def active_surfaces() -> frozenset[str]:
+    """Surfaces (NFKC) of the active dictionary's words; the rewrite pass protects them."""
+    return _ACTIVE.surfaces
+
+
+def add_word(
+    surface: str,
+    reading: str,
+    accent: int | None = None,
+    *,
+    priority: int = 5,
+    pos: str = "proper_noun",
+) -> UserWord:
+    """Add a word to the active user dictionary and apply it (what ``TTS.add_word`` calls)."""
+    d = active_dictionary()
+    word = d.add_word(surface, reading, accent, priority=priority, pos=pos)
+    if not d.is_active:
+        d.apply()
+    return word
+
+
+def load_user_dictionary(path: str | Path) -> int:
+    """Load a CSV/JSON file into the active user dictionary and apply it; returns the count."""
+    d = active_dictionary()
+    n = d.load(path)
+    if not d.is_active:
+        d.apply()
+    return n
+
+
+def clear_user_dictionary() -> None:
+    """Remove every word from the active dictionary (the frontend reads as the reference)."""
+    d = active_dictionary()
+    d.clear()
+    if not d.is_active:
+        d.apply()
