@@ -103,6 +103,9 @@ class FakeHub:
                 for key, value in (headers or {}).items():
                     self.send_header(key, value)
                 self.send_header("Content-Length", str(len(body)))
+                # No keep-alive: once stopped, the stand-in must be gone for every client.
+                self.send_header("Connection", "close")
+                self.close_connection = True
                 self.end_headers()
                 if not head:
                     self.wfile.write(body)

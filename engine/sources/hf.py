@@ -218,11 +218,8 @@ class HFSource:
         answers first; offline, only the cache answers)."""
         rel = normalize_prefix(prefix)
         path = self._path_in_repo(rel)
-        snapshot = self._cached_snapshot()
-        if snapshot is not None:
-            local = snapshot / path if path else snapshot
-            if local.is_file() or _nonempty_dir(local):
-                return True
+        if self._in_cache(path):
+            return True
         if hub_offline():
             return False
         api = self._api()
@@ -308,11 +305,19 @@ class HFSource:
         target = Path(snapshot) / path if path else Path(snapshot)
         return target if _nonempty_dir(target) else None
 
-    def _cached_snapshot(self) -> Path | None:
-        try:
-            return Path(self._snapshot(None, "", local_only=True))
-        except Exception:
-            return None
+    def _in_cache(self, path: str) -> bool:
+        """Whether the cache holds `path` (a file, or a folder with files) complete."""
+        for patterns in ([f"{path}/*"], [path]) if path else (None,):
+            try:
+                snapshot = Path(self._snapshot(patterns, path, local_only=True))
+            except Exception as exc:
+                if not path and getattr(exc, "snapshot_path", None):
+                    return True  # part of the repository is cached: the root exists
+                continue
+            local = snapshot / path if path else snapshot
+            if local.is_file() or _nonempty_dir(local):
+                return True
+        return False
 
     def _translate(self, exc: Exception, rel: str) -> Exception:
         """A clear, redacted error for a huggingface_hub / HTTP exception."""

@@ -90,7 +90,7 @@ def parse_s3_uri(uri: str) -> tuple[str, str]:
             "AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY or an AWS profile"
         )
     bucket = parts.netloc
-    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{1,254}", bucket or ""):
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,254}", bucket or ""):
         raise ValueError(f"s3:// URI needs a bucket name: {redact(uri)!r}")
     if parts.query or parts.fragment:
         raise ValueError(f"s3:// URIs take no query or fragment: {redact(uri)!r}")
@@ -277,8 +277,9 @@ class S3Source:
             where = _store_display(self.endpoint_url)
             return _Unreachable(f"cannot connect to {where} ({type(exc).__name__})")
         error = getattr(exc, "response", None) or {}
-        if not error and exc.__cause__ is not None and hasattr(exc.__cause__, "response"):
-            error = exc.__cause__.response  # boto3's S3UploadFailedError keeps the ClientError here
+        inner = exc.__cause__ or exc.__context__  # boto3's S3UploadFailedError wraps a ClientError
+        if not error and inner is not None and isinstance(getattr(inner, "response", None), dict):
+            error = inner.response
         info = error.get("Error", {}) if isinstance(error, dict) else {}
         code = str(info.get("Code", ""))
         status = str(error.get("ResponseMetadata", {}).get("HTTPStatusCode", "")) if error else ""
