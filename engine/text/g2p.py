@@ -148,20 +148,6 @@ def _word_path(frontend: Sequence[dict]) -> tuple[list[str], list[list[str]], bo
 # label path (accent)
 
 
-def _field_int(label: str, start: str, end_chars: str, index: int) -> int | None:
-    """Integer field ``index`` of the section starting at ``start`` (None for ``xx``)."""
-    pos = label.find(start)
-    if pos < 0:
-        return None
-    pos += len(start)
-    section = label[pos:]
-    values = re.split("[" + re.escape(end_chars) + "]", section, maxsplit=index + 1)
-    try:
-        return int(values[index])
-    except (ValueError, IndexError):
-        return None
-
-
 @dataclass(frozen=True)
 class _Label:
     phone: str
@@ -172,21 +158,23 @@ class _Label:
     f1: int | None
 
 
+# p1^p2-p3+p4=p5/A:a1+a2+a3/B:.../E:e1_e2!e3_e4-e5/F:f1_f2#...
+_LABEL_RE = re.compile(r"^[^-]*-([^+]*)\+[^/]*/A:([^+]*)\+([^+]*)\+([^/]*)/.*?/E:[^!/]*!?([^_/]*)_.*?/F:([^_]*)_")
+
+
+def _num(s: str) -> int | None:
+    """An integer label field; None for ``xx`` (or anything else that is not a number)."""
+    if s.isdigit() or (s[:1] == "-" and s[1:].isdigit()):
+        return int(s)
+    return None
+
+
 def _parse_label(label: str) -> _Label:
-    phone = label[label.index("-") + 1 : label.index("+")]
-    a = label[label.index("/A:") + 3 : label.index("/B:")].split("+")
-    e = label[label.index("/E:") + 3 : label.index("/F:")]
-    f = label[label.index("/F:") + 3 : label.index("/G:")]
-
-    def num(s: str) -> int | None:
-        try:
-            return int(s)
-        except ValueError:
-            return None
-
-    e3 = num(re.split("[_!]", e)[2]) if e.count("_") >= 1 and "!" in e else None
-    f1 = num(f.split("_")[0])
-    return _Label(phone, num(a[0]), num(a[1]), num(a[2]), e3, f1)
+    m = _LABEL_RE.match(label)
+    if m is None:  # not a full-context label we understand: treat as a plain phone
+        return _Label(label[label.find("-") + 1 : label.find("+")], None, None, None, None, None)
+    phone, a1, a2, a3, e3, f1 = m.groups()
+    return _Label(phone, _num(a1), _num(a2), _num(a3), _num(e3), _num(f1))
 
 
 _PHRASE_VOWEL_LIKE = frozenset("aeiouAEIOUN") | {"cl"}
