@@ -151,22 +151,26 @@ class TTS:
                 self.bert_source, cache_dir=self.cache_dir, token=self._hf_token
             )
             self._bert = bert.load_bert(bert_src, self.device)
-        kwargs: dict[str, Any] = {"device": self.device, "bert": self._bert}
-        if compile:
-            kwargs["compile"] = True
-        return voices.load_neural_voice(reg.name, src, **kwargs)
+        return voices.load_neural_voice(
+            reg.name,
+            src,
+            device=self.device,
+            bert=self._bert,
+            compile=compile,
+            cache_dir=self.cache_dir,
+        )
 
-    def pre_download(self, device: str | None = None) -> None:
+    def pre_download(self, device: str | None = None) -> list[Path]:
         """Fetch every registered neural voice (and the BERT) into the cache, loading nothing.
 
         For images built with voices baked in: `device` picks which backend's files are
-        fetched (default: this TTS's device).
+        fetched (default: this TTS's device). Returns the local folders.
         """
         names = [r for r in self._registered.values() if r.name != EMBEDDED_VOICE_NAME]
         if not names:
-            return
+            return []
         download = _engine_module("download", "pre_download")
-        download.pre_download(
+        return download.pre_download(
             [(r.name, r.source or DEFAULT_SOURCE) for r in names],
             device=device or self.device,
             cache_dir=self.cache_dir,
