@@ -10,8 +10,8 @@ from hypothesis import given, settings, strategies as st
 from engine.text import SentenceSplitter, split_sentences
 
 
-def _feed_in_pieces(text: str, cuts: list[int]) -> list[str]:
-    s = SentenceSplitter()
+def _feed_in_pieces(text: str, cuts: list[int], max_chars: int | None = 150) -> list[str]:
+    s = SentenceSplitter(max_chars=max_chars)
     out: list[str] = []
     prev = 0
     for c in sorted(set(cuts)) + [len(text)]:
@@ -111,3 +111,25 @@ def test_nothing_lost_and_no_speechless_sentence(text: str) -> None:
     if len(sentences) > 1:
         speech = re.compile(r"[^\W_]", re.UNICODE)  # letters and digits
         assert all(speech.search(s) for s in sentences)
+
+
+def test_long_sentences_are_cut_at_a_comma_or_space() -> None:
+    text = "あ" * 10 + "、" + "い" * 10 + "、" + "う" * 10 + "。"
+    assert split_sentences(text, max_chars=25) == ["あ" * 10 + "、" + "い" * 10 + "、", "う" * 10 + "。"]
+    assert split_sentences("abc def ghi jkl mno pqr", max_chars=10) == ["abc def", "ghi jkl", "mno pqr"]
+    assert split_sentences("漢字" * 8 + "12345", max_chars=18) == ["漢字" * 8, "12345"]
+    assert split_sentences("あ" * 400) == ["あ" * 150, "あ" * 150, "あ" * 100]
+    assert split_sentences("あ" * 400, max_chars=None) == ["あ" * 400]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    text=st.lists(_ALPHABET, max_size=40).map("".join),
+    cuts=st.lists(st.integers(min_value=0, max_value=40), max_size=12),
+    max_chars=st.integers(min_value=2, max_value=12),
+)
+def test_deltas_equal_whole_with_length_limit(text: str, cuts: list[int], max_chars: int) -> None:
+    cuts = [c for c in cuts if c <= len(text)]
+    whole = split_sentences(text, max_chars=max_chars)
+    assert _feed_in_pieces(text, cuts, max_chars) == whole
+    assert re.sub(r"\s", "", "".join(whole)) == re.sub(r"\s", "", text)

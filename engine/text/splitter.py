@@ -18,6 +18,9 @@ Rules (the same for :func:`split_sentences` and :class:`SentenceSplitter`):
   bracket or quote (emoji, symbols, stray punctuation, whitespace) is merged into it, so no
   sentence without speech characters is produced; an opening bracket starts the next
   sentence. Text with no speech character at all comes back as one piece (stripped).
+- A sentence that reaches ``max_chars`` (default 150) characters without ending is cut after
+  its last comma or space (in its last two thirds), else before a trailing Latin/digit run,
+  else at the limit — the decision needs only the characters so far, so it streams too.
 - Each sentence is stripped of surrounding whitespace; no other character is lost, so the
   non-whitespace characters of the output, joined, equal those of the input.
 
@@ -46,6 +49,17 @@ _QUOTATIVE = frozenset("とっ")
 _OPENERS = frozenset("「『（(【〔［[｛{〈《〘〖〚“‘«‹｢") | _AMBIGUOUS_QUOTES
 
 
+_SOFT_BREAKS = frozenset("、，,;；:：\u3000 \t")
+
+MAX_CHARS = 150
+"""Default longest sentence: a longer one is cut (BERT reads at most 510 characters, and
+long sentences delay streaming)."""
+
+
+def _is_ascii_alnum(ch: str) -> bool:
+    return ch.isascii() and ch.isalnum()
+
+
 def _is_speech(ch: str) -> bool:
     """True for characters that are read aloud: letters (any script) and digits."""
     cat = unicodedata.category(ch)
@@ -57,7 +71,28 @@ def _dot_continues(ch: str) -> bool:
     return ch.isdigit() or ("a" <= ch <= "z") or ("A" <= ch <= "Z")
 
 
-def _scan(buf: str, final: bool) -> tuple[list[str], int]:
+def _long_cut(seg: str) -> int | None:
+    """Where to cut an over-long sentence ``seg``: after its last comma or space in the last
+    two thirds, else before a trailing Latin/digit run (so 1,200 or a word stays whole), else
+    at its end. None if the part before the cut has no speech character."""
+    floor = len(seg) // 3
+    at = None
+    for k in range(len(seg) - 1, floor - 1, -1):
+        if seg[k] in _SOFT_BREAKS:
+            at = k + 1
+            break
+    if at is None:
+        at = len(seg)
+        while at > floor and _is_ascii_alnum(seg[at - 1]):
+            at -= 1
+        if at == floor:
+            at = len(seg)
+    if not any(_is_speech(c) for c in seg[:at]):
+        return None
+    return at
+
+
+def _scan(buf: str, final: bool, max_chars: int | None = None) -> tuple[list[str], int]:
     """Split ``buf`` (text not yet emitted).
 
     Returns the complete sentences and how many characters of ``buf`` they consumed. With
@@ -93,12 +128,16 @@ def _scan(buf: str, final: bool) -> tuple[list[str], int]:
                 cut = i
             i += 1
             continue
-        if _is_speech(ch):
-            has_speech = True
-            i += 1
-            continue
         if ch not in _TERMINATORS:
+            if _is_speech(ch):
+                has_speech = True
             i += 1
+            if max_chars and i - start >= max_chars:
+                at = _long_cut(buf[start:i])
+                if at is not None:
+                    out.append(buf[start : start + at].strip())
+                    start += at
+                    has_speech = any(_is_speech(c) for c in buf[start:i])
             continue
         if ch in _DOTS:
             if i + 1 >= n:
@@ -127,9 +166,9 @@ def _scan(buf: str, final: bool) -> tuple[list[str], int]:
     return out, n
 
 
-def split_sentences(text: str) -> list[str]:
+def split_sentences(text: str, max_chars: int | None = MAX_CHARS) -> list[str]:
     """Split a whole text into sentences (see the module docstring for the rules)."""
-    sentences, _ = _scan(text, final=True)
+    sentences, _ = _scan(text, final=True, max_chars=max_chars)
     return sentences
 
 
@@ -145,22 +184,23 @@ class SentenceSplitter:
     ['明日']
     """
 
-    def __init__(self) -> None:
+    def __init__(self, max_chars: int | None = MAX_CHARS) -> None:
         self._buf = ""
+        self.max_chars = max_chars
 
     def feed(self, delta: str) -> list[str]:
         """Add ``delta`` and return the sentences completed so far (possibly none)."""
         if not delta:
             return []
         self._buf += delta
-        sentences, used = _scan(self._buf, final=False)
+        sentences, used = _scan(self._buf, final=False, max_chars=self.max_chars)
         if used:
             self._buf = self._buf[used:]
         return sentences
 
     def flush(self) -> list[str]:
         """Return what is left as sentences (end of the stream) and reset the splitter."""
-        sentences, _ = _scan(self._buf, final=True)
+        sentences, _ = _scan(self._buf, final=True, max_chars=self.max_chars)
         self._buf = ""
         return sentences
 
