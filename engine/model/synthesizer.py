@@ -154,4 +154,4 @@ class JPExtraSynthesizer(nn.Module):
         logw = self.log_durations(enc, sdp_ratio, noise_scale_w, sdp_noise)
         w_ceil = self.frames(logw, enc.x_mask, length_scale)
         audio, _, _ = self.decode(enc, w_ceil, noise_scale, z_noise)
-        return audio, w_ceil.squeeze(1)
+        return audio, w_ceil[:, 0]

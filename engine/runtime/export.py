@@ -80,7 +80,7 @@ class DurationGraph(nn.Module):
                 length_scale, noise_scale_w, sdp_ratio):
         enc = self.model.encode(x, x_lengths, sid, tone, language, bert, style_vec)
         logw = self.model.log_durations(enc, sdp_ratio, noise_scale_w, None)
-        return self.model.frames(logw, enc.x_mask, length_scale).squeeze(1)
+        return self.model.frames(logw, enc.x_mask, length_scale)[:, 0]
 
 
 def _dummy_inputs(config: VoiceConfig, length: int = 20) -> tuple[torch.Tensor, ...]:

@@ -127,6 +127,9 @@ class OnnxSynthesizer:
     """hayakoe-layout ONNX voice: synthesizer (+ optional duration predictor)."""
 
     kind = "onnx"
+    prior_frames_per_id = 4.0
+    """First guess of frames per phone id (× length_scale) when drawing prior noise; too
+    few is corrected by a second run with exactly enough."""
 
     def __init__(
         self,
@@ -147,6 +150,7 @@ class OnnxSynthesizer:
         self._has_durations = len(self._synth.get_outputs()) > 1
         self._dp = None
         self._dp_noise = 0
+        self.redraws = 0
         if duration_predictor is not None:
             self._dp, self._dp_noise = load_session(Path(duration_predictor), threads)
         _LOGGER.debug("ONNX synthesizer %s: %d noise inputs", synthesizer, n)
@@ -177,7 +181,7 @@ class OnnxSynthesizer:
             sdp_ratio=np.array([params.sdp_ratio], np.float32),
         )
         t = inputs.length
-        guess = int(math.ceil(t * 4 * max(params.length_scale, 0.1))) + 16
+        guess = int(math.ceil(t * self.prior_frames_per_id * max(params.length_scale, 0.1))) + 16
         while True:
             sizes = [2 * t, self.inter_channels * guess]
             for k in range(self._synth_noise):
@@ -187,6 +191,7 @@ class OnnxSynthesizer:
             frames = outs[0].shape[-1] // self.hop_length
             if self._synth_noise < 2 or frames <= guess:
                 break
+            self.redraws += 1
             guess = frames  # drew too little prior noise: redo with exactly enough
         durations = None
         if self._has_durations:
