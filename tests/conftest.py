@@ -26,15 +26,19 @@ def embedded(embedded_speakers: dict[str, Speaker]) -> Speaker:
 
 @pytest.fixture
 async def start_server(embedded_speakers):
-    """`await start_server(**settings_fields)` → a running `HayakoeServer` on 127.0.0.1."""
+    """`await start_server(speakers=None, **settings_fields)` → a running `HayakoeServer` on
+    127.0.0.1 (default: the embedded voice)."""
     from wyoming_hayakoe.server import HayakoeServer
     from wyoming_hayakoe.settings import Settings
 
     servers: list[Any] = []
 
-    async def start(**fields: Any):
+    async def start(speakers: dict[str, Speaker] | None = None, **fields: Any):
         fields.setdefault("uri", "tcp://127.0.0.1:0")
-        server = HayakoeServer(Settings(**fields), embedded_speakers)
+        if speakers is not None:
+            fields.setdefault("voices", ())
+            fields.setdefault("default_voice", next(iter(speakers)))
+        server = HayakoeServer(Settings(**fields), speakers or embedded_speakers)
         await server.start()
         servers.append(server)
         return server
