@@ -89,3 +89,26 @@ def test_token_count_agrees_with_the_bert_char_tokenizer(word: str) -> None:
     if any(t in word for t in tokenizer_module.SPECIAL_TOKENS):
         return
     assert char_token_count(word) == len(tok.tokenize(word))
+
+
+def test_bert_text_skips_characters_the_tokenizer_drops() -> None:
+    # U+03A2 is an unassigned code point inside the Greek block the normaliser keeps; the
+    # BERT tokenizer drops it, so bert_text leaves it out and stays one character per token.
+    r = analyze("ό\u03a2とE")
+    assert "\u03a2" in r.norm_text
+    assert "\u03a2" not in r.bert_text
+    assert len(r.word2ph) == len(r.bert_text) + 2
+    only_unassigned = analyze("\u0378\u0379")
+    assert only_unassigned.phones == ["_", "_"] and not only_unassigned.exact
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.text(alphabet=st.characters(min_codepoint=0x20, max_codepoint=0x1FFF), max_size=12))
+def test_bert_text_is_one_token_per_character(text: str) -> None:
+    tokenizer_module = __import__("pytest").importorskip("engine.tokenizer")
+    specials = {t: i for i, t in enumerate(tokenizer_module.SPECIAL_TOKENS)}
+    tok = tokenizer_module.CharTokenizer(specials)
+    r = analyze(text)
+    if any(t in r.bert_text for t in tokenizer_module.SPECIAL_TOKENS):
+        return
+    assert len(tok.tokenize(r.bert_text)) == len(r.bert_text) == len(r.word2ph) - 2

@@ -47,7 +47,8 @@ _KATAKANA_RE = re.compile(r"[\u30a0-\u30ff]+")
 
 @dataclass(frozen=True)
 class G2PResult:
-    """Phones/tones/word2ph (with the ``_`` edges) plus the word strings BERT reads."""
+    """Phones/tones/word2ph (with the ``_`` edges) plus the word strings BERT reads
+    (``"".join(words)`` has one character per ``word2ph`` entry between the edges)."""
 
     phones: list[str]
     tones: list[int]
@@ -138,6 +139,10 @@ def _word_path(frontend: Sequence[dict]) -> tuple[list[str], list[list[str]], bo
             exact = False
         ph, ok = _reading_phones(reading)
         exact = exact and ok
+        if ph and word not in _PUNCT_SET and char_token_count(word) == 0:
+            _LOGGER.debug("dropping %r: no character the BERT tokenizer reads", word)
+            exact = False
+            continue
         words.append(word)
         phones.append(ph)
     _resolve_leading_long(phones)
@@ -267,6 +272,14 @@ def _is_bert_control(ch: str) -> bool:
     return ch not in "\t\n\r" and unicodedata.category(ch).startswith("C")
 
 
+def bert_chars(word: str) -> str:
+    """The characters of ``word`` the BERT tokenizer keeps (it drops NUL, U+FFFD, control
+    and unassigned code points, and whitespace)."""
+    return "".join(
+        ch for ch in word if ch not in ("\x00", "\ufffd") and not _is_bert_control(ch) and not _is_bert_whitespace(ch)
+    )
+
+
 def char_token_count(word: str) -> int:
     """How many tokens the BERT character tokenizer makes of ``word``.
 
@@ -274,10 +287,7 @@ def char_token_count(word: str) -> int:
     NFKC-normalised word into characters; unknown characters still count (as ``[UNK]``).
     Splitting on punctuation does not change the count.
     """
-    kept = "".join(
-        ch for ch in word if ch not in ("\x00", "\ufffd") and not _is_bert_control(ch) and not _is_bert_whitespace(ch)
-    )
-    kept = unicodedata.normalize("NFC", kept)
+    kept = unicodedata.normalize("NFC", bert_chars(word))
     return len(unicodedata.normalize("NFKC", kept))
 
 
@@ -302,7 +312,11 @@ def g2p(norm_text: str) -> G2PResult:
       three ahead are skipped, else the current label tone is borrowed;
     - ``クヮ``/``グヮ`` readings give ``k w a``/``g w a`` (``kw``/``gw`` are no symbols);
     - non-katakana characters in a reading become ``'``;
-    - a word that yields phones but no tokens gets one slot per character of the word.
+    - a word with phones but no character BERT reads (only unassigned code points) is
+      dropped (the reference fails dividing its phones over zero tokens).
+
+    ``words`` are the word strings BERT reads: OpenJTalk's strings after punctuation
+    mapping, less any character the BERT tokenizer drops (so one token per character).
     """
     jtalk = _jtalk()
     frontend = jtalk.run_frontend(norm_text) if norm_text else []
@@ -319,12 +333,18 @@ def g2p(norm_text: str) -> G2PResult:
     exact = exact and aligned
 
     word2ph: list[int] = []
+    bert_words: list[str] = []
     for word, phones in zip(words, word_phones):
-        n_tok = 1 if word in _PUNCT_SET else char_token_count(word)
-        if n_tok == 0 and phones:
-            exact = False
-            n_tok = max(len(word), 1)
+        if word in _PUNCT_SET:
+            piece, n_tok = word, 1
+        else:
+            piece, n_tok = bert_chars(word), char_token_count(word)
+            if n_tok != len(piece):  # NFKC changed the length: not after normalize_text
+                exact = False
+                piece = unicodedata.normalize("NFKC", unicodedata.normalize("NFC", piece))
+                n_tok = len(piece)
         word2ph += distribute_phones(len(phones), n_tok)
+        bert_words.append(piece)
 
     if not exact:
         _LOGGER.info("g2p: %r is outside the reference's behaviour; using a fallback reading", norm_text)
@@ -332,6 +352,6 @@ def g2p(norm_text: str) -> G2PResult:
         phones=[PAD, *flat, PAD],
         tones=[0, *tones, 0],
         word2ph=[1, *word2ph, 1],
-        words=words,
+        words=bert_words,
         exact=exact,
     )
