@@ -106,10 +106,14 @@ def fetch_voice(source: Source, name: str, device: str) -> Path:
     prefix = speaker_prefix(name, device)
     try:
         folder = source.fetch(prefix)
-    except SourceUnavailableError:
-        raise
     except SourceNotFoundError as first:
-        if not source.exists("config.json"):
+        try:
+            plain = source.exists("config.json")
+        except SourceNotFoundError:
+            plain = False
+        if not plain:
+            if isinstance(first, SourceUnavailableError):
+                raise
             raise SourceNotFoundError(
                 source.uri,
                 prefix,
