@@ -14,7 +14,7 @@ from typing import Sequence
 
 from .commands import SUBCOMMANDS, module_name
 
-_LOGGER = logging.getLogger(__name__)
+_LOGGER = logging.getLogger("wyoming_hayakoe")
 
 
 def _subcommand(name: str, argv: list[str]) -> int:
@@ -46,7 +46,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:
         # Start-up failures (a voice that cannot be found, a bad user dictionary) get one
         # clear line; the traceback only with --debug.
-        _LOGGER.error("%s", exc, exc_info=settings.debug)
+        _LOGGER.error("Cannot serve: %s", exc, exc_info=settings.debug)
         return 1
 
 

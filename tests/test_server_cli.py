@@ -1,0 +1,243 @@
+"""The command line: flags → settings, and the real program (tcp, unix, stdio, signals)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import sys
+import types
+from pathlib import Path
+
+import pytest
+from wyoming.client import AsyncTcpClient, AsyncUnixClient
+from wyoming.event import Event, async_read_event, async_write_event
+from wyoming.info import Describe, Info
+from wyoming.tts import Synthesize
+
+from engine import EMBEDDED_VOICE_NAME, __version__
+from wyoming_hayakoe.settings import Settings, VoiceSpec, parse_settings
+
+pytestmark = pytest.mark.timeout(120)
+
+ROOT = Path(__file__).resolve().parent.parent
+TOKEN = "hf_TopSecretTokenValue1234567890"
+
+
+# -- flags → settings ------------------------------------------------------------------------
+def test_defaults() -> None:
+    s = parse_settings([], environ={})
+    assert s.uri == "tcp://0.0.0.0:10200"
+    assert s.voices == (VoiceSpec(EMBEDDED_VOICE_NAME),) and s.default_voice == EMBEDDED_VOICE_NAME
+    assert s.samples_per_chunk == 1024 and s.streaming and s.rewrite and s.zeroconf_name is None
+    assert s.synthesis.as_options() == {} and s.hf_token is None
+
+
+def test_voices_defaults_and_options() -> None:
+    s = parse_settings(
+        [
+            "--voice", "a", "--voice", "b=hf://me/voices", "--voice", "a",
+            "--default-voice", "c", "--default-style", "Happy",
+            "--speed", "1.2", "--sentence-silence", "0", "--pitch-scale", "1.1",
+            "--samples-per-chunk", "512", "--no-streaming", "--no-rewrite",
+            "--zeroconf", "--device", "cuda", "--cache-dir", "/tmp/c", "--max-text-length", "500",
+        ],
+        environ={},
+    )
+    assert s.voices == (VoiceSpec("a"), VoiceSpec("b", "hf://me/voices"), VoiceSpec("c"))
+    assert s.default_voice == "c" and s.default_style == "Happy"
+    assert s.synthesis.as_options() == {"speed": 1.2, "sentence_silence": 0.0, "pitch_scale": 1.1}
+    assert s.samples_per_chunk == 512 and not s.streaming and not s.rewrite
+    assert s.zeroconf_name == "hayakoe" and s.device == "cuda" and str(s.cache_dir) == "/tmp/c"
+    assert s.max_text_length == 500
+    assert parse_settings(["--voice", "x", "--zeroconf", "kitchen"], environ={}).zeroconf_name == "kitchen"
+    assert parse_settings(["--voice", "x", "--voice", "y"], environ={}).default_voice == "x"
+
+
+def test_token_comes_from_the_environment_and_never_shows() -> None:
+    s = parse_settings([], environ={"HF_TOKEN": TOKEN})
+    assert s.hf_token == TOKEN and TOKEN not in repr(s)
+    assert parse_settings(["--hf-token", "hf_other_token_here"], environ={"HF_TOKEN": TOKEN}).hf_token == "hf_other_token_here"
+
+
+@pytest.mark.parametrize(
+    "argv, flag",
+    [
+        (["--uri", "http://localhost:1"], "--uri"),
+        (["--uri", "tcp://localhost"], "--uri"),
+        (["--uri", "unix://", "--zeroconf"], "--uri"),
+        (["--uri", "unix:///tmp/x.sock", "--zeroconf"], "--zeroconf"),
+        (["--speed", "0"], "--speed"),
+        (["--samples-per-chunk", "-1"], "--samples-per-chunk"),
+        (["--voice", f"{EMBEDDED_VOICE_NAME}=hf://x/y"], "--voice"),
+        (["--voice", "=hf://x/y"], "--voice"),
+        (["--voice", "a=hf://x", "--voice", "a=hf://y"], "--voice"),
+    ],
+)
+def test_bad_flags_are_named(argv, flag, capsys) -> None:
+    with pytest.raises(SystemExit) as exc:
+        parse_settings(argv, environ={})
+    assert exc.value.code == 2
+    assert flag in capsys.readouterr().err
+
+
+def test_subcommands_are_dispatched(monkeypatch) -> None:
+    from wyoming_hayakoe.__main__ import main
+
+    seen: list[list[str]] = []
+    fake = types.ModuleType("wyoming_hayakoe.commands.export_bert")
+    fake.main = lambda argv: seen.append(argv) or 7  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "wyoming_hayakoe.commands.export_bert", fake)
+    assert main(["export-bert", "--out", "x"]) == 7
+    assert seen == [["--out", "x"]]
+
+
+# -- the real program --------------------------------------------------------------------------
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    env.pop("HF_TOKEN", None)
+    return env
+
+
+class Program:
+    """`python -m wyoming_hayakoe ...` with its stderr collected."""
+
+    def __init__(self, *args: str, stdio: bool = False) -> None:
+        self.args = args
+        self.stdio = stdio
+        self.lines: list[str] = []
+        self.ready = asyncio.Event()
+
+    async def __aenter__(self) -> "Program":
+        pipe = asyncio.subprocess.PIPE
+        self.proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "wyoming_hayakoe", *self.args,
+            cwd=ROOT, env=_env(), stderr=pipe,
+            stdin=pipe if self.stdio else asyncio.subprocess.DEVNULL,
+            stdout=pipe if self.stdio else asyncio.subprocess.DEVNULL,
+        )
+        self._reader = asyncio.create_task(self._read_stderr())
+        return self
+
+    async def _read_stderr(self) -> None:
+        assert self.proc.stderr is not None
+        while line := await self.proc.stderr.readline():
+            self.lines.append(line.decode(errors="replace"))
+            if "Ready" in self.lines[-1]:
+                self.ready.set()
+
+    async def wait_ready(self) -> None:
+        waiter = asyncio.create_task(self.ready.wait())
+        done, _ = await asyncio.wait({waiter, asyncio.ensure_future(self.proc.wait())}, timeout=60,
+                                     return_when=asyncio.FIRST_COMPLETED)
+        assert self.ready.is_set(), "server did not start:\n" + self.log
+
+    async def stop(self, sig: int = signal.SIGTERM) -> int:
+        self.proc.send_signal(sig)
+        code = await asyncio.wait_for(self.proc.wait(), 15)
+        await self._reader
+        return code
+
+    @property
+    def log(self) -> str:
+        return "".join(self.lines)
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self.proc.returncode is None:
+            self.proc.kill()
+            await self.proc.wait()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+async def test_program_serves_tcp_and_stops_cleanly_on_signals(sig) -> None:
+    port = _free_port()
+    async with Program("--uri", f"tcp://127.0.0.1:{port}", "--hf-token", TOKEN, "--debug") as prog:
+        await prog.wait_ready()
+        async with AsyncTcpClient("127.0.0.1", port, read_timeout=20) as client:
+            await client.write_event(Describe().event())
+            info = Info.from_event(await client.read_event())
+            assert info.tts[0].voices[0].name == EMBEDDED_VOICE_NAME
+            await client.write_event(Synthesize(text="はい。").event())
+            types_seen = []
+            while (event := await client.read_event()).type != "audio-stop":
+                types_seen.append(event.type)
+            assert types_seen[0] == "audio-start" and "audio-chunk" in types_seen
+        assert await prog.stop(sig) == 0
+    assert "Stopped" in prog.log
+    assert "Traceback" not in prog.log
+    assert TOKEN not in prog.log
+
+
+async def test_program_stops_while_clients_are_mid_synthesis() -> None:
+    port = _free_port()
+    async with Program("--uri", f"tcp://127.0.0.1:{port}") as prog:
+        await prog.wait_ready()
+        client = AsyncTcpClient("127.0.0.1", port, read_timeout=20)
+        await client.connect()
+        await client.write_event(Synthesize(text="こんにちは。" * 300).event())
+        while (await client.read_event()).type != "audio-chunk":
+            pass
+        assert await prog.stop() == 0
+        await client.disconnect()
+    assert "Traceback" not in prog.log
+
+
+async def test_program_serves_a_unix_socket_and_removes_it(tmp_path) -> None:
+    path = tmp_path / "hayakoe.sock"
+    async with Program("--uri", f"unix://{path}") as prog:
+        await prog.wait_ready()
+        assert path.exists()
+        async with AsyncUnixClient(str(path), read_timeout=20) as client:
+            await client.write_event(Describe().event())
+            assert (await client.read_event()).type == "info"
+        assert await prog.stop() == 0
+    assert not path.exists()
+
+
+async def test_program_serves_stdio_until_eof() -> None:
+    async with Program("--uri", "stdio://", stdio=True) as prog:
+        await prog.wait_ready()
+        assert prog.proc.stdin is not None and prog.proc.stdout is not None
+        await async_write_event(Describe().event(), prog.proc.stdin)
+        event = await asyncio.wait_for(async_read_event(prog.proc.stdout), 20)
+        assert event is not None and event.type == "info"
+        await async_write_event(Synthesize(text="はい。").event(), prog.proc.stdin)
+        seen: list[Event] = []
+        while (event := await asyncio.wait_for(async_read_event(prog.proc.stdout), 20)).type != "audio-stop":
+            seen.append(event)
+        assert seen[0].type == "audio-start" and seen[-1].payload
+        prog.proc.stdin.close()
+        assert await asyncio.wait_for(prog.proc.wait(), 15) == 0
+
+
+async def test_program_start_up_failure_is_one_clear_line(tmp_path) -> None:
+    async with Program(
+        "--uri", f"tcp://127.0.0.1:{_free_port()}",
+        "--voice", f"mine={tmp_path / 'no-such-voice'}", "--bert-source", str(tmp_path / "no-such-bert"),
+    ) as prog:
+        code = await asyncio.wait_for(prog.proc.wait(), 60)
+        await prog._reader
+    assert code == 1
+    assert "Traceback" not in prog.log
+    assert "no-such-bert" in prog.log or "no-such-voice" in prog.log
+
+
+def test_version_flag(capsys) -> None:
+    with pytest.raises(SystemExit) as exc:
+        parse_settings(["--version"])
+    assert exc.value.code == 0
+    assert capsys.readouterr().out.strip() == __version__
+
+
+def test_settings_are_a_frozen_dataclass() -> None:
+    s = Settings()
+    with pytest.raises(Exception):
+        s.uri = "tcp://x:1"  # type: ignore[misc]
