@@ -163,10 +163,6 @@ class _Label:
     f1: int | None
 
 
-# p1^p2-p3+p4=p5/A:a1+a2+a3/B:.../E:e1_e2!e3_e4-e5/F:f1_f2#...
-_LABEL_RE = re.compile(r"^[^-]*-([^+]*)\+[^/]*/A:([^+]*)\+([^+]*)\+([^/]*)/.*?/E:[^!/]*!?([^_/]*)_.*?/F:([^_]*)_")
-
-
 def _num(s: str) -> int | None:
     """An integer label field; None for ``xx`` (or anything else that is not a number)."""
     if s.isdigit() or (s[:1] == "-" and s[1:].isdigit()):
@@ -175,11 +171,21 @@ def _num(s: str) -> int | None:
 
 
 def _parse_label(label: str) -> _Label:
-    m = _LABEL_RE.match(label)
-    if m is None:  # not a full-context label we understand: treat as a plain phone
-        return _Label(label[label.find("-") + 1 : label.find("+")], None, None, None, None, None)
-    phone, a1, a2, a3, e3, f1 = m.groups()
-    return _Label(phone, _num(a1), _num(a2), _num(a3), _num(e3), _num(f1))
+    """Fields of an OpenJTalk full-context label
+    ``p1^p2-p3+p4=p5/A:a1+a2+a3/B:…/C:…/D:…/E:e1_e2!e3_e4-e5/F:f1_f2#…/…``."""
+    parts = label.split("/")
+    head = parts[0]
+    phone = head[head.find("-") + 1 : head.find("+")]
+    if len(parts) < 7 or not parts[1].startswith("A:"):
+        return _Label(phone, None, None, None, None, None)
+    a = parts[1][2:].split("+")
+    e = parts[5][2:]
+    bang = e.find("!")
+    e3 = _num(e[bang + 1 :].split("_", 1)[0]) if bang >= 0 else None
+    f1 = _num(parts[6][2:].split("_", 1)[0])
+    if len(a) < 3:
+        return _Label(phone, None, None, None, e3, f1)
+    return _Label(phone, _num(a[0]), _num(a[1]), _num(a[2]), e3, f1)
 
 
 _PHRASE_VOWEL_LIKE = frozenset("aeiouAEIOUN") | {"cl"}
