@@ -100,31 +100,40 @@ def fetch_bert(source: Source, device: str) -> list[Path]:
 def fetch_voice(source: Source, name: str, device: str) -> Path:
     """Fetch and check the folder of voice `name` for `device` and return it.
 
-    hayakoe's layout (`{backend}/speakers/<name>`) is tried first; if the source has no such
-    folder but holds a plain Style-Bert-VITS2 model at its root (config.json there), the
-    root is fetched. An unreachable store is reported as such, never as "not found"."""
-    prefix = speaker_prefix(name, device)
-    try:
-        folder = source.fetch(prefix)
-    except SourceNotFoundError as first:
+    The order is the one `engine.voices.locate_voice` reads in: the device's own layout
+    (`{backend}/speakers/<name>`), then the other backend's (the loader converts it), then a
+    plain Style-Bert-VITS2 model at the source's root (config.json there). Only the first
+    one present is fetched. An unreachable store is reported as such, never as "not found"."""
+    preferred = speaker_prefix(name, device)
+    other_device = "cpu" if backend_for(device) == "pytorch" else "cuda"
+    first_error: SourceNotFoundError | None = None
+    for prefix, dev in ((preferred, device), (speaker_prefix(name, other_device), other_device)):
         try:
-            plain = source.exists("config.json")
-        except SourceNotFoundError:
-            plain = False
-        if not plain:
-            if isinstance(first, SourceUnavailableError):
-                raise
-            raise SourceNotFoundError(
-                source.uri,
-                prefix,
-                "the source has neither that folder (hayakoe layout) nor a Style-Bert-VITS2 "
-                "model folder (config.json, *.safetensors, style_vectors.npy) at its root",
-            ) from first
+            folder = source.fetch(prefix)
+        except SourceNotFoundError as exc:
+            first_error = first_error or exc
+            continue
+        if prefix != preferred:
+            _LOGGER.info("%s: no %s/, using %s/ (converted when loaded)", source.uri, preferred, prefix)
+        require_files(folder, speaker_files(dev), source.uri, prefix)
+        return folder
+    try:
+        plain = source.exists("config.json")
+    except SourceNotFoundError:
+        plain = False
+    if plain:
         folder = source.fetch("")
         require_files(folder, PLAIN_SBV2_FILES, source.uri, "")
         return folder
-    require_files(folder, speaker_files(device), source.uri, prefix)
-    return folder
+    if isinstance(first_error, SourceUnavailableError):
+        raise first_error
+    raise SourceNotFoundError(
+        source.uri,
+        preferred,
+        f"the source has no {preferred}/ nor {speaker_prefix(name, other_device)}/ (hayakoe "
+        "layout), and no Style-Bert-VITS2 model folder (config.json, *.safetensors, "
+        "style_vectors.npy) at its root",
+    ) from first_error
 
 
 def pre_download(

@@ -247,3 +247,13 @@ def test_cli_failures(tmp_path: Path) -> None:
     assert "Traceback" not in gone.stderr
     unsupported = _cli("--bert-source", "gs://x/y", "--cache-dir", str(tmp_path))
     assert unsupported.returncode == 1 and "supported are" in unsupported.stderr
+
+
+def test_voice_in_the_other_backends_layout_is_fetched_as_the_loader_reads_it(tmp_path: Path) -> None:
+    files = {k: v for k, v in hayakoe_tree(("kappa",)).items() if not k.startswith("onnx/speakers/")}
+    root = write_tree(tmp_path / "r", files)
+    folder = fetch_voice(parse_source(str(root)), "kappa", "cpu")
+    assert folder == root / "pytorch/speakers/kappa"  # the loader converts it to ONNX
+    files = {k: v for k, v in hayakoe_tree(("iota",)).items() if not k.startswith("pytorch/speakers/")}
+    root = write_tree(tmp_path / "s", files)
+    assert fetch_voice(parse_source(str(root)), "iota", "cuda") == root / "onnx/speakers/iota"
