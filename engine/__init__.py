@@ -38,6 +38,15 @@ def _version() -> str:
 
 __version__ = _version()
 
+
+def __getattr__(name: str):
+    # Lazy: only the server's logging setup needs it.
+    if name == "RedactingFilter":
+        from .sources.redact import RedactingFilter
+
+        return RedactingFilter
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 __all__ = [
     "TTS",
     "Speaker",
@@ -48,5 +57,6 @@ __all__ = [
     "EMBEDDED_VOICE_NAME",
     "DEFAULT_SOURCE",
     "NeuralEngineMissingError",
+    "RedactingFilter",
     "__version__",
 ]

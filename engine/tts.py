@@ -179,15 +179,16 @@ class TTS:
         )
 
     # -- dictionary ----------------------------------------------------------------------
-    def add_word(self, *, surface: str, reading: str, accent: int | None = None) -> None:
-        """Teach the frontend a word (surface form, katakana reading, accent nucleus)."""
-        userdict = _userdict()
-        userdict.add_word(surface=surface, reading=reading, accent=accent)
+    def add_word(self, *, surface: str, reading: str, accent: int | None = None, **extra: Any) -> Any:
+        """Teach the frontend a word: surface form, katakana reading, accent nucleus (None:
+        guessed). Process-wide (OpenJTalk has one dictionary); `extra` goes to
+        `engine.text.add_word` (e.g. ``priority``, ``pos``)."""
+        return _userdict().add_word(surface=surface, reading=reading, accent=accent, **extra)
 
-    def load_user_dictionary(self, path: str | os.PathLike[str]) -> None:
-        """Load a user dictionary file (format: see `engine.text.userdict`)."""
-        userdict = _userdict()
-        userdict.load_user_dictionary(Path(path))
+    def load_user_dictionary(self, path: str | os.PathLike[str]) -> int:
+        """Load a user dictionary file (CSV or JSON, see `engine.text.userdict`); returns
+        how many words it held. Process-wide, like `add_word`."""
+        return int(_userdict().load_user_dictionary(Path(path)))
 
 
 def _userdict() -> Any:

@@ -230,3 +230,24 @@ def test_long_sentences_are_cut_for_the_embedded_voice() -> None:
     assert all(len(p) <= 120 for p in parts) and "".join(parts) == "今日は、" * 60
     hard = split_long("あ" * 300)
     assert [len(p) for p in hard] == [120, 120, 60]
+
+
+def test_user_words_change_the_reading(embedded: Speaker, tmp_path) -> None:
+    from engine.text import clear_user_dictionary
+
+    text = "蛙が鳴いた。"
+    before = embedded.generate(text)
+    tts = TTS()
+    try:
+        tts.add_word(surface="蛙", reading="ハヤコエ", accent=0)
+        added = embedded.generate(text)
+        clear_user_dictionary()
+        path = tmp_path / "words.csv"
+        path.write_text("surface,reading,accent\n蛙,ハヤコエ,0\n", encoding="utf-8")
+        assert tts.load_user_dictionary(path) == 1
+        loaded = embedded.generate(text)
+    finally:
+        clear_user_dictionary()
+    assert not np.array_equal(before.data, added.data)
+    assert np.array_equal(added.data, loaded.data)
+    assert np.array_equal(embedded.generate(text).data, before.data)

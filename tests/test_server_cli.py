@@ -241,3 +241,20 @@ def test_settings_are_a_frozen_dataclass() -> None:
     s = Settings()
     with pytest.raises(Exception):
         s.uri = "tcp://x:1"  # type: ignore[misc]
+
+
+def test_user_dictionary_flag_reaches_the_engine(tmp_path) -> None:
+    import numpy as np
+
+    from engine.text import clear_user_dictionary
+    from wyoming_hayakoe.server import build_speakers
+
+    path = tmp_path / "words.json"
+    path.write_text('{"words": [{"surface": "蛙", "reading": "ハヤコエ", "accent": 0}]}', encoding="utf-8")
+    plain = build_speakers(parse_settings(["--no-warmup"], environ={}))[EMBEDDED_VOICE_NAME].generate("蛙。")
+    try:
+        speakers = build_speakers(parse_settings(["--user-dict", str(path), "--no-warmup"], environ={}))
+        taught = speakers[EMBEDDED_VOICE_NAME].generate("蛙。")
+    finally:
+        clear_user_dictionary()
+    assert not np.array_equal(plain.data, taught.data)
