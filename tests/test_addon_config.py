@@ -186,6 +186,9 @@ def test_copies_of_shared_files_are_identical():
     assert (ADDON / "requirements.txt").read_bytes() == (
         ROOT / "docker" / "requirements-cpu.txt"
     ).read_bytes()
+    assert (ADDON / "requirements-sdist.txt").read_bytes() == (
+        ROOT / "docker" / "requirements-sdist.txt"
+    ).read_bytes()
     assert (ADDON / "rootfs" / "usr" / "local" / "bin" / "hayakoe-healthcheck").read_bytes() == (
         ROOT / "docker" / "healthcheck.py"
     ).read_bytes()
