@@ -23,6 +23,7 @@ import json
 import logging
 import os
 import re
+import secrets
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -340,8 +341,9 @@ class S3Source:
 
     def _sync(self, local: Path, rel: str, objects: list[_Object]) -> None:
         local.mkdir(parents=True, exist_ok=True)
-        for stale_part in local.rglob(f"*{PART_MARK}*"):
-            stale_part.unlink(missing_ok=True)
+        for part in local.rglob(f"*{PART_MARK}*"):
+            if _abandoned(part):
+                part.unlink(missing_ok=True)
         manifest_path = local / MANIFEST_NAME
         manifest = _load_manifest(manifest_path)
         current = {obj.rel for obj in objects}
@@ -373,7 +375,7 @@ class S3Source:
 
     def _download(self, obj: _Object, dest: Path, progress: Progress) -> None:
         dest.parent.mkdir(parents=True, exist_ok=True)
-        tmp = dest.with_name(f".{dest.name}{PART_MARK}-{os.getpid()}")
+        tmp = dest.with_name(f".{dest.name}{PART_MARK}-{os.getpid()}-{secrets.token_hex(4)}")
         try:
             kwargs: dict[str, Any] = {"Bucket": self.bucket, "Key": obj.key}
             if obj.etag:
@@ -407,6 +409,24 @@ def _copy_stream(body: Any, out: Any, progress: Progress) -> None:
             return
         out.write(chunk)
         progress.update(len(chunk))
+
+
+def _abandoned(part: Path) -> bool:
+    """Whether a temporary download file was left by a process that no longer runs (its pid
+    is in the name), so that a sync never deletes another live process's file."""
+    match = re.search(re.escape(PART_MARK) + r"-(\d+)-", part.name)
+    if not match:
+        return True
+    pid = int(match.group(1))
+    if pid == os.getpid():
+        return False  # maybe another thread of ours; ours are removed in `_download`
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # exists but not ours to signal
+        return False
+    return False
 
 
 def _is_missing_bucket(exc: Exception) -> bool:
