@@ -97,6 +97,8 @@ class Settings:
     rewrite: bool = True
     synthesis: SynthesisDefaults = SynthesisDefaults()
     max_text_length: int = DEFAULT_MAX_TEXT_LENGTH
+    max_event_payload_bytes: int = 1 << 20
+    """Largest binary payload accepted in one event (a TTS server receives no audio)."""
     warmup: bool = True
     debug: bool = False
     log_format: str = logging.BASIC_FORMAT
@@ -105,8 +107,6 @@ class Settings:
     def max_event_data_bytes(self) -> int:
         """Largest JSON data block accepted in one event (text may be \\u-escaped: 6 B/char)."""
         return max(1 << 20, 8 * self.max_text_length)
-
-    max_event_payload_bytes: int = 1 << 20
 
 
 def _positive_float(flag: str):
