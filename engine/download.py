@@ -21,8 +21,8 @@ import logging
 import os
 import re
 import time
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Iterable, Sequence
 
 from .sources import (
     OFFICIAL_REPO,

@@ -11,10 +11,10 @@ import hashlib
 import json
 import socket
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Iterator
 from urllib.parse import unquote, urlsplit
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
@@ -83,7 +83,7 @@ class FakeHub:
                 out.append(parts[1].split("/", 1)[1])
         return out
 
-    def start(self) -> "FakeHub":
+    def start(self) -> FakeHub:
         hub = self
 
         class Handler(BaseHTTPRequestHandler):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import subprocess
@@ -11,8 +10,14 @@ import uuid
 from pathlib import Path
 
 import pytest
-
-from _sources_fakes import COMMIT, FakeHub, closed_endpoint, hayakoe_tree, moto_server, write_tree
+from _sources_fakes import (
+    COMMIT,
+    FakeHub,
+    closed_endpoint,
+    hayakoe_tree,
+    moto_server,
+    write_tree,
+)
 
 from engine.download import bert_prefixes, fetch_voice, pre_download, speaker_prefix
 from engine.sources import (
@@ -98,7 +103,7 @@ def test_pre_download_imports_no_model_library(hub: FakeHub, tmp_path: Path) -> 
         "print(sorted(m for m in ('torch', 'onnxruntime', 'transformers', 'pyopenjtalk') if m in sys.modules))"
     )
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=180)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=180, check=False)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip().splitlines()[-1] == "[]"
     assert len([p for p in hub.downloaded() if "/speakers/" in p]) == 6
@@ -182,7 +187,7 @@ def _cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     code = "import sys; from wyoming_hayakoe.commands.download import main; sys.exit(main(sys.argv[1:]))"
     full_env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), **(env or {})}
     return subprocess.run(
-        [sys.executable, "-c", code, *args], capture_output=True, text=True, env=full_env, timeout=180
+        [sys.executable, "-c", code, *args], capture_output=True, text=True, env=full_env, timeout=180, check=False
     )
 
 

@@ -17,9 +17,9 @@ import pytest
 boto3 = pytest.importorskip("boto3")
 pytest.importorskip("moto.server")
 
-from _sources_fakes import closed_endpoint, hayakoe_tree, moto_server, write_tree  # noqa: E402
+from _sources_fakes import closed_endpoint, hayakoe_tree, moto_server, write_tree
 
-from engine.sources import (  # noqa: E402
+from engine.sources import (
     S3Source,
     SourceNotFoundError,
     SourceUnavailableError,
@@ -157,7 +157,7 @@ CRASH_SCRIPT = textwrap.dedent(
 
 def _crash_fetch(uri: str, cache: Path, prefix: str, crash_on: int) -> subprocess.CompletedProcess:
     script = CRASH_SCRIPT.format(root=str(REPO_ROOT), uri=uri, cache=str(cache), prefix=prefix, crash_on=crash_on)
-    return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False)
 
 
 def test_interrupted_download_is_never_taken_as_whole_and_recovers(
@@ -199,7 +199,7 @@ def test_interrupted_download_is_never_taken_as_whole_and_recovers(
 
 
 def test_interrupted_update_keeps_the_old_whole_file(uploaded, client, bucket: str, tmp_path: Path) -> None:
-    src, files = uploaded
+    src, _ = uploaded
     prefix = "onnx/speakers/beta"
     folder = src.fetch(prefix)
     old = (folder / "synthesizer.onnx").read_bytes()

@@ -18,10 +18,10 @@ pytest.importorskip("onnx")
 boto3 = pytest.importorskip("boto3")
 pytest.importorskip("moto.server")
 
-from _neural_fixtures import BERT_SMALL, write_random_voice  # noqa: E402
-from _sources_fakes import moto_server  # noqa: E402
+from _neural_fixtures import BERT_SMALL, write_random_voice
+from _sources_fakes import moto_server
 
-from engine import TTS  # noqa: E402
+from engine import TTS
 
 pytestmark = pytest.mark.slow
 

@@ -11,8 +11,7 @@ from __future__ import annotations
 import os
 import re
 import threading
-from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 from .base import (
     IncompleteSourceError,
@@ -138,10 +137,10 @@ register_scheme("file", _file_factory)
 
 __all__ = [
     "CACHE_ENV_VAR",
+    "OFFICIAL_REPO",
     "HFSource",
     "IncompleteSourceError",
     "LocalSource",
-    "OFFICIAL_REPO",
     "RedactingFilter",
     "S3Source",
     "Source",

@@ -11,8 +11,9 @@ import fnmatch
 import json
 import os
 import tempfile
+from collections.abc import Iterable, Sequence
 from pathlib import Path, PurePosixPath
-from typing import Iterable, Protocol, Sequence, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from .redact import redact
 

@@ -172,7 +172,7 @@ class HFSource:
         self.uri = redact(uri)
 
     @classmethod
-    def from_uri(cls, uri: str, *, cache_dir: Any = None, token: str | None = None) -> "HFSource":
+    def from_uri(cls, uri: str, *, cache_dir: Any = None, token: str | None = None) -> HFSource:
         """Factory for `parse_source`."""
         return cls(**parse_hf_uri(uri), cache_dir=cache_dir, token=token)
 

@@ -25,9 +25,10 @@ import os
 import re
 import secrets
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 from urllib.parse import urlsplit
 
 from .base import (
@@ -147,7 +148,7 @@ class S3Source:
         self.cache_path = base / self.prefix if self.prefix else base
 
     @classmethod
-    def from_uri(cls, uri: str, *, cache_dir: Any = None, token: str | None = None) -> "S3Source":
+    def from_uri(cls, uri: str, *, cache_dir: Any = None, token: str | None = None) -> S3Source:
         """Factory for `parse_source` (`token` is for Hub sources and is ignored here)."""
         bucket, prefix = parse_s3_uri(uri)
         return cls(bucket, prefix, cache_dir=cache_dir)

@@ -15,8 +15,8 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from engine.download import pre_download
 from engine.sources import OFFICIAL_REPO, RedactingFilter, cache_root, redact
