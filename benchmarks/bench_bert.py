@@ -5,7 +5,7 @@ Builds (once, cached under benchmarks/.cache/) a random-weight DeBERTa-v2-large-
 real config), exports it with `engine.runtime.bert_export` to ONNX fp32 and int8, then runs
 each backend in its own process (so peak RSS is that backend's alone) and prints:
 
-- load time, resident memory after load and peak RSS (``ru_maxrss``);
+- load time, resident memory after the timed runs and peak RSS (VmHWM);
 - time per sentence, one sentence per call, and per sentence in one batched call;
 - frontend (`engine.text.analyze`) time per sentence, if that module is present;
 - int8-vs-fp32 and ONNX-vs-PyTorch similarity of the features (cosine, max abs) — on random
@@ -186,6 +186,7 @@ def worker(kind: str, threads: int, repeats: int, inputs: Path, out_npz: Path) -
         "load_s": load_s,
         "rss_before_mb": rss0,
         "rss_loaded_mb": rss_loaded,
+        "rss_after_mb": rss_mb(),
         "peak_rss_mb": peak_rss_mb(),
         "single_s": statistics.median(single),
         "batched_s": statistics.median(batched),
@@ -252,12 +253,13 @@ def main() -> int:
     print("-" * len(head))
     for kind, r in rows.items():
         print(
-            f"{kind:<12}{r['load_s']:>8.1f}{r['rss_loaded_mb']:>9.0f}{r['peak_rss_mb']:>9.0f}"
+            f"{kind:<12}{r['load_s']:>8.1f}{r['rss_after_mb']:>9.0f}{r['peak_rss_mb']:>9.0f}"
             f"{r['single_s'] * 1e3:>10.0f}{base['single_s'] / r['single_s']:>8.2f}x"
             f"{r['batched_s'] * 1e3:>10.0f}{base['batched_s'] / r['batched_s']:>8.2f}x"
         )
     print("(ms/sent: one sentence per call; batched: all sentences in one padded call, per sentence;"
-          " 'x torch' = speed-up over PyTorch; RSS after load, peak over the whole run)")
+          " 'x torch' = speed-up over PyTorch;\n RSS = resident after the timed runs (steady state), peak = VmHWM of the worker process,"
+          " both including Python, numpy and the backend's library)")
     for a, b in (("onnx-q8", "onnx-fp32"), ("onnx-fp32", "torch"), ("onnx-q8", "torch")):
         mean_cos, min_cos, diff = _similarity(feats[a], feats[b])
         print(f"{a} vs {b}: cosine mean {mean_cos:.5f}, min {min_cos:.5f}; max abs diff {diff:.3g}")

@@ -89,10 +89,15 @@ class BertFeatures:
 
     hidden_size: int
 
-    def __init__(self, tokenizer: CharTokenizer, *, max_batch_tokens: int = 16384) -> None:
+    def __init__(
+        self, tokenizer: CharTokenizer, *, max_batch_tokens: int = 16384, max_batch_attention: int = 1 << 20
+    ) -> None:
         self.tokenizer = tokenizer
         self.max_batch_tokens = max_batch_tokens
-        """Upper bound on batch × padded length per model call (bounds activation memory)."""
+        """Upper bound on batch × padded length per model call (bounds hidden-state memory)."""
+        self.max_batch_attention = max_batch_attention
+        """Upper bound on batch × padded length² per call (bounds attention-score memory: with
+        16 heads in float32, 2^20 is 64 MB per score tensor). One sentence always runs."""
 
     # -- to implement ---------------------------------------------------------------------
 
@@ -121,8 +126,8 @@ class BertFeatures:
     def hidden_states(self, id_lists: Sequence[Sequence[int]]) -> list[np.ndarray]:
         """Token-level ``hidden_states[-3]`` (float32 [n_tokens, hidden]) for each id list.
 
-        Lists are padded (id 0, mask 0) into as few model calls as `max_batch_tokens` allows
-        (normally one); padding does not change the unpadded positions' values beyond float
+        Lists are padded (id 0, mask 0) into as few model calls as `max_batch_tokens` and
+        `max_batch_attention` allow (normally one); padding does not change the unpadded positions' values beyond float
         rounding.
         """
         out: list[np.ndarray | None] = [None] * len(id_lists)
@@ -151,7 +156,8 @@ class BertFeatures:
         # Sorted by length, so a flush only ever pads up to the longest of similar lengths.
         for i in order:
             longest = len(id_lists[i])
-            if batch and (len(batch) + 1) * longest > self.max_batch_tokens:
+            rows = len(batch) + 1
+            if batch and (rows * longest > self.max_batch_tokens or rows * longest * longest > self.max_batch_attention):
                 flush()
             batch.append(i)
         flush()

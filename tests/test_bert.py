@@ -150,9 +150,16 @@ def test_batch_equals_one_by_one(onnx_fp32: OnnxBert, torch_bert: TorchBert) -> 
             assert np.abs(a - b).max() <= 1e-5
 
 
-def test_batches_split_by_token_budget(exported: Path, onnx_fp32: OnnxBert) -> None:
-    small = OnnxBert(exported / "onnx/bert/fp32/bert.onnx", exported / "bert/tokenizer", threads=1,
-                     max_batch_tokens=40)
+@pytest.mark.parametrize(
+    "budget, fits",
+    [
+        ({"max_batch_tokens": 40}, lambda b, s: b * s <= 40),
+        ({"max_batch_attention": 2000}, lambda b, s: b * s * s <= 2000),
+    ],
+    ids=["tokens", "attention"],
+)
+def test_batches_split_by_budget(exported: Path, onnx_fp32: OnnxBert, budget: dict, fits) -> None:
+    small = OnnxBert(exported / "onnx/bert/fp32/bert.onnx", exported / "bert/tokenizer", threads=1, **budget)
     calls: list[tuple[int, int]] = []
     inner = small._hidden
 
@@ -164,7 +171,9 @@ def test_batches_split_by_token_budget(exported: Path, onnx_fp32: OnnxBert) -> N
     texts = [r["bert_text"] for r in PLAIN]
     w2ps = [r["word2ph_blank"] for r in PLAIN]
     got = small.features(texts, w2ps)
-    assert len(calls) > 1 and all(b * s <= 40 or b == 1 for b, s in calls)
+    assert 1 < len(calls) < len(texts)
+    assert all(fits(b, s) or b == 1 for b, s in calls)
+    assert sum(b for b, _ in calls) == len(texts)
     for a, b in zip(got, onnx_fp32.features(texts, w2ps)):
         assert np.abs(a - b).max() <= 1e-5
 

@@ -79,9 +79,14 @@ class TorchBert(BertFeatures):
         dtype: torch.dtype = torch.float32,
         threads: int | None = None,
         max_batch_tokens: int = 16384,
+        max_batch_attention: int = 1 << 20,
     ) -> None:
         model_dir = Path(model_dir)
-        super().__init__(CharTokenizer.from_dir(tokenizer_dir or model_dir), max_batch_tokens=max_batch_tokens)
+        super().__init__(
+            CharTokenizer.from_dir(tokenizer_dir or model_dir),
+            max_batch_tokens=max_batch_tokens,
+            max_batch_attention=max_batch_attention,
+        )
         if threads and str(device) == "cpu":
             torch.set_num_threads(threads)
         self.device = torch.device(device)
