@@ -333,3 +333,35 @@ def test_secrets_stay_out_of_logs_errors_and_cache(
     for path in (tmp_path / "cache").rglob("*"):
         if path.is_file():
             assert SECRET_KEY.encode() not in path.read_bytes(), path
+
+
+def test_redacting_filter_hides_aws_key_id_and_signatures_in_debug_logs(
+    bucket: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from engine.sources import RedactingFilter
+
+    key_id = "AKIAZXCVBNMASDFGHJKL"
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", key_id)
+    lines: list[str] = []
+
+    class Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            lines.append(self.format(record))
+
+    handler = Collect(level=logging.DEBUG)
+    handler.addFilter(RedactingFilter())
+    root = logging.getLogger()
+    old_level = root.level
+    root.addHandler(handler)
+    root.setLevel(logging.DEBUG)
+    try:
+        src = parse_source(f"s3://{bucket}/v", cache_dir=tmp_path)
+        src.upload("x", write_tree(tmp_path / "in", {"a.txt": b"a"}))
+        src.fetch("x")
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(old_level)
+    text = "\n".join(lines)
+    assert "botocore" in text  # botocore's request-level debug output went through the filter
+    assert key_id not in text and SECRET_KEY not in text
+    assert "Signature=" not in text or "Signature=***" in text

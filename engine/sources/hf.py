@@ -8,7 +8,7 @@ URI forms (see `parse_hf_uri`):
 
 `fetch(prefix)` calls `snapshot_download(allow_patterns=[f"{prefix}/*"])` into
 `<cache root>/hf`, **cache first**: a folder already in the cache is returned without any
-network call (huggingface_hub ≥ 1.x also checks it against the cached file listing, so a
+network call (current huggingface_hub versions also check it against the cached file listing, so a
 half-finished download is not taken as whole). Only when the cache lacks it does the Hub get
 asked. With `HF_HUB_OFFLINE=1` (read at each call, not only at import) or `HAYAKOE_OFFLINE=1`
 the network is never used.

@@ -38,6 +38,8 @@ _SECRET_QUERY = re.compile(
 _BEARER = re.compile(r"(?P<key>\b(?:Bearer|token)\s+)(?P<value>[A-Za-z0-9._~+/=-]{8,})", re.IGNORECASE)
 _HF_TOKEN = re.compile(r"\bhf_[A-Za-z0-9]{16,}\b")
 _AWS_KEY_ID = re.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b")
+# SigV4 pieces in botocore's debug output: "Credential=<key id>/<date>/...", "Signature=<hex>".
+_SIGV4 = re.compile(r"(?P<key>\b(?:Credential|Signature)=)(?P<value>[^,/\s\"']+)")
 
 
 def register_secret(secret: str | None) -> None:
@@ -65,6 +67,7 @@ def redact(text: object) -> str:
     out = _BEARER.sub(lambda m: m.group("key") + MASK, out)
     out = _HF_TOKEN.sub("hf_" + MASK, out)
     out = _AWS_KEY_ID.sub(MASK, out)
+    out = _SIGV4.sub(lambda m: m.group("key") + MASK, out)
     return out
 
 
