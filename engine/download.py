@@ -24,6 +24,7 @@ import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from .openjtalk import EMBEDDED_VOICE_NAME
 from .sources import (
     OFFICIAL_REPO,
     Source,
@@ -146,15 +147,27 @@ def pre_download(
 ) -> list[Path]:
     """Fetch the BERT files and every voice `(name, source or None)` that `device` needs.
 
-    `None` as a voice's source means hayakoe's official repository. Returns the local
+    `None` as a voice's source means hayakoe's official repository; the embedded OpenJTalk
+    voice (`EMBEDDED_VOICE_NAME`) needs nothing and is skipped (when it is the only voice,
+    nothing is fetched; an empty `voices` fetches the BERT alone). Returns the local
     folders (BERT folders first, then one per voice, in order). Local sources are checked,
     not copied. Afterwards the same fetches succeed with the network gone."""
-    voices = [(check_voice_name(name), source) for name, source in voices]
+    voices = list(voices)
+    wanted = []
+    for name, source in voices:
+        if name == EMBEDDED_VOICE_NAME and source is None:
+            _LOGGER.info("Voice %s is embedded: nothing to download", name)
+            continue
+        wanted.append((check_voice_name(name), source))
+    only_embedded = bool(voices) and not wanted
+    voices = wanted
     backend = backend_for(device)
     start = time.monotonic()
     _LOGGER.info(
         "Fetching files for device %s (%s backend) into %s", device, backend, cache_root(cache_dir)
     )
+    if only_embedded:
+        return []  # the BERT serves neural voices only
     bert = parse_source(bert_source, cache_dir=cache_dir, token=token)
     folders = fetch_bert(bert, device)
     _LOGGER.info("BERT ready from %s", bert.uri)

@@ -262,3 +262,17 @@ def test_voice_in_the_other_backends_layout_is_fetched_as_the_loader_reads_it(tm
     files = {k: v for k, v in hayakoe_tree(("iota",)).items() if not k.startswith("pytorch/speakers/")}
     root = write_tree(tmp_path / "s", files)
     assert fetch_voice(parse_source(str(root)), "iota", "cuda") == root / "onnx/speakers/iota"
+
+
+def test_embedded_voice_needs_no_download(tmp_path: Path) -> None:
+    from engine import EMBEDDED_VOICE_NAME
+
+    root = write_tree(tmp_path / "r", hayakoe_tree(()))
+    assert pre_download([(EMBEDDED_VOICE_NAME, None)], bert_source="hf://nobody/nothing", device="cpu") == []
+    folders = pre_download(
+        [(EMBEDDED_VOICE_NAME, None), ("x", str(write_tree(tmp_path / "v", hayakoe_tree(("x",)))))],
+        bert_source=str(root), device="cpu", cache_dir=tmp_path / "c",
+    )
+    assert folders == [root / "bert/tokenizer", root / "onnx/bert/q8", tmp_path / "v/onnx/speakers/x"]
+    # No voices at all: the BERT alone (e.g. for voices added later from local folders).
+    assert pre_download([], bert_source=str(root), device="cpu") == [root / "bert/tokenizer", root / "onnx/bert/q8"]

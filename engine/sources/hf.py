@@ -338,7 +338,8 @@ class HFSource:
             exc, errors.LocalEntryNotFoundError
         ):
             return SourceNotFoundError(self.uri, rel, "no such file or folder in the repository")
-        if isinstance(exc, (errors.LocalEntryNotFoundError, errors.OfflineModeIsEnabled)):
+        offline_error = getattr(errors, "OfflineModeIsEnabled", errors.LocalEntryNotFoundError)
+        if isinstance(exc, (errors.LocalEntryNotFoundError, offline_error)):
             return SourceUnavailableError(
                 self.uri, rel, f"the Hub could not be reached and the cache lacks it: {text}"
             )
