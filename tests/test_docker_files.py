@@ -162,8 +162,8 @@ def test_voices_are_baked_with_the_token_as_a_buildkit_secret_only(image):
             )
     # The final image reads baked voices offline by default.
     final_env = " ".join(e.args for e in _final(stages).all("ENV"))
-    assert "HF_HUB_OFFLINE=${HF_HUB_OFFLINE}" in final_env
-    assert re.search(r"ARG HF_HUB_OFFLINE=1", text)
+    assert "HF_HUB_OFFLINE=${OFFLINE}" in final_env and "HAYAKOE_OFFLINE=${OFFLINE}" in final_env
+    assert re.search(r"^ARG OFFLINE=1$", text, re.M)
     assert "HAYAKOE_VOICES=\"${VOICES}\"" in final_env
 
 
