@@ -110,8 +110,5 @@ class AudioResult:
         out.write_bytes(self.to_wav_bytes())
         return out
 
-    def __len__(self) -> int:
-        return int(len(self.data))
-
     def __repr__(self) -> str:
         return f"AudioResult(sr={self.sr}, samples={len(self.data)}, duration={self.duration:.3f}s)"
