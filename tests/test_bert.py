@@ -208,6 +208,12 @@ def test_int8_loads_and_is_close(onnx_q8: OnnxBert, exported: Path) -> None:
     ops = {n.op_type for n in model.graph.node}
     assert "MatMulInteger" in ops or "DynamicQuantizeMatMul" in ops  # really quantised
     assert [i.name for i in model.graph.input] == ["input_ids", "attention_mask"]
+    assert {(o.domain, o.version) for o in model.opset_import} == {("", 17)}
+    # Constant-folded before quantising: every weight MatMul is int8, no float copy is left.
+    inits = {t.name for t in model.graph.initializer}
+    assert not [name for name in inits if name + "_quantized" in inits]
+    assert (exported / "onnx/bert/q8").iterdir().__next__().name == "bert_q8.onnx"
+    assert len(list((exported / "onnx/bert/q8").iterdir())) == 1  # no temp files left
     feats = onnx_q8.features([r["bert_text"] for r in PLAIN], [r["word2ph_blank"] for r in PLAIN])
     cosines, diffs = [], []
     for rec, feat in zip(PLAIN, feats):

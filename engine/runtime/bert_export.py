@@ -89,18 +89,57 @@ def export_onnx(model_dir: str | Path, onnx_path: str | Path, *, opset: int = DE
     return onnx_path
 
 
-def quantize_q8(fp32_path: str | Path, q8_path: str | Path) -> Path:
-    """int8 dynamic quantisation of MatMul/Gemm weights (QInt8), as hayakoe's published file."""
+def fold_constants(src: str | Path, dst: str | Path) -> Path:
+    """Constant-fold `src` with ONNX Runtime's *basic* (hardware-independent, standard-ops-only)
+    graph optimisations and save the result to `dst`.
+
+    Why: DeBERTa projects its relative-position table with each layer's query/key weights on
+    every call. Those products are constants; folded here, the int8 file no longer carries a
+    float32 copy of every query/key weight (kept only to be folded at load time), so it is
+    ~17 % smaller, loads ~2x faster and peaks at half the memory while loading, with the same
+    numbers (see docs/bert.md).
+    """
+    import onnxruntime as ort
+
+    dst = Path(dst)
+    opts = ort.SessionOptions()
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    opts.optimized_model_filepath = str(dst)
+    ort.InferenceSession(str(src), sess_options=opts, providers=["CPUExecutionProvider"])
+    return dst
+
+
+def _prune_opset_imports(path: Path) -> None:
+    """Drop opset imports of domains no node uses (ONNX Runtime's saver declares all of its own)."""
+    import onnx
+
+    model = onnx.load(str(path))
+    used = {n.domain for n in model.graph.node} | {""}
+    keep = [o for o in model.opset_import if o.domain in used or (o.domain == "ai.onnx" and "" in used)]
+    if len(keep) != len(model.opset_import):
+        del model.opset_import[:]
+        model.opset_import.extend(keep)
+        onnx.save(model, str(path))
+
+
+def quantize_q8(fp32_path: str | Path, q8_path: str | Path, *, fold: bool = True) -> Path:
+    """int8 dynamic quantisation of MatMul/Gemm weights (QInt8), as hayakoe's published file.
+
+    With `fold` (default) the graph is constant-folded first (`fold_constants`).
+    """
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     q8_path = Path(q8_path)
     q8_path.parent.mkdir(parents=True, exist_ok=True)
-    quantize_dynamic(
-        model_input=str(fp32_path),
-        model_output=str(q8_path),
-        weight_type=QuantType.QInt8,
-        op_types_to_quantize=["MatMul", "Gemm"],
-    )
+    with tempfile.TemporaryDirectory(prefix="bert-fold-", dir=q8_path.parent) as tmp:
+        source = fold_constants(fp32_path, Path(tmp) / "folded.onnx") if fold else Path(fp32_path)
+        quantize_dynamic(
+            model_input=str(source),
+            model_output=str(q8_path),
+            weight_type=QuantType.QInt8,
+            op_types_to_quantize=["MatMul", "Gemm"],
+        )
+    _prune_opset_imports(q8_path)
     _LOGGER.info("Quantised %s to %s", fp32_path, q8_path)
     return q8_path
 
