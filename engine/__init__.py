@@ -30,7 +30,7 @@ def _version() -> str:
     except metadata.PackageNotFoundError:  # running from a source tree
         pyproject = Path(__file__).resolve().parent.parent / "pyproject.toml"
         try:
-            found = re.search(r'^version\s*=\s*"([^"]+)"', pyproject.read_text("utf-8"), re.M)
+            found = re.search(r'^version\s*=\s*"([^"]+)"', pyproject.read_text("utf-8"), re.MULTILINE)
         except OSError:
             found = None
         return found.group(1) if found else "unknown"
@@ -48,15 +48,15 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
-    "TTS",
-    "Speaker",
-    "AudioResult",
-    "SynthesisOptions",
-    "Voice",
-    "AudioPiece",
-    "EMBEDDED_VOICE_NAME",
     "DEFAULT_SOURCE",
+    "EMBEDDED_VOICE_NAME",
+    "TTS",
+    "AudioPiece",
+    "AudioResult",
     "NeuralEngineMissingError",
     "RedactingFilter",
+    "Speaker",
+    "SynthesisOptions",
+    "Voice",
     "__version__",
 ]

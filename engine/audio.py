@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import io
 import wave
+from collections.abc import Iterable
 from dataclasses import dataclass
 from os import PathLike
 from pathlib import Path
-from typing import Iterable
 
 import numpy as np
 
@@ -58,17 +58,17 @@ class AudioResult:
         self.data = data.reshape(-1)
 
     @classmethod
-    def from_float(cls, sr: int, samples: np.ndarray) -> "AudioResult":
+    def from_float(cls, sr: int, samples: np.ndarray) -> AudioResult:
         """Build from float audio in [-1, 1] (fixed ×32767 scale, clipped)."""
         return cls(sr, to_int16(samples))
 
     @classmethod
-    def empty(cls, sr: int) -> "AudioResult":
+    def empty(cls, sr: int) -> AudioResult:
         """Zero samples at `sr`."""
         return cls(sr, np.zeros(0, dtype=np.int16))
 
     @classmethod
-    def concat(cls, pieces: Iterable["AudioResult"], sr: int | None = None) -> "AudioResult":
+    def concat(cls, pieces: Iterable[AudioResult], sr: int | None = None) -> AudioResult:
         """Join pieces of one sample rate into one result (`sr` is needed when there are none)."""
         items = list(pieces)
         rates = {p.sr for p in items}
@@ -88,7 +88,7 @@ class AudioResult:
 
     @property
     def num_samples(self) -> int:
-        return int(len(self.data))
+        return len(self.data)
 
     def pcm_bytes(self) -> bytes:
         """Raw little-endian signed 16-bit mono PCM."""

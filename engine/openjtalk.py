@@ -31,14 +31,14 @@ from __future__ import annotations
 import logging
 import math
 import re
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Iterator, Sequence
 
 import numpy as np
 
 from .voice import AudioPiece, SynthesisOptions
 
-__all__ = ["EMBEDDED_VOICE_NAME", "OpenJTalkVoice", "STYLES", "DEFAULT_SENTENCE_PAUSE"]
+__all__ = ["DEFAULT_SENTENCE_PAUSE", "EMBEDDED_VOICE_NAME", "STYLES", "OpenJTalkVoice"]
 
 _LOGGER = logging.getLogger(__name__)
 

@@ -22,7 +22,7 @@ from .openjtalk import EMBEDDED_VOICE_NAME, OpenJTalkVoice
 from .speaker import Speaker
 from .voice import Voice
 
-__all__ = ["TTS", "DEFAULT_SOURCE", "NeuralEngineMissingError"]
+__all__ = ["DEFAULT_SOURCE", "TTS", "NeuralEngineMissingError"]
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -86,7 +86,7 @@ class TTS:
         )
 
     # -- registration --------------------------------------------------------------------
-    def load(self, name: str, *, source: str | None = None) -> "TTS":
+    def load(self, name: str, *, source: str | None = None) -> TTS:
         """Register a voice by name (nothing is loaded until `prepare`). Chainable.
 
         `source` (``hf://user/repo``, ``s3://bucket/prefix``, ``file:///path``, a path) says
@@ -119,7 +119,7 @@ class TTS:
         return list(self._registered)
 
     # -- the heavy part ------------------------------------------------------------------
-    def prepare(self, *, warmup: bool = False, compile: bool = False) -> "TTS":
+    def prepare(self, *, warmup: bool = False, compile: bool = False) -> TTS:
         """Build every registered speaker not built yet (downloads, sessions, BERT).
 
         `warmup` synthesizes a short sentence with each new speaker so that the first real

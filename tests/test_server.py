@@ -10,7 +10,13 @@ import numpy as np
 import pytest
 from wyoming.audio import AudioStart
 from wyoming.info import Describe, Info
-from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop, SynthesizeVoice
+from wyoming.tts import (
+    Synthesize,
+    SynthesizeChunk,
+    SynthesizeStart,
+    SynthesizeStop,
+    SynthesizeVoice,
+)
 
 from engine import EMBEDDED_VOICE_NAME, AudioResult
 

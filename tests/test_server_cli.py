@@ -116,7 +116,7 @@ class Program:
         self.lines: list[str] = []
         self.ready = asyncio.Event()
 
-    async def __aenter__(self) -> "Program":
+    async def __aenter__(self) -> Program:
         pipe = asyncio.subprocess.PIPE
         self.proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "wyoming_hayakoe", *self.args,
@@ -136,8 +136,8 @@ class Program:
 
     async def wait_ready(self) -> None:
         waiter = asyncio.create_task(self.ready.wait())
-        done, _ = await asyncio.wait({waiter, asyncio.ensure_future(self.proc.wait())}, timeout=60,
-                                     return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait({waiter, asyncio.ensure_future(self.proc.wait())}, timeout=60,
+                           return_when=asyncio.FIRST_COMPLETED)
         assert self.ready.is_set(), "server did not start:\n" + self.log
 
     async def stop(self, sig: int = signal.SIGTERM) -> int:
@@ -239,7 +239,9 @@ def test_version_flag(capsys) -> None:
 
 def test_settings_are_a_frozen_dataclass() -> None:
     s = Settings()
-    with pytest.raises(Exception):
+    from dataclasses import FrozenInstanceError
+
+    with pytest.raises(FrozenInstanceError):
         s.uri = "tcp://x:1"  # type: ignore[misc]
 
 

@@ -7,7 +7,8 @@ import json
 import logging
 import socket
 import time
-from typing import Any, Iterator, Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 import pytest
 from wyoming.event import async_read_event, async_write_event

@@ -9,17 +9,19 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
-import socket
 import time
 import uuid
 
 import pytest
+from test_server_cli import Program, _free_port
 from zeroconf import IPVersion, ServiceStateChange
 from zeroconf.asyncio import AsyncServiceBrowser, AsyncServiceInfo, AsyncZeroconf
 
-from wyoming_hayakoe.zeroconf import SERVICE_TYPE, advertised_address, default_route_address
-
-from test_server_cli import Program, _free_port
+from wyoming_hayakoe.zeroconf import (
+    SERVICE_TYPE,
+    advertised_address,
+    default_route_address,
+)
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -42,7 +44,7 @@ async def test_registration_is_seen_on_loopback_and_withdrawn_on_sigterm() -> No
     browser_zc = AsyncZeroconf(interfaces=["127.0.0.1"], ip_version=IPVersion.V4Only)
     changes: list[tuple[str, ServiceStateChange]] = []
 
-    def on_change(zeroconf, service_type, name, state_change) -> None:  # noqa: ANN001
+    def on_change(zeroconf, service_type, name, state_change) -> None:
         changes.append((name, state_change))
 
     browser = AsyncServiceBrowser(browser_zc.zeroconf, SERVICE_TYPE, handlers=[on_change])

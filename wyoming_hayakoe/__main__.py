@@ -10,7 +10,7 @@ import asyncio
 import importlib
 import logging
 import sys
-from typing import Sequence
+from collections.abc import Sequence
 
 from .commands import SUBCOMMANDS, module_name
 

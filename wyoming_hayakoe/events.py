@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from wyoming.event import Event
 
-__all__ = ["EventLimits", "BadEvent", "EventTooLarge", "read_event"]
+__all__ = ["BadEvent", "EventLimits", "EventTooLarge", "read_event"]
 
 
 class BadEvent(Exception):

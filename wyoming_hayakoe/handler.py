@@ -18,8 +18,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator
+from typing import Any
 
 from wyoming.audio import AudioChunk, AudioStart, AudioStop
 from wyoming.error import Error
@@ -40,7 +41,7 @@ from engine import AudioResult
 from .events import BadEvent, EventLimits, read_event
 from .info import Resolved, VoiceCatalog
 
-__all__ = ["ServerContext", "HayakoeHandler", "ClientGone"]
+__all__ = ["ClientGone", "HayakoeHandler", "ServerContext"]
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -76,7 +77,7 @@ class ServerContext:
 class _AudioOut:
     """One audio stream to the client: ``audio-start`` once, chunks, ``audio-stop`` once."""
 
-    def __init__(self, handler: "HayakoeHandler", rate: int, samples_per_chunk: int) -> None:
+    def __init__(self, handler: HayakoeHandler, rate: int, samples_per_chunk: int) -> None:
         self._handler = handler
         self.rate = rate
         self._step = samples_per_chunk * SAMPLE_WIDTH
@@ -122,8 +123,8 @@ class _Stream:
 
     resolved: Resolved
     out: _AudioOut
-    deltas: "asyncio.Queue[str | None]" = field(default_factory=asyncio.Queue)
-    task: "asyncio.Task[None] | None" = None
+    deltas: asyncio.Queue[str | None] = field(default_factory=asyncio.Queue)
+    task: asyncio.Task[None] | None = None
     length: int = 0
     failed: bool = False
 

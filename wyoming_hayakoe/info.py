@@ -9,15 +9,15 @@ so each style is also a voice of its own: ``VOICE:STYLE`` (``jvnv-F1-jp:Happy``)
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 from wyoming.info import Attribution, Info, TtsProgram, TtsVoice, TtsVoiceSpeaker
 from wyoming.tts import SynthesizeVoice
 
 from engine import Speaker, __version__
 
-__all__ = ["STYLE_SEPARATOR", "LANGUAGE", "VoiceCatalog", "Resolved", "build_info"]
+__all__ = ["LANGUAGE", "STYLE_SEPARATOR", "Resolved", "VoiceCatalog", "build_info"]
 
 _LOGGER = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ import contextlib
 import logging
 import signal
 import sys
-from typing import Mapping
+from collections.abc import Mapping
 from urllib.parse import urlparse
 
 from engine import TTS, Speaker, __version__
@@ -110,7 +110,7 @@ class HayakoeServer:
             )
             try:
                 await self._zeroconf.start()
-            except Exception as exc:  # serving matters more than discovery
+            except Exception as exc:  # noqa: BLE001 - serving matters more than discovery
                 _LOGGER.error("Zeroconf registration failed: %s", exc)
                 self._zeroconf = None
 

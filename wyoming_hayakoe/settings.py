@@ -8,22 +8,22 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
 from urllib.parse import urlparse
 
 from engine import DEFAULT_SOURCE, EMBEDDED_VOICE_NAME, __version__
 
 __all__ = [
-    "Settings",
-    "VoiceSpec",
-    "SynthesisDefaults",
-    "build_parser",
-    "parse_settings",
-    "SettingsError",
     "DEFAULT_URI",
     "DEFAULT_ZEROCONF_NAME",
+    "Settings",
+    "SettingsError",
+    "SynthesisDefaults",
+    "VoiceSpec",
+    "build_parser",
+    "parse_settings",
 ]
 
 DEFAULT_URI = "tcp://0.0.0.0:10200"
@@ -43,7 +43,7 @@ class VoiceSpec:
     source: str | None = None
 
     @staticmethod
-    def parse(text: str) -> "VoiceSpec":
+    def parse(text: str) -> VoiceSpec:
         """``NAME`` or ``NAME=SOURCE``."""
         name, sep, source = text.partition("=")
         name, source = name.strip(), source.strip()

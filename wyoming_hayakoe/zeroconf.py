@@ -12,7 +12,7 @@ from __future__ import annotations
 import ipaddress
 import logging
 import socket
-from typing import Sequence
+from collections.abc import Sequence
 
 from zeroconf import IPVersion, ServiceInfo
 from zeroconf.asyncio import AsyncZeroconf
