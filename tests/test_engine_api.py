@@ -153,7 +153,7 @@ async def test_astream_runs_off_the_loop_and_accepts_async_deltas(embedded: Spea
     stop.set()
     await task
     assert np.array_equal(AudioResult.concat(chunks).data, embedded.generate(THREE).data)
-    assert ticks > 0.3 * elapsed / 0.005  # the loop kept running during synthesis
+    assert ticks > 0.15 * elapsed / 0.005  # the loop kept running during synthesis
 
 
 async def test_astream_close_and_cancel_release_the_lock(embedded: Speaker) -> None:
