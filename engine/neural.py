@@ -3,7 +3,9 @@
 Per request: every sentence goes through the frontend (`engine.text.analyze(...)
 .with_blanks()`), BERT (`bert.features`, batched: the first sentence alone so its audio
 comes early, then the rest in one call), and the synthesizer backend (ONNX Runtime or
-PyTorch). One `AudioPiece` per sentence.
+PyTorch). One `AudioPiece` per sentence, or, with a backend that can decode in windows
+(`latent`/`decode`), several per sentence: the first ready after one small decoder window
+(`engine.runtime.windowed`).
 
 Pauses between sentences follow hayakoe's rule, taken from the durations the synthesizer
 predicted for the sentence itself (no extra BERT pass over the whole text): the frames of
@@ -22,7 +24,8 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 
 from .config import VoiceConfig, load_config
-from .runtime.synth_common import NoiseSource, SynthBackend, SynthInputs, SynthParams
+from .runtime.synth_common import NoiseSource, SynthBackend, SynthInputs, SynthOutput, SynthParams
+from .runtime.windowed import StreamingPlans, WindowedSentence, WindowPlan
 from .voice import AudioPiece, SynthesisOptions
 
 _LOGGER = logging.getLogger(__name__)
@@ -125,6 +128,8 @@ class NeuralVoice:
         self.attribution_name = "Style-Bert-VITS2"
         self.attribution_url = "https://github.com/litagin02/Style-Bert-VITS2"
         self.source = source
+        self.window_plans: StreamingPlans | None = StreamingPlans.from_env()
+        """Sub-sentence streaming plans (None: one piece per sentence)."""
 
     @classmethod
     def from_files(
@@ -164,6 +169,15 @@ class NeuralVoice:
         return vec, params
 
     # -- rendering -------------------------------------------------------------------
+    def _window_plan(self, options: SynthesisOptions, started: bool) -> WindowPlan | None:
+        """Decoder windows for the next sentence, or None for whole-sentence decoding
+        (backend without `latent`/`decode`, windows turned off, or a caller that wants
+        the whole text at once: `options.extra["whole_sentences"]`)."""
+        plans = self.window_plans
+        if plans is None or options.extra.get("whole_sentences") or not hasattr(self.synth, "latent"):
+            return None
+        return plans.later if started else plans.first
+
     def _analyses(self, sentences: Sequence[str]) -> list[Any]:
         from .text import analyze
 
@@ -183,7 +197,8 @@ class NeuralVoice:
             yield feats.pop(i, None)
 
     def render(self, sentences: Sequence[str], options: SynthesisOptions) -> Iterator[AudioPiece]:
-        """One piece per sentence, pauses at the start of following sentences (see module doc)."""
+        """Pieces per sentence (windows, or one), pauses at the start of following sentences
+        (see module doc)."""
         style_vec, params = self._check(options)
         sentences = list(sentences)
         if not sentences:
@@ -205,19 +220,34 @@ class NeuralVoice:
                 np.asarray(analysis.lang_ids, np.int64),
                 feat, style_vec, options.speaker_id,
             )
-            out = self.synth.synthesize(inputs, params, noise.for_sentence(i))
-            audio = np.clip(out.audio, -1.0, 1.0).astype(np.float32)
-            lead, trail = silent_edges(audio, sr)
-            margin = int(EDGE_MARGIN_S * sr)
-            cut_lead = lead if (fixed is not None or not started) else 0
-            cut_trail = trail if (fixed is not None or i == last_speech) else 0
-            cut_lead = max(0, cut_lead - margin)
-            cut_trail = max(0, cut_trail - margin)
-            body = audio[cut_lead : len(audio) - cut_trail]
-            if started and pending_pause > 0:
-                body = np.concatenate([np.zeros(int(round(pending_pause * sr)), np.float32), body])
-            yield AudioPiece(body, i, True)
-            started = True
+            plan = self._window_plan(options, started)
+            if plan is not None:  # sub-sentence streaming (engine.runtime.windowed)
+                win = WindowedSentence(
+                    self.synth, inputs, params, noise.for_sentence(i), plan, sample_rate=sr,
+                    trim_lead=fixed is not None or not started,
+                    trim_trail=fixed is not None or i == last_speech,
+                    margin=int(EDGE_MARGIN_S * sr),
+                    lead_in=int(round(pending_pause * sr)) if started and pending_pause > 0 else 0,
+                )
+                for samples, final in win.pieces():
+                    yield AudioPiece(samples, i, final)
+                out = SynthOutput(np.zeros(0, np.float32), win.durations)
+                trail, cut_trail = win.trail, win.trail_cut
+                started = True
+            else:
+                out = self.synth.synthesize(inputs, params, noise.for_sentence(i))
+                audio = np.clip(out.audio, -1.0, 1.0).astype(np.float32)
+                lead, trail = silent_edges(audio, sr)
+                margin = int(EDGE_MARGIN_S * sr)
+                cut_lead = lead if (fixed is not None or not started) else 0
+                cut_trail = trail if (fixed is not None or i == last_speech) else 0
+                cut_lead = max(0, cut_lead - margin)
+                cut_trail = max(0, cut_trail - margin)
+                body = audio[cut_lead : len(audio) - cut_trail]
+                if started and pending_pause > 0:
+                    body = np.concatenate([np.zeros(int(round(pending_pause * sr)), np.float32), body])
+                yield AudioPiece(body, i, True)
+                started = True
             if fixed is not None:
                 pending_pause = max(0.0, float(fixed))
             else:

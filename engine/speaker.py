@@ -138,7 +138,10 @@ class Speaker:
     # -- sync API ----------------------------------------------------------------------
     def generate(self, text: str, **options: Any) -> AudioResult:
         """The whole text as one `AudioResult` (empty for text with nothing to say)."""
-        return AudioResult.concat(self.stream(text, **options), sr=self.sample_rate)
+        opts = self.options(**options)
+        # Nobody hears the first piece early here: whole-sentence decoding is cheaper.
+        opts = dataclasses.replace(opts, extra={**opts.extra, "whole_sentences": True})
+        return AudioResult.concat(self._stream(text, opts, None), sr=self.sample_rate)
 
     def stream(self, text: str | Iterable[str], **options: Any) -> Iterator[AudioResult]:
         """Yield audio sentence by sentence (at least one chunk per sentence).
@@ -153,7 +156,8 @@ class Speaker:
     # -- async API ---------------------------------------------------------------------
     async def agenerate(self, text: str, **options: Any) -> AudioResult:
         """`generate` off the event loop (cancelling it stops the synthesis)."""
-        pieces = [chunk async for chunk in self.astream(text, **options)]
+        extra = {**(options.pop("extra", None) or {}), "whole_sentences": True}  # see generate
+        pieces = [chunk async for chunk in self.astream(text, extra=extra, **options)]
         return AudioResult.concat(pieces, sr=self.sample_rate)
 
     async def astream(

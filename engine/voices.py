@@ -21,6 +21,7 @@ PyTorch instead (also the way to get int8 dynamic quantization, `quantize=True`)
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import logging
 import os
@@ -257,6 +258,18 @@ def _onnx_backend(files: OnnxFolderFiles, threads: int | None):
     from .runtime.synth_onnx import OnnxSynthesizer
 
     cfg = load_config(files.config)
+    try:  # cut at the decoder: sub-sentence streaming (engine.runtime.decoder_split)
+        from .runtime.decoder_split import SplitError, SplitOnnxSynthesizer
+        from .runtime.windowed import DecoderGeometry
+
+        return SplitOnnxSynthesizer(
+            files.synthesizer, files.duration_predictor,
+            inter_channels=cfg.model.inter_channels, hop_length=cfg.hop_length,
+            sample_rate=cfg.sample_rate, threads=threads,
+            geometry=DecoderGeometry.from_config(dataclasses.asdict(cfg.model)),
+        )
+    except (ImportError, SplitError, OSError, ValueError) as exc:
+        _LOGGER.warning("%s: whole-sentence decoding only (%s)", files.synthesizer, exc)
     return OnnxSynthesizer(
         files.synthesizer, files.duration_predictor,
         inter_channels=cfg.model.inter_channels, hop_length=cfg.hop_length,

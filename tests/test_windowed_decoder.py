@@ -224,3 +224,137 @@ def test_geometry_from_config_names_bad_field():
         DecoderGeometry.from_config({"upsample_rates": [8], "upsample_kernel_sizes": [15],
                                      "resblock": "1", "resblock_kernel_sizes": [3],
                                      "resblock_dilation_sizes": [[1]]})
+
+
+# ------------------------------------------------------------ wired into the ONNX voice ---
+
+LONG = "今日は朝から良い天気だったので、少し遠くの公園まで歩いて行き、池のまわりをのんびりと散歩しました。"
+
+
+@pytest.fixture(scope="module")
+def small_root(tmp_path_factory: pytest.TempPathFactory):
+    from _neural_fixtures import copy_small
+
+    from engine.runtime.export import export_model_dir
+
+    torch.set_num_threads(1)
+    root = tmp_path_factory.mktemp("voices")
+    plain = copy_small(root / "plain")
+    export_model_dir(plain / "config.json", plain / "model.safetensors",
+                     plain / "style_vectors.npy", root / "onnx" / "speakers" / "small")
+    return root
+
+
+def _inputs(length: int = 41, seed: int = 0):
+    from engine.runtime.synth_common import SynthInputs
+
+    rng = np.random.default_rng(seed)
+    return SynthInputs(
+        rng.integers(1, 100, length), rng.integers(0, 12, length), np.ones(length, np.int64),
+        rng.standard_normal((1024, length)).astype(np.float32),
+        rng.standard_normal(256).astype(np.float32),
+    )
+
+
+def test_split_graphs_equal_hayakoes_synthesizer(small_root):
+    """Front + decoder (derived once, beside the file) = the original synthesizer.onnx."""
+    from engine.runtime.decoder_split import (
+        DECODER_FILE, FRONT_FILE, SplitOnnxSynthesizer,
+    )
+    from engine.runtime.synth_common import NoiseSource, SynthParams
+    from engine.runtime.synth_onnx import OnnxSynthesizer
+
+    folder = small_root / "onnx" / "speakers" / "small"
+    original = (folder / "synthesizer.onnx").read_bytes()
+    kw = dict(inter_channels=32, hop_length=512, sample_rate=44100, threads=1)
+    whole = OnnxSynthesizer(folder / "synthesizer.onnx", None, **kw)
+    split = SplitOnnxSynthesizer(folder / "synthesizer.onnx", folder / "duration_predictor.onnx",
+                                 geometry=JP_EXTRA, **kw)
+    assert (folder / "synthesizer.onnx").read_bytes() == original  # hayakoe's file untouched
+    front_mtime = (folder / FRONT_FILE).stat().st_mtime_ns
+    assert (folder / DECODER_FILE).stat().st_size < (folder / FRONT_FILE).stat().st_size
+    for seed, params in ((5, SynthParams()), (6, SynthParams(sdp_ratio=0.0, length_scale=1.3))):
+        a = whole.synthesize(_inputs(), params, NoiseSource(seed))
+        b = split.synthesize(_inputs(), params, NoiseSource(seed))
+        assert a.audio.shape == b.audio.shape
+        assert np.abs(a.audio - b.audio).max() <= TOLERANCE_F32
+        np.testing.assert_array_equal(a.durations, b.durations)
+    assert split._dp is None  # duration predictor opened only when asked for
+    assert split.predict_durations(_inputs(), SynthParams(), NoiseSource(1)) is not None
+    # A second load reuses the derived files.
+    SplitOnnxSynthesizer(folder / "synthesizer.onnx", None, geometry=JP_EXTRA, **kw)
+    assert (folder / FRONT_FILE).stat().st_mtime_ns == front_mtime
+
+
+def test_windowed_sentence_equals_whole_onnx(small_root):
+    from engine.runtime.decoder_split import SplitOnnxSynthesizer
+    from engine.runtime.synth_common import NoiseSource, SynthParams
+    from engine.runtime.windowed import WindowedSentence
+
+    folder = small_root / "onnx" / "speakers" / "small"
+    synth = SplitOnnxSynthesizer(folder / "synthesizer.onnx", None, geometry=JP_EXTRA,
+                                 inter_channels=32, hop_length=512, sample_rate=44100, threads=1)
+    inputs = _inputs(61, seed=3)
+    whole = synth.synthesize(inputs, SynthParams(), NoiseSource(9))
+    for plan in PLANS[:4]:
+        ws = WindowedSentence(synth, inputs, SynthParams(), NoiseSource(9), plan,
+                              sample_rate=44100, trim_lead=False, trim_trail=False, margin=0)
+        pieces = list(ws.pieces())
+        n_frames = len(whole.audio) // 512
+        assert len(pieces) == len(plan.windows(n_frames)) > 1
+        assert [final for _, final in pieces] == [False] * (len(pieces) - 1) + [True]
+        joined = np.concatenate([p for p, _ in pieces])
+        assert np.abs(joined - np.clip(whole.audio, -1, 1)).max() <= TOLERANCE_F32
+        np.testing.assert_array_equal(ws.durations, whole.durations)
+
+
+def test_voice_streams_windows_and_generate_does_not(small_root, monkeypatch):
+    """Through the public API: stream() yields a small first chunk and then the rest of the
+    sentence; joined it is the same audio as generate() (whole-sentence decoding) up to the
+    leading-silence cut, which streaming measures on the first window alone."""
+    from _neural_fixtures import FakeBert
+
+    from engine.speaker import Speaker
+    from engine.voices import load_neural_voice
+
+    monkeypatch.delenv("WYOMING_HAYAKOE_FIRST_WINDOW", raising=False)
+    voice = load_neural_voice("small", small_root, bert=FakeBert(), threads=1)
+    assert voice.window_plans is not None
+    speaker = Speaker(voice, rewrite=False)
+    chunks = list(speaker.stream(LONG, seed=4, sdp_ratio=0.0))
+    whole = speaker.generate(LONG, seed=4, sdp_ratio=0.0)
+    first_window = voice.window_plans.first.first * 512
+    assert len(chunks) >= 3
+    assert len(chunks[0].data) <= first_window  # first audio after one small window
+    joined = np.concatenate([c.data for c in chunks])
+    # generate() is one piece per sentence; the streamed audio ends the same way.
+    assert abs(len(joined) - len(whole.data)) <= first_window
+    n = min(len(joined), len(whole.data)) - first_window
+    assert n > 0
+    assert np.abs(joined[-n:].astype(int) - whole.data[-n:].astype(int)).max() <= 1
+
+    monkeypatch.setenv("WYOMING_HAYAKOE_FIRST_WINDOW", "0")
+    voice_off = load_neural_voice("small", small_root, bert=FakeBert(), threads=1)
+    assert voice_off.window_plans is None
+    assert len(list(Speaker(voice_off, rewrite=False).stream(LONG, seed=4))) == 1
+
+
+def test_window_env_setting():
+    from engine.runtime.windowed import StreamingPlans
+
+    assert StreamingPlans.from_env({}) == StreamingPlans()
+    assert StreamingPlans.from_env({"WYOMING_HAYAKOE_FIRST_WINDOW": "0"}) is None
+    assert StreamingPlans.from_env({"WYOMING_HAYAKOE_FIRST_WINDOW": "12"}).first.first == 12
+    assert StreamingPlans.from_env({"WYOMING_HAYAKOE_FIRST_WINDOW": "x"}) == StreamingPlans()
+
+
+def test_graph_without_decoder_is_refused():
+    from onnx import TensorProto, helper
+
+    from engine.runtime.decoder_split import SplitError, find_decoder_cut
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])
+    model = helper.make_model(helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g", [x], [y]))
+    with pytest.raises(SplitError, match="ConvTranspose"):
+        find_decoder_cut(model)

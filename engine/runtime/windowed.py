@@ -209,3 +209,126 @@ def decode_windows(
                 f"expected {expected} (hop {hop})"
             )
         yield audio[(s - lo) * hop : (e - lo) * hop]
+
+
+# --------------------------------------------------------------------- sentence streaming ---
+
+FIRST_WINDOW_ENV = "WYOMING_HAYAKOE_FIRST_WINDOW"
+"""Frames in the first decoder window of a request (0 turns windowed decoding off)."""
+
+
+@dataclass(frozen=True)
+class StreamingPlans:
+    """Window plans for the first sentence of a render call (latency: nothing is playing
+    yet) and for the sentences after it (their audio is made while earlier audio plays, so
+    big windows: less repeated context)."""
+
+    first: WindowPlan = WindowPlan(first=24, growth=2.0, largest=512, min_tail=16)
+    later: WindowPlan = WindowPlan(first=128, growth=2.0, largest=512, min_tail=32)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> "StreamingPlans | None":
+        """Default plans, with `WYOMING_HAYAKOE_FIRST_WINDOW` (frames) applied; None if 0."""
+        import os
+
+        env = os.environ if environ is None else environ
+        raw = env.get(FIRST_WINDOW_ENV, "").strip()
+        if not raw:
+            return cls()
+        try:
+            first = int(raw)
+        except ValueError:
+            _LOGGER.warning("Ignoring %s=%r (not an integer)", FIRST_WINDOW_ENV, raw)
+            return cls()
+        if first <= 0:
+            return None
+        return cls(first=WindowPlan(first=first, growth=2.0, largest=512, min_tail=16))
+
+
+def _silent_run(audio: np.ndarray, sample_rate: int, peak: float, from_end: bool) -> int:
+    """Samples of silence (whole 10 ms windows below 2 % of `peak`) at one end of `audio`
+    (the rule `engine.neural.silent_edges` uses, with the peak given)."""
+    n = len(audio)
+    if n == 0:
+        return 0
+    if peak <= 0.0:
+        return n
+    win = max(1, int(round(0.01 * sample_rate)))
+    n_win = (n + win - 1) // win
+    padded = np.zeros(n_win * win, np.float32)
+    if from_end:
+        padded[n_win * win - n :] = np.abs(audio)  # align windows to the end
+    else:
+        padded[:n] = np.abs(audio)
+    loud = padded.reshape(n_win, win).max(axis=1) >= 0.02 * peak
+    if not loud.any():
+        return n
+    k = int(np.argmax(loud[::-1])) if from_end else int(np.argmax(loud))
+    return min(n, k * win)
+
+
+class WindowedSentence:
+    """One sentence decoded window by window (a backend with `latent`/`decode`/`context`).
+
+    `pieces()` yields `(samples, final)`: float32 audio in [-1, 1], the last one with
+    `final=True`. Edge trimming follows `NeuralVoice` with what is known when a window is
+    ready: leading silence (if `trim_lead`) is cut from the first window against that
+    window's peak, trailing silence (if `trim_trail`) from the last window against the
+    sentence's peak, each keeping `margin` samples. `lead_in` samples of silence go before
+    the first piece. After `pieces()` is exhausted, `durations` (frames per phone id, or
+    None) and `trail` / `trail_cut` (trailing silent samples measured in the last window /
+    removed) are set.
+    """
+
+    def __init__(
+        self,
+        synth: object,
+        inputs: object,
+        params: object,
+        noise: object,
+        plan: WindowPlan,
+        *,
+        sample_rate: int,
+        trim_lead: bool,
+        trim_trail: bool,
+        margin: int,
+        lead_in: int = 0,
+    ) -> None:
+        self.synth, self.inputs, self.params, self.noise = synth, inputs, params, noise
+        self.plan = plan
+        self.sample_rate = sample_rate
+        self.trim_lead, self.trim_trail = trim_lead, trim_trail
+        self.margin = margin
+        self.lead_in = lead_in
+        self.durations: np.ndarray | None = None
+        self.trail = 0
+        self.trail_cut = 0
+
+    def pieces(self) -> Iterator[tuple[np.ndarray, bool]]:
+        synth = self.synth
+        latent = synth.latent(self.inputs, self.params, self.noise)  # type: ignore[attr-defined]
+        self.durations = latent.durations
+        windows = self.plan.windows(latent.frames)
+
+        def decode(z: np.ndarray) -> np.ndarray:
+            return synth.decode(latent, z)  # type: ignore[attr-defined]
+
+        peak = 0.0
+        sr = self.sample_rate
+        last = len(windows) - 1
+        for k, audio in enumerate(decode_windows(latent.z, decode, synth.context, windows,  # type: ignore[attr-defined]
+                                                 synth.hop_length)):  # type: ignore[attr-defined]
+            audio = np.clip(np.asarray(audio, np.float32), -1.0, 1.0)
+            peak = max(peak, float(np.abs(audio).max()) if audio.size else 0.0)
+            start, end = 0, len(audio)
+            if k == 0 and self.trim_lead:
+                start = max(0, _silent_run(audio, sr, peak, from_end=False) - self.margin)
+            if k == last:
+                self.trail = _silent_run(audio[start:], sr, peak, from_end=True)
+                if self.trim_trail:
+                    self.trail_cut = max(0, self.trail - self.margin)
+                    end = len(audio) - self.trail_cut
+            body = audio[start:end]
+            if k == 0 and self.lead_in > 0:
+                body = np.concatenate([np.zeros(self.lead_in, np.float32), body])
+            yield body, k == last

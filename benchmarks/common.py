@@ -1,0 +1,133 @@
+"""What both benchmark workers share: the texts, the options, memory probes, the wire format.
+
+Imported by `run.py` (project venv), `ours_runner.py` (project venv) and `hayakoe_runner.py`
+(hayakoe's own torch-free venv), so it uses only the standard library, numpy and psutil.
+
+Workers talk to `run.py` over stdin/stdout, one JSON object per line. Anything a library
+prints goes to stderr: a worker moves its real stdout to a private descriptor before it
+imports the engine (`claim_stdout`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from typing import Any, Callable, TextIO
+
+TEXTS: dict[str, str] = {
+    # 17 characters, one sentence.
+    "short": "こんにちは、今日はいい天気ですね。",
+    # 76 characters, three sentences.
+    "medium": (
+        "リビングの照明を消して、エアコンを二十五度の冷房に設定しました。"
+        "今夜は雨が降る予報なので、洗濯物は部屋の中に干しておくと安心です。窓も閉めておきますね。"
+    ),
+    # 283 characters, ten sentences.
+    "long": (
+        "本日の予定をお知らせします。午前九時から、駅前の会議室で月例の打ち合わせがあります。"
+        "資料は昨日のうちに共有フォルダへ入れておきましたので、出発前に一度目を通しておいてください。"
+        "お昼は取引先の方と一緒に、近くのそば屋で食事をする予定です。"
+        "午後は三時から歯医者の予約が入っています。"
+        "帰りにスーパーで牛乳と卵、それから食パンを買うのを忘れないでください。"
+        "夜は雨が強くなる見込みなので、傘を持って出かけると良いでしょう。"
+        "明日の朝は冷え込むため、寝る前に暖房のタイマーを六時に合わせておきます。"
+        "週末は晴れる予報ですので、久しぶりに公園まで散歩に出かけてみてはいかがでしょうか。"
+    ),
+    # A Home Assistant Assist-style reply, three sentences.
+    "assist": "はい、キッチンの電気をつけました。玄関のドアは施錠されています。ほかに何かお手伝いできることはありますか？",
+}
+
+# The same generation options for both engines. sdp_ratio=0 makes the durations come from
+# the deterministic predictor only, so both engines produce the same number of frames for
+# the same text (up to int8-BERT rounding); the noise scales are hayakoe's defaults.
+OPTIONS: dict[str, Any] = {
+    "style": "Neutral",
+    "speed": 1.0,
+    "sdp_ratio": 0.0,
+    "noise": 0.6,
+    "noise_w": 0.8,
+}
+
+VOICE_NAME = "bench"
+"""Name of the full-size random voice under `<root>/onnx/speakers/`."""
+
+
+def memory() -> dict[str, int]:
+    """Resident set size now and its peak so far (bytes) for this process."""
+    rss = hwm = 0
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("VmRSS:"):
+                    rss = int(line.split()[1]) * 1024
+                elif line.startswith("VmHWM:"):
+                    hwm = int(line.split()[1]) * 1024
+    except OSError:  # not Linux: psutil gives the current RSS only
+        import psutil
+
+        rss = hwm = psutil.Process().memory_info().rss
+    return {"rss": rss, "hwm": hwm}
+
+
+def reset_peak() -> bool:
+    """Reset VmHWM to the current RSS (Linux ≥ 4.0: write 5 to clear_refs). True if done."""
+    try:
+        with open("/proc/self/clear_refs", "w", encoding="ascii") as fh:
+            fh.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def claim_stdout() -> TextIO:
+    """Keep the real stdout for the JSON protocol and point fd 1 and sys.stdout at stderr."""
+    fd = os.dup(1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return os.fdopen(fd, "w", encoding="utf-8", buffering=1)
+
+
+def serve_commands(handlers: dict[str, Callable[[dict], dict]], out: TextIO) -> None:
+    """Read JSON commands from stdin, answer each with one JSON line ({"error": ...} on
+    failure) until {"cmd": "quit"} or end of input."""
+    for line in sys.stdin:
+        line = line.strip()
+        if not line:
+            continue
+        msg = json.loads(line)
+        cmd = msg.get("cmd")
+        if cmd == "quit":
+            out.write(json.dumps({"ok": True}) + "\n")
+            return
+        try:
+            handler = handlers[cmd]
+            reply = handler(msg)
+        except Exception as exc:  # reported to run.py, which stops with the message
+            import traceback
+
+            traceback.print_exc()
+            reply = {"error": f"{type(exc).__name__}: {exc}"}
+        out.write(json.dumps(reply) + "\n")
+
+
+def time_stream(chunks: Any, sample_rate: int) -> dict[str, float]:
+    """Consume an iterator of audio results (objects with `.data` int16 arrays), timing the
+    first one and the end. Starts the clock when called: create the iterator right before."""
+    t0 = time.perf_counter()
+    first = None
+    samples = 0
+    n = 0
+    for chunk in chunks:
+        if first is None:
+            first = time.perf_counter() - t0
+        samples += len(chunk.data)
+        n += 1
+    wall = time.perf_counter() - t0
+    return {
+        "ttfa_s": first if first is not None else wall,
+        "wall_s": wall,
+        "audio_s": samples / sample_rate,
+        "chunks": n,
+    }
