@@ -259,7 +259,7 @@ def _onnx_backend(files: OnnxFolderFiles, threads: int | None):
 
     cfg = load_config(files.config)
     try:  # cut at the decoder: sub-sentence streaming (engine.runtime.decoder_split)
-        from .runtime.decoder_split import SplitError, SplitOnnxSynthesizer
+        from .runtime.decoder_split import SplitOnnxSynthesizer
         from .runtime.windowed import DecoderGeometry
 
         return SplitOnnxSynthesizer(
@@ -268,7 +268,7 @@ def _onnx_backend(files: OnnxFolderFiles, threads: int | None):
             sample_rate=cfg.sample_rate, threads=threads,
             geometry=DecoderGeometry.from_config(dataclasses.asdict(cfg.model)),
         )
-    except (ImportError, SplitError, OSError, ValueError) as exc:
+    except (ImportError, OSError, ValueError) as exc:  # SplitError is a ValueError
         _LOGGER.warning("%s: whole-sentence decoding only (%s)", files.synthesizer, exc)
     return OnnxSynthesizer(
         files.synthesizer, files.duration_predictor,
