@@ -395,3 +395,87 @@ def test_finish_records_the_exit_code_and_halts_on_failure(tmp_path, code, signa
     assert proc.returncode == 0, proc.stderr
     assert (results / "exitcode").read_text().strip() == container_code
     assert (tmp_path / "halted").exists() == halts
+
+
+# --- the recorded command line starts the real server -------------------------------------
+
+
+def test_the_addon_command_line_starts_a_server_that_speaks(tmp_path):
+    """Every option set (embedded voice, so no download): the real server accepts the
+    command line the add-on builds, turns healthy and speaks with those settings."""
+    import asyncio
+
+    from wyoming.audio import AudioChunk, AudioStop
+    from wyoming.client import AsyncTcpClient
+    from wyoming.info import Describe, Info
+    from wyoming.tts import Synthesize
+
+    from engine import EMBEDDED_VOICE_NAME
+
+    options = copy.deepcopy(DEFAULTS)
+    options.update(
+        voices=[EMBEDDED_VOICE_NAME], default_voice=EMBEDDED_VOICE_NAME, default_style="Calm",
+        speed=1.3, sentence_silence=0.2, sdp_ratio=0.3, noise=0.5, noise_w=0.7, style_weight=0.8,
+        pitch_scale=1.1, intonation_scale=1.2, streaming=False, samples_per_chunk=512,
+        max_text_length=2000, rewrite=True, user_dictionary="words.csv",
+        bert_source="hf://someone/bert", debug_logging=True,
+    )
+    (tmp_path / "share" / "hayakoe").mkdir(parents=True)
+    (tmp_path / "share" / "hayakoe" / "words.csv").write_text("surface,reading,accent\n早声,ハヤコエ,0\n")
+    run = run_service(tmp_path, options)
+    assert run.returncode == 0, run.stderr
+    port = _free_port()
+    argv = list(run.argv)
+    argv[argv.index("--uri") + 1] = f"tcp://127.0.0.1:{port}"  # loopback only in tests
+    env = {k: v for k, v in run.env.items() if k not in ("PYTHONPATH",)}
+    env["PYTHONPATH"] = str(ROOT)
+    env["PATH"] = os.environ["PATH"]
+    log = (tmp_path / "server.log").open("w")
+    server = subprocess.Popen([sys.executable, "-m", "wyoming_hayakoe", *argv], env=env,
+                              stdout=log, stderr=subprocess.STDOUT)
+
+    async def speak() -> tuple[Info, int]:
+        async with AsyncTcpClient("127.0.0.1", port) as client:
+            await client.write_event(Describe().event())
+            while not Info.is_type((event := await client.read_event()).type):
+                pass
+            info = Info.from_event(event)
+            await client.write_event(Synthesize(text="早声です。こんにちは。").event())
+            samples = 0
+            while True:
+                event = await asyncio.wait_for(client.read_event(), 60)
+                if AudioChunk.is_type(event.type):
+                    chunk = AudioChunk.from_event(event)
+                    assert len(chunk.audio) <= 512 * chunk.width
+                    samples += len(chunk.audio) // chunk.width
+                elif AudioStop.is_type(event.type):
+                    return info, samples
+
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            assert server.poll() is None, (tmp_path / "server.log").read_text()[-3000:]
+            check = subprocess.run(
+                [sys.executable, str(ADDON / "rootfs" / "usr" / "local" / "bin" / "hayakoe-healthcheck"),
+                 "--uri", f"tcp://127.0.0.1:{port}", "--timeout", "5"],
+                capture_output=True, text=True, timeout=60, check=False,
+            )
+            if check.returncode == 0:
+                break
+            assert time.monotonic() < deadline, check.stderr
+            time.sleep(0.5)
+        info, samples = asyncio.run(speak())
+    finally:
+        server.terminate()
+        try:
+            server.wait(30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+        log.close()
+    program = info.tts[0]
+    assert program.supports_synthesize_streaming is False, "streaming: false must reach the server"
+    assert EMBEDDED_VOICE_NAME in [v.name for v in program.voices]
+    assert samples > 1000
+    server_log = (tmp_path / "server.log").read_text()
+    assert "DEBUG" in server_log, "debug_logging must reach the server"
+    assert "Traceback" not in server_log
