@@ -24,14 +24,15 @@ import dataclasses
 import logging
 import queue
 import threading
-from typing import Any, AsyncIterable, AsyncIterator, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
 from .audio import AudioResult
 from .voice import SynthesisOptions, Voice
 
-__all__ = ["Speaker", "StreamCancelled", "DEFAULT_STREAM_PAUSE"]
+__all__ = ["DEFAULT_STREAM_PAUSE", "Speaker", "StreamCancelled"]
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -212,7 +213,7 @@ class Speaker:
                 send(_END)
             except StreamCancelled:
                 pass
-            except BaseException as exc:  # handed to the consumer
+            except BaseException as exc:  # noqa: BLE001 - handed to the consumer
                 send(_Failure(exc))
             finally:
                 try:
@@ -355,7 +356,7 @@ def _nonempty(sentences: list[str]) -> list[list[str]]:
     return [kept] if kept else []
 
 
-def _blocking_deltas(feed: "queue.Queue[Any]", cancel: threading.Event) -> Iterator[str]:
+def _blocking_deltas(feed: queue.Queue[Any], cancel: threading.Event) -> Iterator[str]:
     """Deltas put on `feed` by the event loop, read in the worker thread."""
     while True:
         item = feed.get()
@@ -368,7 +369,7 @@ def _blocking_deltas(feed: "queue.Queue[Any]", cancel: threading.Event) -> Itera
         yield item
 
 
-async def _pump(source: AsyncIterable[str], feed: "queue.Queue[Any]") -> None:
+async def _pump(source: AsyncIterable[str], feed: queue.Queue[Any]) -> None:
     """Move deltas from an async iterable to the worker's queue."""
     try:
         async for delta in source:
@@ -376,7 +377,7 @@ async def _pump(source: AsyncIterable[str], feed: "queue.Queue[Any]") -> None:
     except asyncio.CancelledError:
         feed.put(_CANCEL)
         raise
-    except BaseException as exc:
+    except BaseException as exc:  # noqa: BLE001 - handed to the worker
         feed.put(_Failure(exc))
         return
     feed.put(_END)
