@@ -215,6 +215,7 @@ async def test_stray_stream_events_do_not_hang_the_client(start_server, wy) -> N
         assert len(wy.pcm(events)) > 0
 
 
+@pytest.mark.slow
 async def test_describe_is_fast_while_other_clients_synthesize(start_server, wy) -> None:
     server = await start_server()
     long_text = THREE * 40

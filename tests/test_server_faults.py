@@ -112,6 +112,7 @@ async def _synth(wy, server, text: str):
         return await wy.read_until(client, "audio-stop")
 
 
+@pytest.mark.slow
 async def test_fifty_mid_stream_disconnects_then_a_normal_request(start_server, wy, embedded, caplog) -> None:
     server = await start_server()
     caplog.set_level(logging.DEBUG)
@@ -145,6 +146,7 @@ async def test_fifty_mid_stream_disconnects_then_a_normal_request(start_server, 
     assert not any(r.name == "asyncio" and r.levelno >= logging.WARNING for r in caplog.records)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("streaming", [False, True])
 async def test_twenty_thousand_characters_stream_with_bounded_work(start_server, streaming) -> None:
     voice = CountingVoice()
