@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import signal
 import sys
 from collections.abc import Mapping
@@ -91,8 +92,6 @@ class HayakoeServer:
         elif uri.scheme == "unix":
             path = uri.path
             with contextlib.suppress(FileNotFoundError):
-                import os
-
                 os.unlink(path)
             self._server = await asyncio.start_unix_server(self._on_connection, path=path, limit=limit)
             _LOGGER.info("Listening on unix://%s", path)
@@ -141,8 +140,6 @@ class HayakoeServer:
                 await asyncio.wait_for(self._server.wait_closed(), timeout=_STOP_GRACE_S)
             self._server = None
         if urlparse(self.settings.uri).scheme == "unix":
-            import os
-
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(urlparse(self.settings.uri).path)
 
