@@ -217,6 +217,14 @@ def test_s6_service_tree_is_complete():
     assert (S6 / "wyoming-hayakoe" / "dependencies.d" / "base").exists()
 
 
+def test_repository_file_lets_the_store_find_the_addon(config):
+    """The add-on store reads repository.yaml at the repository's root, then every folder
+    holding a config.yaml."""
+    repo = _yaml(ROOT / "repository.yaml")
+    assert repo["name"] and repo["url"].startswith("https://") and repo["maintainer"]
+    assert config["url"].startswith(repo["url"])
+
+
 def test_changelog_has_an_entry_for_the_current_version(project_version):
     assert f"## {project_version}" in (ADDON / "CHANGELOG.md").read_text()
 

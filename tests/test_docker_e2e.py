@@ -59,7 +59,12 @@ def layout_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     torch.set_num_threads(1)
     root = tmp_path_factory.mktemp("layout")
     export_bert(BERT_SMALL, root, tokenizer_dir=BERT_SMALL, quantize=True, check=False)
-    plain = write_random_voice(tmp_path_factory.mktemp("plain") / VOICE, bert_channels=64)
+    # the PyTorch files, which the CUDA image bakes
+    fp32 = root / "pytorch" / "bert" / "fp32"
+    fp32.mkdir(parents=True)
+    for name in ("config.json", "model.safetensors"):
+        shutil.copyfile(BERT_SMALL / name, fp32 / name)
+    plain = write_random_voice(root / "pytorch" / "speakers" / VOICE, bert_channels=64)
     export_voice(plain, root, VOICE)
     return root
 
@@ -94,13 +99,11 @@ def _clean_env(**extra: str) -> dict[str, str]:
     return env
 
 
-@pytest.fixture(scope="module")
-def baked(layout_root: Path, tmp_path_factory: pytest.TempPathFactory, console_script: None) -> tuple[Path, str, str]:
-    """Run bake-voices.sh against the store, then stop the store. Returns (cache, source URI,
-    the dead endpoint)."""
-    work = tmp_path_factory.mktemp("bake")
+def _bake(layout_root: Path, work: Path, device: str) -> tuple[Path, str, str]:
+    """Run bake-voices.sh for `device` against an S3 store holding `layout_root`, then stop
+    the store. Returns (cache, source URI, the dead endpoint)."""
     secrets = work / "secrets"
-    secrets.mkdir()
+    secrets.mkdir(exist_ok=True)
     (secrets / "aws").write_text(
         "[default]\naws_access_key_id = testing\naws_secret_access_key = testing-secret-key\n"
     )
@@ -117,20 +120,41 @@ def baked(layout_root: Path, tmp_path_factory: pytest.TempPathFactory, console_s
         proc = subprocess.run(
             [str(DOCKER / "bake-voices.sh")],
             env=_clean_env(
-                VOICES=f"{VOICE}={source}", BERT_SOURCE=source, DEVICE="cpu",
+                VOICES=f"{VOICE}={source}", BERT_SOURCE=source, DEVICE=device,
                 HAYAKOE_CACHE=str(cache), HAYAKOE_SECRETS_DIR=str(secrets),
                 AWS_ENDPOINT_URL_S3=endpoint, AWS_DEFAULT_REGION="us-east-1",
             ),
             capture_output=True, text=True, timeout=600, check=False,
         )
     assert proc.returncode == 0, proc.stderr[-4000:]
-    files = [p.relative_to(cache).as_posix() for p in cache.rglob("*") if p.is_file()]
-    assert any(f.endswith("onnx/bert/q8/bert_q8.onnx") for f in files), files
-    assert any(f.endswith(f"onnx/speakers/{VOICE}/synthesizer.onnx") for f in files), files
-    assert not any("/pytorch/" in f for f in files), "the cpu image bakes only ONNX files"
     assert not any("testing-secret-key" in p.read_text(errors="ignore")
                    for p in cache.rglob("*") if p.is_file() and p.stat().st_size < 1 << 20)
     return cache, source, endpoint
+
+
+def _files(cache: Path) -> list[str]:
+    return [p.relative_to(cache).as_posix() for p in cache.rglob("*") if p.is_file()]
+
+
+@pytest.fixture(scope="module")
+def baked(layout_root: Path, tmp_path_factory: pytest.TempPathFactory, console_script: None) -> tuple[Path, str, str]:
+    """The CPU images' voices stage."""
+    cache, source, endpoint = _bake(layout_root, tmp_path_factory.mktemp("bake"), "cpu")
+    files = _files(cache)
+    assert any(f.endswith("onnx/bert/q8/bert_q8.onnx") for f in files), files
+    assert any(f.endswith(f"onnx/speakers/{VOICE}/synthesizer.onnx") for f in files), files
+    assert not any("/pytorch/" in f for f in files), "the cpu image bakes only ONNX files"
+    return cache, source, endpoint
+
+
+def test_cuda_variant_bakes_the_pytorch_files_without_a_gpu(layout_root, tmp_path, console_script):
+    """The CUDA image's voices stage runs on a build machine with no GPU."""
+    cache, _, _ = _bake(layout_root, tmp_path, "cuda")
+    files = _files(cache)
+    assert any(f.endswith("pytorch/bert/fp32/model.safetensors") for f in files), files
+    assert any(f.endswith(f"pytorch/speakers/{VOICE}/model.safetensors") for f in files), files
+    assert any(f.endswith("bert/tokenizer/vocab.txt") for f in files), files
+    assert not any("/onnx/" in f for f in files), "the cuda image bakes only PyTorch files"
 
 
 def _free_port() -> int:
