@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -84,6 +85,9 @@ class _AudioOut:
         self.started = False
         self.sent_audio = False
         self.stopped = False
+        self.created = time.monotonic()
+        self.first_audio_s: float | None = None
+        self.samples = 0
 
     def _chunk(self, pcm: bytes) -> Event:
         return AudioChunk(rate=self.rate, width=SAMPLE_WIDTH, channels=CHANNELS, audio=pcm).event()
@@ -101,6 +105,9 @@ class _AudioOut:
         pcm = audio.pcm_bytes()
         if not pcm:
             return
+        if self.first_audio_s is None:
+            self.first_audio_s = time.monotonic() - self.created
+        self.samples += len(pcm) // SAMPLE_WIDTH
         await self.start()
         for offset in range(0, len(pcm), self._step):
             await self._handler.write_event(self._chunk(pcm[offset : offset + self._step]))
@@ -115,6 +122,12 @@ class _AudioOut:
             await self._handler.write_event(self._chunk(b""))
         self.stopped = True
         await self._handler.write_event(AudioStop().event())
+
+    def summary(self) -> str:
+        """One line for the log: how much audio, how fast."""
+        took = time.monotonic() - self.created
+        first = f"{self.first_audio_s * 1000:.0f} ms" if self.first_audio_s is not None else "-"
+        return f"{self.samples / self.rate:.2f} s of audio in {took:.2f} s (first audio after {first})"
 
 
 @dataclass
@@ -254,6 +267,10 @@ class HayakoeHandler(AsyncEventHandler):
                 await out.finish()
             return
         await out.finish()
+        _LOGGER.info(
+            "Spoke %d characters with %s/%s for %s: %s",
+            len(text), resolved.speaker.name, resolved.style, self.peer, out.summary(),
+        )
 
     def _audio(self, resolved: Resolved, text: Any) -> AsyncIterator[AudioResult]:
         return resolved.speaker.astream(text, style=resolved.style, **self.context.options)
@@ -338,6 +355,11 @@ class HayakoeHandler(AsyncEventHandler):
         if not stream.failed or stream.out.started:
             await stream.out.finish()
         await self.write_event(SynthesizeStopped().event())
+        _LOGGER.info(
+            "Streamed %d characters with %s/%s for %s: %s",
+            stream.length, stream.resolved.speaker.name, stream.resolved.style, self.peer,
+            stream.out.summary(),
+        )
 
     async def _abort_stream(self) -> None:
         """Stop a stream whose client left (releases the speaker's lock)."""
