@@ -33,8 +33,6 @@ SERVICE = S6 / "wyoming-hayakoe" / "run"
 FINISH = S6 / "wyoming-hayakoe" / "finish"
 DISCOVERY = S6 / "discovery" / "run"
 
-pytestmark = pytest.mark.skipif(shutil.which("jq") is None, reason="the bashio stand-in needs jq")
-
 CONFIG = yaml.safe_load((ADDON / "config.yaml").read_text())
 DEFAULTS: dict = CONFIG["options"]
 

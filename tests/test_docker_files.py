@@ -319,3 +319,24 @@ def test_compose_file_builds_both_images_with_the_secret_and_the_gpu():
             # by the runtime user, or the non-root server cannot write its compile cache
             assert volume.split(":")[1] == "/var/lib/hayakoe/compile-cache"
             assert "mkdir -p /var/lib/hayakoe/compile-cache" in IMAGES["amd64"].read_text()
+
+
+def test_scripts_the_images_run_are_executable_in_git():
+    """COPY keeps the file mode of the checkout: a script without its x bit in git cannot be
+    the ENTRYPOINT, an s6 run script, or the bake step."""
+    listing = subprocess.run(
+        ["git", "ls-files", "-s", "--", "docker", "addon/rootfs", "tests/stubs"],
+        cwd=ROOT, capture_output=True, text=True, check=True,
+    ).stdout
+    modes = {line.split("\t")[1]: line.split()[0] for line in listing.splitlines()}
+    if not modes:
+        pytest.skip("not a git checkout")
+    must_run = [
+        "docker/entrypoint.sh", "docker/bake-voices.sh", "docker/healthcheck.py",
+        "addon/rootfs/etc/s6-overlay/s6-rc.d/wyoming-hayakoe/run",
+        "addon/rootfs/etc/s6-overlay/s6-rc.d/wyoming-hayakoe/finish",
+        "addon/rootfs/etc/s6-overlay/s6-rc.d/discovery/run",
+        "addon/rootfs/usr/local/bin/hayakoe-healthcheck",
+    ]
+    for path in must_run:
+        assert modes.get(path) == "100755", f"{path}: mode {modes.get(path)} (git update-index --chmod=+x)"

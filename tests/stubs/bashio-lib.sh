@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The bashio functions the add-on's scripts use, answering from files instead of the
-# Supervisor, for tests. Same semantics as bashio for the cases the scripts meet:
-#   bashio::config KEY   string → the string, bool → true/false, number → as jq prints it,
+# Supervisor, for tests (JSON handled by bashio_json.py: no jq needed). Same semantics as
+# bashio for the cases the scripts meet:
+#   bashio::config KEY   string → the string, bool → true/false, number → as printed,
 #                        array → one element per line (empty array → nothing),
 #                        missing or null → the default ("null")
 # Environment:
@@ -10,6 +11,8 @@
 #   BASHIO_STUB_DISCOVERY_FAIL=1  makes bashio::discovery fail
 # A function the scripts call but this file lacks fails the run ("command not found").
 
+_STUB_DIR="$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")"
+
 _stub_options() {
     printf '%s' "${BASHIO_STUB_OPTIONS:-/data/options.json}"
 }
@@ -17,19 +20,12 @@ _stub_options() {
 declare -A _STUB_CONFIG=()
 _STUB_CONFIG_LOADED=0
 
-# Reads the options file once (one jq call), rendering each value as bashio::config prints it.
+# Reads the options file once, rendering each value as bashio::config prints it.
 _stub_load_config() {
     local key value
     while IFS= read -r -d '' key && IFS= read -r -d '' value; do
         _STUB_CONFIG["${key}"]="${value}"
-    done < <(jq -j '
-        to_entries[]
-        | .key + "\u0000"
-          + (if .value == null then "null"
-             elif (.value | type) == "array" then (.value | map(tostring) | join("\n"))
-             else (.value | tostring)
-             end)
-          + "\u0000"' "$(_stub_options)")
+    done < <(python3 "${_STUB_DIR}/bashio_json.py" options "$(_stub_options)")
     _STUB_CONFIG_LOADED=1
 }
 
@@ -85,24 +81,7 @@ bashio::var.false() {
 
 # bashio::var.json KEY VALUE [KEY VALUE...]: a JSON object of strings ("^VALUE": raw JSON).
 bashio::var.json() {
-    if (($# == 0 || $# % 2 == 1)); then
-        bashio::log.error "bashio::var.json needs key/value pairs"
-        return 1
-    fi
-    local args=()
-    local filter='{}'
-    local index=0
-    while (($# > 0)); do
-        if [[ "${2}" == ^* ]]; then
-            args+=(--arg "k${index}" "${1}" --argjson "v${index}" "${2:1}")
-        else
-            args+=(--arg "k${index}" "${1}" --arg "v${index}" "${2}")
-        fi
-        filter="${filter} + {(\$k${index}): \$v${index}}"
-        index=$((index + 1))
-        shift 2
-    done
-    jq -cn "${args[@]}" "${filter}"
+    python3 "${_STUB_DIR}/bashio_json.py" object "$@"
 }
 
 bashio::discovery() {
@@ -111,8 +90,8 @@ bashio::discovery() {
     if [[ "${BASHIO_STUB_DISCOVERY_FAIL:-0}" == "1" ]]; then
         return 1
     fi
-    jq -cn --arg service "${service}" --argjson config "${config}" \
-        '{service: $service, config: $config}' >> "${BASHIO_STUB_DISCOVERY:?}"
+    python3 "${_STUB_DIR}/bashio_json.py" discovery "${service}" "${config}" \
+        >> "${BASHIO_STUB_DISCOVERY:?}"
     printf '%s\n' "stub-uuid"
 }
 
