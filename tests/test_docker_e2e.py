@@ -7,7 +7,8 @@ the store gone and the network switched off, and speak.
    `wyoming-hayakoe download`, credentials from a secret file as BuildKit would mount it.
 3. The store is stopped. docker/entrypoint.sh — the images' entry point — starts the real
    server from the cache, with the runtime environment of the images (HAYAKOE_OFFLINE,
-   HF_HUB_OFFLINE) or with only HF_HUB_OFFLINE and the dead endpoint still configured.
+   HF_HUB_OFFLINE, and the build-time AWS_ENDPOINT_URL_S3, since S3 caches are kept per
+   endpoint) or with only HF_HUB_OFFLINE and the dead endpoint still configured.
 4. docker/healthcheck.py turns healthy; a Wyoming client asks `describe` and `synthesize`
    and gets audible audio from the baked voice.
 """

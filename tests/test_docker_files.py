@@ -165,6 +165,9 @@ def test_voices_are_baked_with_the_token_as_a_buildkit_secret_only(image):
     assert "HF_HUB_OFFLINE=${OFFLINE}" in final_env and "HAYAKOE_OFFLINE=${OFFLINE}" in final_env
     assert re.search(r"^ARG OFFLINE=1$", text, re.M)
     assert "HAYAKOE_VOICES=\"${VOICES}\"" in final_env
+    # S3 voices are cached per endpoint: the runtime must see the endpoint they came from.
+    assert "AWS_ENDPOINT_URL_S3=${AWS_ENDPOINT_URL_S3}" in final_env
+    assert any(a.args.startswith("AWS_ENDPOINT_URL_S3") for a in _final(stages).all("ARG"))
 
 
 def test_arm64_image_has_no_pytorch():
