@@ -135,3 +135,31 @@ def test_quantized_engine_choice() -> None:
     assert quantized_engine("AMD64", ["fbgemm", "qnnpack"]) == "fbgemm"
     with pytest.raises(RuntimeError, match="no quantized engine"):
         quantized_engine("aarch64", ["fbgemm"])
+
+
+def test_voice_whose_graph_lacks_durations(hayakoe_root: Path, tmp_path: Path) -> None:
+    """hayakoe's own exporter writes `audio` only and no duration predictor: such a voice
+    loads, speaks, takes seeds, and falls back to the minimum pause."""
+    import onnx
+
+    from engine.neural import MIN_PAUSE_S, silent_edges
+
+    src = hayakoe_root / "onnx" / "speakers" / "small"
+    dst = tmp_path / "onnx" / "speakers" / "hk"
+    dst.mkdir(parents=True)
+    for name in ("config.json", "style_vectors.npy"):
+        shutil.copyfile(src / name, dst / name)
+    model = onnx.load(str(src / "synthesizer.onnx"))
+    keep = [o for o in model.graph.output if o.name == "audio"]
+    del model.graph.output[:]
+    model.graph.output.extend(keep)
+    onnx.save(model, str(dst / "synthesizer.onnx"))
+
+    voice = load_neural_voice("hk", tmp_path, bert=FakeBert())
+    opts = SynthesisOptions(seed=4, extra={"whole_sentences": True})
+    pieces = list(voice.render(["こんにちは。", "さようなら。"], opts))
+    again = list(voice.render(["こんにちは。", "さようなら。"], opts))
+    assert [p.sentence for p in pieces] == [0, 1]
+    assert all(np.array_equal(a.samples, b.samples) for a, b in zip(pieces, again))
+    gap = silent_edges(pieces[0].samples, 44100)[1] + silent_edges(pieces[1].samples, 44100)[0]
+    assert abs(gap - MIN_PAUSE_S * 44100) <= 0.011 * 44100
