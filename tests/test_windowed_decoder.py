@@ -271,8 +271,9 @@ def test_split_graphs_equal_hayakoes_synthesizer(small_root):
     split = SplitOnnxSynthesizer(folder / "synthesizer.onnx", folder / "duration_predictor.onnx",
                                  geometry=JP_EXTRA, **kw)
     assert (folder / "synthesizer.onnx").read_bytes() == original  # hayakoe's file untouched
-    front_mtime = (folder / FRONT_FILE).stat().st_mtime_ns
-    assert (folder / DECODER_FILE).stat().st_size < (folder / FRONT_FILE).stat().st_size
+    front_file, decoder_file = folder / FRONT_FILE.format(""), folder / DECODER_FILE.format("")
+    front_mtime = front_file.stat().st_mtime_ns
+    assert decoder_file.stat().st_size < front_file.stat().st_size
     for seed, params in ((5, SynthParams()), (6, SynthParams(sdp_ratio=0.0, length_scale=1.3))):
         a = whole.synthesize(_inputs(), params, NoiseSource(seed))
         b = split.synthesize(_inputs(), params, NoiseSource(seed))
@@ -283,7 +284,7 @@ def test_split_graphs_equal_hayakoes_synthesizer(small_root):
     assert split.predict_durations(_inputs(), SynthParams(), NoiseSource(1)) is not None
     # A second load reuses the derived files.
     SplitOnnxSynthesizer(folder / "synthesizer.onnx", None, geometry=JP_EXTRA, **kw)
-    assert (folder / FRONT_FILE).stat().st_mtime_ns == front_mtime
+    assert front_file.stat().st_mtime_ns == front_mtime
 
 
 def test_windowed_sentence_equals_whole_onnx(small_root):
@@ -358,3 +359,30 @@ def test_graph_without_decoder_is_refused():
     model = helper.make_model(helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g", [x], [y]))
     with pytest.raises(SplitError, match="ConvTranspose"):
         find_decoder_cut(model)
+
+
+def test_conv2d_rewrite_keeps_the_audio(small_root, monkeypatch):
+    """The derived graphs run 1-D convolutions as 2-D ones (faster kernels in ONNX Runtime);
+    with WYOMING_HAYAKOE_CONV2D=0 they are kept 1-D; both give the same audio."""
+    import onnx
+
+    from engine.runtime.decoder_split import SplitOnnxSynthesizer, derived_graphs
+    from engine.runtime.synth_common import NoiseSource, SynthParams
+
+    folder = small_root / "onnx" / "speakers" / "small"
+    kw = dict(inter_channels=32, hop_length=512, sample_rate=44100, threads=1, geometry=JP_EXTRA)
+    monkeypatch.delenv("WYOMING_HAYAKOE_CONV2D", raising=False)
+    fast = SplitOnnxSynthesizer(folder / "synthesizer.onnx", None, **kw)
+    _, dec_path = derived_graphs(folder / "synthesizer.onnx")
+    weights = {t.name: t for t in onnx.load(str(dec_path)).graph.initializer}
+    convs = [n for n in onnx.load(str(dec_path)).graph.node if n.op_type in ("Conv", "ConvTranspose")]
+    assert convs and all(len(weights[n.input[1]].dims) == 4 for n in convs)
+
+    monkeypatch.setenv("WYOMING_HAYAKOE_CONV2D", "0")
+    plain = SplitOnnxSynthesizer(folder / "synthesizer.onnx", None, **kw)
+    _, plain_path = derived_graphs(folder / "synthesizer.onnx")
+    assert plain_path != dec_path and plain_path.name.endswith(".conv1d.onnx")
+    a = fast.synthesize(_inputs(), SynthParams(), NoiseSource(2))
+    b = plain.synthesize(_inputs(), SynthParams(), NoiseSource(2))
+    assert a.audio.shape == b.audio.shape
+    assert np.abs(a.audio - b.audio).max() <= TOLERANCE_F32
