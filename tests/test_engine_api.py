@@ -251,3 +251,21 @@ def test_user_words_change_the_reading(embedded: Speaker, tmp_path) -> None:
     assert not np.array_equal(before.data, added.data)
     assert np.array_equal(added.data, loaded.data)
     assert np.array_equal(embedded.generate(text).data, before.data)
+
+
+def test_pre_download_of_the_embedded_voice_fetches_nothing() -> None:
+    assert TTS().load(EMBEDDED_VOICE_NAME).pre_download() == []
+
+
+def test_pre_download_delegates_voices_and_options(monkeypatch, tmp_path) -> None:
+    import engine.download
+
+    calls = []
+    monkeypatch.setattr(engine.download, "pre_download", lambda voices, **kw: calls.append((voices, kw)) or ["x"])
+    tts = TTS("cpu", cache_dir=tmp_path, bert_source="hf://me/bert", hf_token="hf_tok_tok_tok")
+    tts.load(EMBEDDED_VOICE_NAME).load("a").load("b", source="s3://bucket/v")
+    assert tts.pre_download(device="cuda") == ["x"]
+    assert calls == [(
+        [("a", "hf://lemondouble/hayakoe"), ("b", "s3://bucket/v")],
+        {"device": "cuda", "cache_dir": tmp_path, "bert_source": "hf://me/bert", "token": "hf_tok_tok_tok"},
+    )]
