@@ -376,3 +376,14 @@ def test_cpu_path_imports_neither_torch_nor_transformers(exported: Path) -> None
     )
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT_DIR, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_long_text_beyond_512_positions(onnx_fp32: OnnxBert, torch_bert: TorchBert) -> None:
+    """No absolute positions (position_biased_input false): texts past 512 tokens still work,
+    and ONNX (traced on 9 tokens) agrees with PyTorch there."""
+    text = ("今日はとても良い天気ですね、" * 45)[:630]
+    w2p = [1] * (len(text) + 2)
+    (a,) = onnx_fp32.features([text], [w2p])
+    (b,) = torch_bert.features([text], [w2p])
+    assert a.shape == b.shape == (64, 632)
+    assert np.abs(a - b).max() <= 1e-3
