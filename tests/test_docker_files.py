@@ -174,7 +174,8 @@ def test_arm64_image_has_no_pytorch():
     text = IMAGES["arm64"].read_text()
     assert "requirements-cuda" not in text
     reqs = (ROOT / "docker" / "requirements-cpu.txt").read_text().lower()
-    assert not re.search(r"^(torch|transformers|onnx|onnxscript)\b", reqs, re.M)
+    # onnx (graph edits at load) is fine; PyTorch and its exporter stack are not
+    assert not re.search(r"^(torch|transformers|onnxscript)\b", reqs, re.M)
     _, stages = parse_dockerfile(IMAGES["arm64"])
     bake = [r for r in _stage(stages, "voices").all("RUN") if "bake-voices" in r.args][0]
     assert "DEVICE=cpu" in bake.args, "the cpu device bakes the ONNX files (int8 BERT)"
