@@ -90,6 +90,21 @@ def test_torch_features_raw_word2ph_and_token_states(torch_bert: TorchBert, rec:
     assert np.abs(hidden - _golden(rec, "hidden_states_m3")).max() <= 1e-4
 
 
+def test_torch_relative_position_projections_are_cached(torch_bert: TorchBert) -> None:
+    from engine.runtime.bert_torch import _CachedRelProjection, load_third_from_last
+
+    rec = PLAIN[0]
+    (hidden,) = torch_bert.hidden_states([rec["input_ids"]])
+    cached = [m for m in torch_bert.model.modules() if isinstance(m, _CachedRelProjection)]
+    assert len(cached) == 2 * 2  # query and key of the 2 kept layers
+    assert all(m._out is not None for m in cached)  # the cache was really used
+    plain = load_third_from_last(DATA)
+    ids = torch.tensor([rec["input_ids"]])
+    with torch.no_grad():
+        want = plain(ids, torch.ones_like(ids))[0].numpy()
+    assert np.abs(hidden - want).max() <= 1e-6
+
+
 def test_torch_assist_text(torch_bert: TorchBert) -> None:
     for rec in ASSIST:
         (feat,) = torch_bert.features(

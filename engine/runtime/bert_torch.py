@@ -62,6 +62,84 @@ def load_third_from_last(model_dir: str | Path, *, dtype: torch.dtype = torch.fl
     return wrapper
 
 
+class _RelTable:
+    """The encoder's (normalised) relative-position table, computed once per device/dtype.
+
+    DeBERTa-v2 recomputes ``LayerNorm(rel_embeddings.weight)`` on every call; it is a constant
+    in inference. Returning one cached tensor also lets `_CachedRelProjection` recognise it.
+    """
+
+    def __init__(self, encoder: nn.Module) -> None:
+        self._compute = encoder.get_rel_embedding  # the original bound method
+        self._weight = encoder.rel_embeddings.weight
+        self.table: torch.Tensor | None = None
+
+    def __call__(self) -> torch.Tensor:
+        w = self._weight
+        t = self.table
+        if t is None or t.device != w.device or t.dtype != w.dtype:
+            with torch.no_grad():
+                t = self.table = self._compute()
+        return t
+
+
+class _CachedRelProjection(nn.Module):
+    """A query/key projection that remembers its output for the relative-position table.
+
+    Each layer projects the whole table (2 × 256 positions) with its query and key weights on
+    every call: 2 × 512×1024×1024 multiply-adds per layer, ~47 GFLOP per call for the large
+    model, more than the rest of a short sentence. The product is a constant in inference
+    (ONNX Runtime folds it at load time); here it is computed once. Any other input — hidden
+    states — goes through the projection as before.
+    """
+
+    def __init__(self, linear: nn.Module, rel: _RelTable) -> None:
+        super().__init__()
+        self.linear = linear
+        self._rel = rel
+        self.train(linear.training)
+        self._key: tuple | None = None
+        self._out: torch.Tensor | None = None
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        table = self._rel.table
+        if (
+            table is not None
+            and not self.training
+            and x.dim() == 3
+            and x.shape[0] == 1
+            and x.shape[1:] == table.shape
+            and x.data_ptr() == table.data_ptr()
+        ):
+            key = (table.data_ptr(), table.device, table.dtype)
+            if self._key != key or self._out is None:
+                with torch.no_grad():
+                    self._out = self.linear(x)
+                self._key = key
+            return self._out
+        return self.linear(x)
+
+
+def enable_rel_projection_cache(model: ThirdFromLast) -> int:
+    """Cache the relative-position projections of `model` (inference only; see
+    `_CachedRelProjection`). Returns how many projections are cached (0 if the model does not
+    use shared-key relative attention)."""
+    encoder = model.base.encoder
+    if not getattr(encoder, "relative_attention", False):
+        return 0
+    rel = _RelTable(encoder)
+    encoder.get_rel_embedding = rel  # instance attribute: shadows the method
+    count = 0
+    for layer in encoder.layer:
+        att = layer.attention.self
+        if not getattr(att, "share_att_key", False):
+            continue  # separate pos_*_proj: not worth handling (not the ku-nlp config)
+        for name in ("query_proj", "key_proj"):
+            setattr(att, name, _CachedRelProjection(getattr(att, name), rel))
+            count += 1
+    return count
+
+
 class TorchBert(BertFeatures):
     """BERT features from transformers' DeBERTa-v2 on `device` (``"cpu"``, ``"cuda"``, ``"cuda:N"``).
 
@@ -91,6 +169,7 @@ class TorchBert(BertFeatures):
             torch.set_num_threads(threads)
         self.device = torch.device(device)
         self.model = load_third_from_last(model_dir, dtype=dtype).to(self.device)
+        enable_rel_projection_cache(self.model)
         self.hidden_size = self.model.hidden_size
         self._lock = threading.Lock()
 
