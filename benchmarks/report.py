@@ -1,0 +1,184 @@
+"""Turn `run.py`'s results (the JSON it writes) into the Markdown table and the PNG chart.
+
+    python benchmarks/report.py [benchmarks/results/latest.json]   # re-render from a JSON
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+MIB = 2**20
+TEXT_ORDER = ("short", "medium", "long", "assist")
+TARGETS = {"ttfa": 0.3, "rtf": 0.67, "rss": 1.0}
+
+
+def _ratio(ours: float, base: float) -> float:
+    if not base or any(math.isnan(v) for v in (ours, base)):
+        return float("nan")
+    return ours / base
+
+
+def _fmt(v: float, unit: str = "") -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "–"
+    if unit == "MiB":
+        return f"{v / MIB:,.0f}"
+    if unit == "s":
+        return f"{v:.2f}"
+    return f"{v:.3f}"
+
+
+def _row(label: str, text: str, ours: float, base: float, unit: str, target: float | None = None) -> str:
+    r = _ratio(ours, base)
+    mark = ""
+    if target is not None and not math.isnan(r):
+        mark = " ✅" if r <= target else " ❌"
+    rs = "–" if math.isnan(r) else f"{r:.2f}×{mark}"
+    return f"| {label} | {text} | {_fmt(ours, unit)} | {_fmt(base, unit)} | {rs} |"
+
+
+def render_markdown(res: dict[str, Any]) -> str:
+    """The results as Markdown: one comparison table, one ablation table, notes."""
+    m = res.get("machine", {})
+    texts = res.get("texts", {})
+    lines = [
+        f"Run {res.get('date_utc', '?')} UTC on {m.get('cpus', '?')} CPUs ({m.get('platform', '')}); "
+        f"load average {_load(m.get('load_avg_start'))} at the start, {_load(m.get('load_avg_end'))} at the end "
+        f"(a shared machine: other jobs ran at the same time). Medians of {res.get('reps', '?')} alternating runs. "
+        f"Options for both: {', '.join(f'{k}={v}' for k, v in res.get('options', {}).items())}.",
+        "",
+        "| measure | text | ours | hayakoe 1.3.1 | ours / hayakoe |",
+        "| --- | --- | ---: | ---: | ---: |",
+    ]
+    speed = res.get("speed")
+    if speed:
+        o, h = speed["ours"], speed["hayakoe"]
+        for key in TEXT_ORDER:
+            if key in o:
+                tgt = TARGETS["rtf"] if key in ("medium", "long") else None
+                lines.append(_row("real-time factor, `generate()`", _tlabel(key, texts), o[key]["rtf"], h[key]["rtf"], "", tgt))
+        for key in TEXT_ORDER:
+            if key in o:
+                lines.append(_row("wall time (s), `generate()`", _tlabel(key, texts), o[key]["wall_s"], h[key]["wall_s"], "s"))
+        for key in TEXT_ORDER:
+            if key in o:
+                lines.append(_row("time to first audio (s), `stream()`", _tlabel(key, texts), o[key]["ttfa_s"], h[key]["ttfa_s"], "s", TARGETS["ttfa"]))
+        for key in TEXT_ORDER:
+            if key in o:
+                lines.append(_row("audio length (s)", _tlabel(key, texts), o[key]["audio_s"], h[key]["audio_s"], "s"))
+    wy = res.get("wyoming")
+    if wy:
+        o, h = wy["ours"], wy["hayakoe"]
+        for key in TEXT_ORDER:
+            if key in o:
+                lines.append(_row("Wyoming one-shot, time to first audio (s)", _tlabel(key, texts),
+                                  o[key]["oneshot_ttfa_s"], h[key]["oneshot_ttfa_s"], "s"))
+        for key in TEXT_ORDER:
+            if key in o:
+                lines.append(_row("Wyoming streaming, time to first audio (s)", _tlabel(key, texts),
+                                  o[key]["streaming_ttfa_s"], h[key]["streaming_ttfa_s"], "s", TARGETS["ttfa"]))
+    mem = res.get("memory")
+    if mem:
+        o, h = mem["ours"], mem["hayakoe"]
+        lines.append(_row("RSS after `prepare()` (MiB)", "1 voice", o["rss_after_prepare"], h["rss_after_prepare"], "MiB", TARGETS["rss"]))
+        lines.append(_row("peak RSS up to end of `prepare()` (MiB)", "1 voice", o["peak_after_prepare"], h["peak_after_prepare"], "MiB", TARGETS["rss"]))
+        lines.append(_row("peak RSS while speaking (MiB)", "all texts", o["peak_while_speaking"], h["peak_while_speaking"], "MiB"))
+        lines.append(_row("RSS per extra speaker (MiB)", "2 more voices", o["rss_per_extra_speaker"], h["rss_per_extra_speaker"], "MiB", TARGETS["rss"]))
+        lines.append(_row("`prepare()` time (s)", "1 voice", o["prepare_s"], h["prepare_s"], "s"))
+    abl = res.get("ablation")
+    if abl:
+        lines += ["", "What each kept change is worth (our engine with the change vs without it, same run):", "",
+                  "| change | figure | text | with | without | with / without |",
+                  "| --- | --- | --- | ---: | ---: | ---: |"]
+        for name, a in abl.items():
+            for key in TEXT_ORDER:
+                if key not in a["on"]:
+                    continue
+                on, off = a["on"][key], a["off"][key]
+                for fig, label in (("ttfa_s", "time to first audio (s), `stream()`"), ("rtf", "real-time factor, `generate()`")):
+                    if fig in on:
+                        r = _ratio(on[fig], off[fig])
+                        lines.append(f"| {a['turns_off']} | {label} | {_tlabel(key, texts)} | "
+                                     f"{_fmt(on[fig], 's' if fig == 'ttfa_s' else '')} | "
+                                     f"{_fmt(off[fig], 's' if fig == 'ttfa_s' else '')} | {r:.2f}× |")
+    lines.append("")
+    return "\n".join(lines)
+
+
+def _load(v: Any) -> str:
+    if not v:
+        return "?"
+    return "/".join(f"{x:.1f}" for x in v)
+
+
+def _tlabel(key: str, texts: dict) -> str:
+    n = texts.get(key, {}).get("chars")
+    return f"{key} ({n} chars)" if n else key
+
+
+def render_chart(res: dict[str, Any], path: Path) -> None:
+    """Four panels: RTF, stream() TTFA, Wyoming TTFA, memory; ours vs hayakoe."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(2, 2, figsize=(12, 8))
+    colors = {"ours": "#2a7ab0", "hayakoe": "#c8763a"}
+    label = {"ours": "wyoming-hayakoe", "hayakoe": "hayakoe 1.3.1"}
+
+    def bars(ax, groups: list[str], values: dict[str, list[float]], title: str, ylabel: str) -> None:
+        width = 0.38
+        for i, eng in enumerate(("ours", "hayakoe")):
+            xs = [g + (i - 0.5) * width for g in range(len(groups))]
+            ax.bar(xs, values[eng], width, label=label[eng], color=colors[eng])
+            for x, v in zip(xs, values[eng]):
+                if not math.isnan(v):
+                    ax.annotate(f"{v:.2f}" if v < 100 else f"{v:.0f}", (x, v), ha="center", va="bottom", fontsize=8)
+        ax.set_xticks(range(len(groups)), groups)
+        ax.set_title(title)
+        ax.set_ylabel(ylabel)
+        ax.legend(fontsize=8)
+
+    speed = res.get("speed")
+    if speed:
+        keys = [k for k in TEXT_ORDER if k in speed["ours"]]
+        bars(axes[0][0], keys, {e: [speed[e][k]["rtf"] for k in keys] for e in ("ours", "hayakoe")},
+             "real-time factor, generate() (lower is faster)", "seconds per second of audio")
+        bars(axes[0][1], keys, {e: [speed[e][k]["ttfa_s"] for k in keys] for e in ("ours", "hayakoe")},
+             "time to first audio, stream()", "s")
+    wy = res.get("wyoming")
+    if wy:
+        keys = [k for k in TEXT_ORDER if k in wy["ours"]]
+        groups = [f"{k}\none-shot" for k in keys] + [f"{k}\nstreaming" for k in keys]
+        vals = {e: [wy[e][k]["oneshot_ttfa_s"] for k in keys] + [wy[e][k]["streaming_ttfa_s"] for k in keys]
+                for e in ("ours", "hayakoe")}
+        bars(axes[1][0], groups, vals, "Wyoming, time to first audio (TCP client)", "s")
+        axes[1][0].tick_params(axis="x", labelsize=7)
+    mem = res.get("memory")
+    if mem:
+        keys = ["rss_after_prepare", "peak_after_prepare", "peak_while_speaking", "rss_per_extra_speaker"]
+        groups = ["RSS after\nprepare()", "peak up to\nprepare()", "peak while\nspeaking", "per extra\nspeaker"]
+        bars(axes[1][1], groups, {e: [mem[e][k] / MIB for k in keys] for e in ("ours", "hayakoe")},
+             "memory", "MiB")
+    fig.suptitle(f"wyoming-hayakoe vs hayakoe 1.3.1 — full-size random-weight voice, {res.get('date_utc', '')} UTC")
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
+def main() -> None:
+    src = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).parent / "results" / "latest.json"
+    res = json.loads(src.read_text(encoding="utf-8"))
+    md = render_markdown(res)
+    (src.parent / "results.md").write_text(md, encoding="utf-8")
+    render_chart(res, src.parent / "latest.png")
+    print(md)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,376 @@
+"""Benchmark our engine against hayakoe 1.3.1, side by side, on the same files and texts.
+
+    python benchmarks/run.py                 # everything (about 25 min on 2 cores)
+    python benchmarks/run.py --reps 1 --no-ablation --no-wyoming   # a quick look
+
+What it does (all figures are medians over `--reps` alternating runs, in one run, so the
+ratios ours/hayakoe compare like with like on the same machine at the same time):
+
+1. builds (once, cached in benchmarks/.cache/) the full-size random-weight voice
+   (`fullsize.py`) and hayakoe's own torch-free venv (`pip install hayakoe==1.3.1`);
+2. memory, one fresh process per engine and measurement: RSS and peak RSS after
+   `prepare()` with one voice, peak RSS while speaking every text, RSS added per extra
+   speaker (two more copies of the voice);
+3. speed, both engines loaded side by side and called in turn (order alternating): wall
+   time and real-time factor of `generate()`, time to first audio of `stream()`;
+4. Wyoming: our server and a minimal Wyoming server around hayakoe's `astream()` (hayakoe has
+   none; see hayakoe_runner.py), each on 127.0.0.1, timed by a real TCP client: time to first
+   audio, one-shot `synthesize` and streaming (`synthesize-start/-chunk/-stop`);
+5. ablation: our engine with one change turned off, against our engine, to show what each
+   kept change is worth.
+
+Both engines get the same options (common.OPTIONS): speed 1, sdp_ratio 0 (durations from the
+deterministic predictor, so both make the same number of frames), noise 0.6, noise_w 0.8.
+Writes benchmarks/results/latest.json, latest.png and results.md, and prints the table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(HERE))
+
+from common import OPTIONS, TEXTS, VOICE_NAME  # noqa: E402
+
+CACHE = HERE / ".cache"
+RESULTS = HERE / "results"
+HAYAKOE_VENV = CACHE / "hayakoe-venv"
+HAYAKOE_PINS = ["hayakoe==1.3.1", "psutil>=5.9", "wyoming==1.10.2"]
+OURS_CACHE = CACHE / "ours-cache"
+
+ABLATIONS: dict[str, tuple[dict[str, str], str]] = {
+    # name: (environment of the variant, what it turns off)
+    "windows": ({"WYOMING_HAYAKOE_FIRST_WINDOW": "0"}, "sub-sentence streaming (whole-sentence decoding)"),
+    "conv2d": ({"WYOMING_HAYAKOE_CONV2D": "0"}, "1-D convolutions run as 2-D (NCHWc kernels)"),
+}
+
+
+def log(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+# ------------------------------------------------------------------------------ setup ---
+
+
+def hayakoe_python() -> Path:
+    """hayakoe's venv interpreter, creating the venv (from PyPI) on first use."""
+    py = HAYAKOE_VENV / "bin" / "python"
+    stamp = HAYAKOE_VENV / ".pins"
+    if py.is_file() and stamp.is_file() and stamp.read_text() == " ".join(HAYAKOE_PINS):
+        return py
+    log(f"creating {HAYAKOE_VENV} with {' '.join(HAYAKOE_PINS)} (no torch)")
+    base = shutil.which("python3") or sys.executable
+    if Path(sys.prefix) != Path(sys.base_prefix):  # we run in a venv: use its base interpreter
+        base = str(Path(sys.base_prefix) / "bin" / f"python{sys.version_info.major}.{sys.version_info.minor}")
+    subprocess.run([base, "-m", "venv", "--clear", str(HAYAKOE_VENV)], check=True)
+    subprocess.run([str(py), "-m", "pip", "install", "-q", *HAYAKOE_PINS], check=True)
+    check = subprocess.run([str(py), "-c", "import importlib.util as u; print(u.find_spec('torch') is None)"],
+                           capture_output=True, text=True, check=True)
+    if check.stdout.strip() != "True":
+        raise RuntimeError(f"{HAYAKOE_VENV} has torch installed; the baseline must be torch-free")
+    stamp.write_text(" ".join(HAYAKOE_PINS))
+    return py
+
+
+def _env(extra: dict[str, str] | None = None, *, hayakoe: bool = False) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("WYOMING_HAYAKOE_", "OMP_", "HF_TOKEN"))}
+    env.pop("PYTHONPATH", None)
+    env["HF_HUB_OFFLINE"] = "1"
+    env["HAYAKOE_CACHE"] = str(CACHE / ("hayakoe-cache" if hayakoe else "ours-cache"))
+    if not hayakoe:
+        env["PYTHONPATH"] = str(REPO)
+    env.update(extra or {})
+    return env
+
+
+class Worker:
+    """A benchmark worker process (ours_runner.py or hayakoe_runner.py worker)."""
+
+    def __init__(self, name: str, argv: list[str], env: dict[str, str]) -> None:
+        self.name = name
+        self.log_path = CACHE / "logs" / f"{name.replace(' ', '_').replace(':', '')}.log"
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=self._log, env=env, text=True, encoding="utf-8", cwd=REPO)
+
+    def call(self, cmd: str, **kw: Any) -> dict:
+        assert self.proc.stdin and self.proc.stdout
+        self.proc.stdin.write(json.dumps({"cmd": cmd, **kw}, ensure_ascii=False) + "\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"{self.name} died (see {self.log_path})")
+        reply = json.loads(line)
+        if "error" in reply:
+            raise RuntimeError(f"{self.name}: {cmd} failed: {reply['error']} (see {self.log_path})")
+        return reply
+
+    def close(self) -> None:
+        try:
+            self.call("quit")
+        except Exception:  # noqa: BLE001 - already gone
+            pass
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        self._log.close()
+
+
+def start(engine: str, extra_env: dict[str, str] | None = None, label: str | None = None) -> Worker:
+    if engine == "hayakoe":
+        return Worker(label or engine, [str(hayakoe_python()), str(HERE / "hayakoe_runner.py"), "worker"],
+                      _env(extra_env, hayakoe=True))
+    return Worker(label or engine, [sys.executable, str(HERE / "ours_runner.py")], _env(extra_env))
+
+
+def median(values: list[float]) -> float:
+    return float(statistics.median(values)) if values else float("nan")
+
+
+# ----------------------------------------------------------------------------- phases ---
+
+
+def phase_memory(root: Path, reps: int) -> dict:
+    """RSS after prepare / peak / while speaking, and per extra speaker (fresh processes)."""
+    out: dict[str, dict[str, list[float]]] = {"hayakoe": {}, "ours": {}}
+    for rep in range(reps):
+        for engine in (("ours", "hayakoe") if rep % 2 else ("hayakoe", "ours")):
+            rec = out[engine]
+            w = start(engine)
+            try:
+                r = w.call("prepare", root=str(root), speakers=[VOICE_NAME])
+                rec.setdefault("rss_after_prepare", []).append(r["rss"])
+                rec.setdefault("peak_after_prepare", []).append(r["hwm"])
+                rec.setdefault("prepare_s", []).append(r["prepare_s"])
+                for text in TEXTS.values():
+                    w.call("generate", speaker=VOICE_NAME, text=text, options=OPTIONS)
+                    w.call("stream", speaker=VOICE_NAME, text=text, options=OPTIONS)
+                rec.setdefault("peak_while_speaking", []).append(w.call("mem")["hwm"])
+            finally:
+                w.close()
+            # Per extra speaker: each speaker speaks once after it is added, so that heap
+            # freed while loading the previous one (and reused by the next) does not hide
+            # or inflate what a speaker really holds once in use.
+            w = start(engine)
+            try:
+                short = TEXTS.get("short", next(iter(TEXTS.values())))
+                rss = []
+                for i, name in enumerate((VOICE_NAME, "bench2", "bench3")):
+                    if i == 0:
+                        w.call("prepare", root=str(root), speakers=[name])
+                    else:
+                        w.call("add_speakers", speakers=[name])
+                    rss.append(w.call("generate", speaker=name, text=short, options=OPTIONS)["rss"])
+                r1, r2, r3 = rss
+                rec.setdefault("rss_per_extra_speaker", []).append((r3 - r1) / 2)
+                log(f"memory {engine}: after prepare {r1 / 2**20:.0f} MiB, +{(r2 - r1) / 2**20:.0f}, "
+                    f"+{(r3 - r2) / 2**20:.0f} MiB per extra speaker")
+            finally:
+                w.close()
+    return {e: {k: median(v) for k, v in rec.items()} for e, rec in out.items()}
+
+
+def _timed_calls(workers: dict[str, Worker], texts: dict[str, str], reps: int,
+                 *, generate: bool = True, stream: bool = True) -> dict:
+    """Alternate the workers on every text; medians of generate wall/RTF and stream TTFA."""
+    raw: dict[str, dict[str, dict[str, list[float]]]] = {n: {t: {} for t in texts} for n in workers}
+    names = list(workers)
+    for name, w in workers.items():  # warm-up: first-call costs are not what we compare
+        for text in texts.values():
+            w.call("generate", speaker=VOICE_NAME, text=text, options=OPTIONS)
+    for rep in range(reps):
+        order = names if rep % 2 == 0 else names[::-1]
+        for key, text in texts.items():
+            for name in order:
+                rec = raw[name][key]
+                w = workers[name]
+                if generate:
+                    r = w.call("generate", speaker=VOICE_NAME, text=text, options=OPTIONS)
+                    rec.setdefault("wall_s", []).append(r["wall_s"])
+                    rec.setdefault("audio_s", []).append(r["audio_s"])
+                    rec.setdefault("rtf", []).append(r["wall_s"] / max(r["audio_s"], 1e-9))
+                if stream:
+                    r = w.call("stream", speaker=VOICE_NAME, text=text, options=OPTIONS)
+                    rec.setdefault("ttfa_s", []).append(r["ttfa_s"])
+                    rec.setdefault("stream_wall_s", []).append(r["wall_s"])
+                    rec.setdefault("stream_chunks", []).append(r["chunks"])
+        log(f"speed: rep {rep + 1}/{reps} done")
+    return {n: {t: {k: median(v) for k, v in m.items()} for t, m in per.items()} for n, per in raw.items()}
+
+
+def phase_speed(root: Path, reps: int) -> dict:
+    workers = {"hayakoe": start("hayakoe"), "ours": start("ours")}
+    try:
+        for w in workers.values():
+            w.call("prepare", root=str(root), speakers=[VOICE_NAME])
+        return _timed_calls(workers, TEXTS, reps)
+    finally:
+        for w in workers.values():
+            w.close()
+
+
+def phase_ablation(root: Path, reps: int, names: list[str]) -> dict:
+    """Our engine with one change off vs our engine: ratio on/off for the affected figures."""
+    texts = {k: TEXTS[k] for k in ("short", "medium", "long") if k in TEXTS}
+    results = {}
+    for name in names:
+        env, what = ABLATIONS[name]
+        workers = {"on": start("ours", label="ours"), "off": start("ours", env, label=f"ours-no-{name}")}
+        try:
+            for w in workers.values():
+                w.call("prepare", root=str(root), speakers=[VOICE_NAME])
+            res = _timed_calls(workers, texts, reps)
+        finally:
+            for w in workers.values():
+                w.close()
+        results[name] = {"turns_off": what, "env": env, "on": res["on"], "off": res["off"]}
+        log(f"ablation {name} done")
+    return results
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _start_server(engine: str, root: Path, port: int) -> subprocess.Popen:
+    logf = open(CACHE / "logs" / f"wyoming-{engine}.log", "ab")
+    uri = f"tcp://127.0.0.1:{port}"
+    if engine == "hayakoe":
+        argv = [str(hayakoe_python()), str(HERE / "hayakoe_runner.py"), "serve",
+                "--root", str(root), "--voice", VOICE_NAME, "--uri", uri]
+        env = _env(hayakoe=True)
+    else:
+        argv = [sys.executable, "-m", "wyoming_hayakoe", "--uri", uri,
+                "--voice", f"{VOICE_NAME}={root}", "--bert-source", str(root),
+                "--speed", str(OPTIONS["speed"]), "--sdp-ratio", str(OPTIONS["sdp_ratio"]),
+                "--noise", str(OPTIONS["noise"]), "--noise-w", str(OPTIONS["noise_w"])]
+        env = _env()
+    return subprocess.Popen(argv, stdout=logf, stderr=logf, env=env, cwd=REPO)
+
+
+def phase_wyoming(root: Path, reps: int) -> dict:
+    from wyoming_client import synthesize_once, synthesize_streaming, wait_ready
+
+    texts = {k: TEXTS[k] for k in ("short", "medium", "assist") if k in TEXTS}
+    ports = {"hayakoe": _free_port(), "ours": _free_port()}
+    procs = {e: _start_server(e, root, p) for e, p in ports.items()}
+    raw: dict[str, dict[str, dict[str, list[float]]]] = {e: {t: {} for t in texts} for e in procs}
+
+    async def run() -> None:
+        for e, p in ports.items():
+            await wait_ready("127.0.0.1", p)
+        for e, p in ports.items():  # warm-up
+            for text in texts.values():
+                await synthesize_once("127.0.0.1", p, text, VOICE_NAME)
+        for rep in range(reps):
+            order = list(ports) if rep % 2 == 0 else list(ports)[::-1]
+            for key, text in texts.items():
+                for e in order:
+                    r = await synthesize_once("127.0.0.1", ports[e], text, VOICE_NAME)
+                    raw[e][key].setdefault("oneshot_ttfa_s", []).append(r["ttfa_s"])
+                    raw[e][key].setdefault("oneshot_wall_s", []).append(r["wall_s"])
+                    raw[e][key].setdefault("audio_s", []).append(r["audio_s"])
+                    r = await synthesize_streaming("127.0.0.1", ports[e], text, VOICE_NAME)
+                    raw[e][key].setdefault("streaming_ttfa_s", []).append(r["ttfa_s"])
+                    raw[e][key].setdefault("streaming_wall_s", []).append(r["wall_s"])
+            log(f"wyoming: rep {rep + 1}/{reps} done")
+
+    try:
+        asyncio.run(run())
+    finally:
+        for proc in procs.values():
+            proc.terminate()
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+    return {e: {t: {k: median(v) for k, v in m.items()} for t, m in per.items()} for e, per in raw.items()}
+
+
+# ----------------------------------------------------------------------------- report ---
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description="Benchmark our engine against hayakoe 1.3.1.")
+    parser.add_argument("--reps", type=int, default=3, help="timed repetitions per text (default 3)")
+    parser.add_argument("--mem-reps", type=int, default=1, help="memory measurements per engine (default 1)")
+    parser.add_argument("--no-memory", action="store_true")
+    parser.add_argument("--no-speed", action="store_true")
+    parser.add_argument("--no-wyoming", action="store_true")
+    parser.add_argument("--no-ablation", action="store_true")
+    parser.add_argument("--ablation", action="append", choices=sorted(ABLATIONS),
+                        help="only these ablations (repeatable; default all)")
+    parser.add_argument("--texts", help="comma-separated subset of " + ",".join(TEXTS) + " (default all)")
+    parser.add_argument("--out", type=Path, default=RESULTS, help="where to write the results")
+    args = parser.parse_args()
+    if args.texts:
+        keep = [t.strip() for t in args.texts.split(",")]
+        unknown = [t for t in keep if t not in TEXTS]
+        if unknown:
+            parser.error(f"unknown text(s) {unknown}; known: {list(TEXTS)}")
+        for key in list(TEXTS):
+            if key not in keep:
+                del TEXTS[key]
+
+    import fullsize
+    from report import render_chart, render_markdown
+
+    t_start = time.time()
+    log("building / checking the full-size random voice")
+    root = fullsize.build()
+    hayakoe_python()
+    results: dict[str, Any] = {
+        "date_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
+        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
+                    "python": platform.python_version(), "load_avg_start": os.getloadavg()},
+        "options": OPTIONS,
+        "texts": {k: {"chars": len(v)} for k, v in TEXTS.items()},
+        "reps": args.reps,
+    }
+    if not args.no_memory:
+        log("phase: memory")
+        results["memory"] = phase_memory(root, args.mem_reps)
+    if not args.no_speed:
+        log("phase: speed")
+        results["speed"] = phase_speed(root, args.reps)
+    if not args.no_wyoming:
+        log("phase: wyoming")
+        results["wyoming"] = phase_wyoming(root, args.reps)
+    if not args.no_ablation:
+        log("phase: ablation")
+        results["ablation"] = phase_ablation(root, args.reps, args.ablation or sorted(ABLATIONS))
+    results["machine"]["load_avg_end"] = os.getloadavg()
+    results["elapsed_s"] = time.time() - t_start
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "latest.json").write_text(json.dumps(results, indent=2, ensure_ascii=False), encoding="utf-8")
+    md = render_markdown(results)
+    (args.out / "results.md").write_text(md, encoding="utf-8")
+    render_chart(results, args.out / "latest.png")
+    print(md)
+    log(f"wrote {args.out / 'latest.json'}, results.md, latest.png in {results['elapsed_s'] / 60:.1f} min")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
