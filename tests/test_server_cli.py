@@ -32,6 +32,21 @@ def test_defaults() -> None:
     assert s.voices == (VoiceSpec(EMBEDDED_VOICE_NAME),) and s.default_voice == EMBEDDED_VOICE_NAME
     assert s.samples_per_chunk == 1024 and s.streaming and s.rewrite and s.zeroconf_name is None
     assert s.synthesis.as_options() == {} and s.hf_token is None
+    assert s.use_compile is False
+
+
+@pytest.mark.parametrize(
+    "argv, expected",
+    [
+        (["--device", "cuda"], True),
+        (["--device", "cuda:1"], True),
+        (["--device", "cuda", "--no-compile"], False),
+        (["--device", "cpu", "--compile"], True),
+        ([], False),
+    ],
+)
+def test_compile_follows_the_device_unless_told(argv, expected) -> None:
+    assert parse_settings(argv, environ={}).use_compile is expected
 
 
 def test_voices_defaults_and_options() -> None:

@@ -49,7 +49,7 @@ def build_speakers(settings: Settings) -> dict[str, Speaker]:
     tts = build_tts(settings)
     if settings.user_dict is not None:
         tts.load_user_dictionary(settings.user_dict)
-    tts.prepare(warmup=settings.warmup)
+    tts.prepare(warmup=settings.warmup, compile=settings.use_compile)
     return tts.speakers
 
 

@@ -100,8 +100,17 @@ class Settings:
     max_event_payload_bytes: int = 1 << 20
     """Largest binary payload accepted in one event (a TTS server receives no audio)."""
     warmup: bool = True
+    compile: bool | None = None
+    """`torch.compile` the neural voices at start; None: on for cuda devices, off otherwise."""
     debug: bool = False
     log_format: str = logging.BASIC_FORMAT
+
+    @property
+    def use_compile(self) -> bool:
+        """Whether to `torch.compile` at start (explicit setting, else cuda devices only)."""
+        if self.compile is not None:
+            return self.compile
+        return self.device.startswith("cuda")
 
     @property
     def max_event_data_bytes(self) -> int:
@@ -180,6 +189,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--user-dict", type=Path, help="user dictionary file to load at start")
     p.add_argument("--no-rewrite", action="store_true", help="speak text as given (no times/units/Latin-word rewriting)")
     p.add_argument("--no-warmup", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument(
+        "--compile", action=argparse.BooleanOptionalAction, default=None,
+        help="torch.compile neural voices at start (PyTorch backend; default: on for cuda devices)",
+    )
     g = p.add_argument_group("synthesis defaults (per voice when not given)")
     g.add_argument("--speed", type=_positive_float("--speed"), help="speaking rate factor (2.0 = twice as fast)")
     g.add_argument("--sentence-silence", type=_non_negative_float("--sentence-silence"), help="seconds of silence between sentences")
@@ -271,6 +284,7 @@ def settings_from_args(args: argparse.Namespace, environ: dict[str, str] | None 
         ),
         max_text_length=args.max_text_length,
         warmup=not args.no_warmup,
+        compile=args.compile,
         debug=args.debug,
         log_format=args.log_format,
     )
