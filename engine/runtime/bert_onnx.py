@@ -114,8 +114,10 @@ class OnnxBert(BertFeatures):
         )
         self.path = onnx_path
         try:
+            from .ort_cache import optimized_model  # made once: lower peak memory at start
+
             self.session = ort.InferenceSession(
-                str(onnx_path),
+                str(optimized_model(onnx_path)),
                 sess_options=session_options(threads),
                 providers=providers or ["CPUExecutionProvider"],
             )
