@@ -58,7 +58,7 @@ def phone_inputs(text: str, bert_channels: int = 1024):
 
         a = analyze(text).with_blanks()
         ids, tones, langs = a.phone_ids, a.tone_ids, a.lang_ids
-    except Exception as exc:  # frontend unavailable: synthetic ids of a similar length
+    except (ImportError, RuntimeError, ValueError) as exc:  # no frontend: synthetic ids
         print(f"(frontend unavailable: {exc}; synthetic ids)", file=sys.stderr)
         n = 2 * int(len(text) * 2.2) + 1
         ids = [0 if i % 2 == 0 else 8 + (i % 60) for i in range(n)]
@@ -180,7 +180,7 @@ def main() -> None:
             base = sec if name == "onnx" else base
             ratio = f"{sec / base:7.2f}" if base else f"{'-':>7}"
             row.append(f"{sec:9.3f} {sec / audio_s:9.3f} {ratio}")
-        frames = int(round(audio_s * cfg.sample_rate / cfg.hop_length))
+        frames = round(audio_s * cfg.sample_rate / cfg.hop_length)
         print(f"{label:7} {inp.length:5d} {frames:6d} {audio_s:8.2f} " + " ".join(row))
     print(f"(total {time.perf_counter() - t0:.0f} s)", file=sys.stderr)
 

@@ -11,9 +11,10 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, TypeVar
+from typing import Any, TypeVar
 
 _LOGGER = logging.getLogger(__name__)
 

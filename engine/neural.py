@@ -18,13 +18,20 @@ between them. Silence at the very start and end of the request is trimmed.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
 from .config import VoiceConfig, load_config
-from .runtime.synth_common import NoiseSource, SynthBackend, SynthInputs, SynthOutput, SynthParams
+from .runtime.synth_common import (
+    NoiseSource,
+    SynthBackend,
+    SynthInputs,
+    SynthOutput,
+    SynthParams,
+)
 from .runtime.windowed import StreamingPlans, WindowedSentence, WindowPlan
 from .voice import AudioPiece, SynthesisOptions
 
@@ -66,7 +73,7 @@ def silent_edges(audio: np.ndarray, sample_rate: int) -> tuple[int, int]:
     peak = float(np.abs(audio).max())
     if peak == 0.0:
         return n, n
-    win = max(1, int(round(SILENCE_WINDOW_S * sample_rate)))
+    win = max(1, round(SILENCE_WINDOW_S * sample_rate))
     n_win = (n + win - 1) // win
     padded = np.zeros(n_win * win, np.float32)
     padded[:n] = np.abs(audio)
@@ -135,7 +142,7 @@ class NeuralVoice:
     def from_files(
         cls, name: str, config_path: Path, style_path: Path, synth: SynthBackend, bert: Any,
         *, source: str = "",
-    ) -> "NeuralVoice":
+    ) -> NeuralVoice:
         return cls(name, load_config(config_path), load_style_vectors(style_path), synth, bert,
                    source=source)
 
@@ -227,7 +234,7 @@ class NeuralVoice:
                     trim_lead=fixed is not None or not started,
                     trim_trail=fixed is not None or i == last_speech,
                     margin=int(EDGE_MARGIN_S * sr),
-                    lead_in=int(round(pending_pause * sr)) if started and pending_pause > 0 else 0,
+                    lead_in=round(pending_pause * sr) if started and pending_pause > 0 else 0,
                 )
                 for samples, final in win.pieces():
                     yield AudioPiece(samples, i, final)
@@ -245,7 +252,7 @@ class NeuralVoice:
                 cut_trail = max(0, cut_trail - margin)
                 body = audio[cut_lead : len(audio) - cut_trail]
                 if started and pending_pause > 0:
-                    body = np.concatenate([np.zeros(int(round(pending_pause * sr)), np.float32), body])
+                    body = np.concatenate([np.zeros(round(pending_pause * sr), np.float32), body])
                 yield AudioPiece(body, i, True)
                 started = True
             if fixed is not None:

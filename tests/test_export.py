@@ -10,13 +10,13 @@ import onnx
 import onnxruntime as ort
 import pytest
 import torch
-
 from _neural_fixtures import SMALL, copy_small
+
+from engine.config import load_config
 from engine.runtime.export import DP_INPUTS, SYNTH_INPUTS
 from engine.runtime.synth_common import NoiseSource, SynthInputs, SynthParams
 from engine.runtime.synth_onnx import OnnxSynthesizer, make_noise_inputs
 from engine.runtime.synth_torch import TorchSynthesizer
-from engine.config import load_config
 from wyoming_hayakoe.commands.export import main as export_main
 
 CASES = sorted((SMALL / "cases").glob("case_*.npz"))

@@ -34,15 +34,15 @@ def small_model() -> JPExtraSynthesizer:
 
 def _inputs(case: np.lib.npyio.NpzFile) -> dict[str, torch.Tensor]:
     t = len(case["x"])
-    return dict(
-        x=torch.from_numpy(case["x"])[None],
-        x_lengths=torch.tensor([t]),
-        sid=torch.tensor([int(case["sid"])]),
-        tone=torch.from_numpy(case["tones"])[None],
-        language=torch.from_numpy(case["lang_ids"])[None],
-        bert=torch.from_numpy(case["bert"])[None],
-        style_vec=torch.from_numpy(case["style_vec"])[None],
-    )
+    return {
+        "x": torch.from_numpy(case["x"])[None],
+        "x_lengths": torch.tensor([t]),
+        "sid": torch.tensor([int(case["sid"])]),
+        "tone": torch.from_numpy(case["tones"])[None],
+        "language": torch.from_numpy(case["lang_ids"])[None],
+        "bert": torch.from_numpy(case["bert"])[None],
+        "style_vec": torch.from_numpy(case["style_vec"])[None],
+    }
 
 
 def test_cases_present() -> None:

@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-
 from _neural_fixtures import SMALL, FakeBert, copy_small
+
 from engine.neural import (
     MIN_PAUSE_S,
     NeuralVoice,
@@ -138,7 +138,7 @@ def test_seed_reproducible_on_each_backend(root: Path) -> None:
     for backend in ("onnx", "torch"):
         voice = load_neural_voice("small", root, bert=FakeBert(), backend=backend)
 
-        def run(seed):
+        def run(seed, voice=voice):
             return [p.samples for p in voice.render(TEXT, SynthesisOptions(seed=seed, sdp_ratio=0.8))]
 
         a, b, c = run(11), run(11), run(12)
@@ -195,7 +195,7 @@ def test_per_speaker_lock_under_concurrent_requests(root: Path) -> None:
     def job(speaker: Speaker) -> None:
         try:
             results.append(speaker.generate("こんにちは。元気ですか？", seed=5))
-        except BaseException as exc:  # pragma: no cover - reported below
+        except Exception as exc:  # noqa: BLE001 - reported by the assertion below
             errors.append(exc)
 
     threads = [threading.Thread(target=job, args=(s,)) for s in (sa, sa, sa, sb, sb)]

@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-
 from _neural_fixtures import BERT_SMALL, write_random_voice
+
 from engine.runtime.export import export_model_dir
 
 pytestmark = pytest.mark.timeout(300)

@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from _neural_fixtures import FakeBert, copy_small
 
-from _neural_fixtures import SMALL, FakeBert, copy_small
 from engine.runtime.export import export_model_dir
 from engine.voice import SynthesisOptions
 from engine.voices import (

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 import torch
 
@@ -51,8 +51,7 @@ def prepare_state_dict(tensors: Mapping[str, torch.Tensor]) -> dict[str, torch.T
     out: dict[str, torch.Tensor] = {}
     pending: dict[str, dict[str, torch.Tensor]] = {}
     for key, value in tensors.items():
-        if key.startswith("module."):
-            key = key[len("module."):]
+        key = key.removeprefix("module.")
         if is_ignored_key(key):
             continue
         for g_suffix, v_suffix in ((".weight_g", ".weight_v"),

@@ -59,7 +59,7 @@ class SynthesizerGraph(nn.Module):
         super().__init__()
         self.model = model
 
-    def forward(self, x, x_lengths, sid, tone, language, bert, style_vec,  # noqa: D102
+    def forward(self, x, x_lengths, sid, tone, language, bert, style_vec,
                 noise_scale, length_scale, noise_scale_w, sdp_ratio):
         audio, durations = self.model.infer(
             x, x_lengths, sid, tone, language, bert, style_vec,
@@ -76,7 +76,7 @@ class DurationGraph(nn.Module):
         super().__init__()
         self.model = model
 
-    def forward(self, x, x_lengths, sid, tone, language, bert, style_vec,  # noqa: D102
+    def forward(self, x, x_lengths, sid, tone, language, bert, style_vec,
                 length_scale, noise_scale_w, sdp_ratio):
         enc = self.model.encode(x, x_lengths, sid, tone, language, bert, style_vec)
         logw = self.model.log_durations(enc, sdp_ratio, noise_scale_w, None)

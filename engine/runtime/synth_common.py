@@ -71,7 +71,7 @@ class NoiseSource:
         self.seed = int(seed)
         self.sentence = int(sentence)
 
-    def for_sentence(self, index: int) -> "NoiseSource":
+    def for_sentence(self, index: int) -> NoiseSource:
         """The noise of sentence `index` of the same request (independent streams)."""
         return NoiseSource(self.seed, index)
 

@@ -66,7 +66,7 @@ def make_noise_inputs(model) -> int:  # model: onnx.ModelProto, edited in place
     graph = model.graph
     new_nodes = []
     count = 0
-    one = f"__noise_shape1"
+    one = "__noise_shape1"
     for node in graph.node:
         if node.op_type == "RandomNormal":
             _LOGGER.warning("ONNX graph has a RandomNormal node with a fixed shape; left as is")
@@ -181,7 +181,7 @@ class OnnxSynthesizer:
             sdp_ratio=np.array([params.sdp_ratio], np.float32),
         )
         t = inputs.length
-        guess = int(math.ceil(t * self.prior_frames_per_id * max(params.length_scale, 0.1))) + 16
+        guess = math.ceil(t * self.prior_frames_per_id * max(params.length_scale, 0.1)) + 16
         while True:
             sizes = [2 * t, self.inter_channels * guess]
             for k in range(self._synth_noise):

@@ -21,7 +21,6 @@ from pathlib import Path
 import numpy as np
 import torch
 from torch import nn
-from torch.nn import functional as F
 
 from ..config import VoiceConfig
 from ..model import JPExtraSynthesizer, load_synthesizer
@@ -152,7 +151,7 @@ class TorchSynthesizer:
     def _tensors(self, inputs: SynthInputs) -> tuple[torch.Tensor, ...]:
         dev = self.device
         t = inputs.length
-        as_long = lambda a: torch.as_tensor(np.asarray(a, np.int64), device=dev).view(1, t)  # noqa: E731
+        as_long = lambda a: torch.as_tensor(np.asarray(a, np.int64), device=dev).view(1, t)
         return (
             as_long(inputs.phone_ids),
             torch.tensor([t], dtype=torch.int64, device=dev),
