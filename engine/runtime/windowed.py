@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import math
+import time
 from dataclasses import dataclass
 from typing import Callable, Iterator, Mapping, Sequence
 
@@ -156,22 +157,33 @@ class WindowPlan:
     growth: float = 2.0
     largest: int = 512
     min_tail: int = 16
+    adaptive: bool = False
+    """When streaming (`WindowedSentence`): size each later window by the audio already
+    handed out but not yet played (real-time playback assumed from the first piece) and
+    the measured decoding speed, so the next window is ready before that audio runs out;
+    when already behind, grow by `growth` (fewer windows, less repeated context)."""
+
+    def end_of(self, start: int, size: int, n_frames: int) -> int:
+        """End of the window starting at `start` with `size` frames (tail merged)."""
+        if self.first <= 0 or n_frames <= self.first + self.min_tail:
+            return n_frames
+        end = min(n_frames, start + max(1, size))
+        return n_frames if n_frames - end < self.min_tail else end
+
+    def grown(self, size: int) -> int:
+        return min(self.largest, max(size + 1, int(round(size * self.growth))))
 
     def windows(self, n_frames: int) -> list[tuple[int, int]]:
-        """Frame ranges `[start, end)` covering `0..n_frames` in order."""
+        """Frame ranges `[start, end)` covering `0..n_frames` in order (fixed growth)."""
         if n_frames <= 0:
             return []
-        if self.first <= 0 or n_frames <= self.first + self.min_tail:
-            return [(0, n_frames)]
         out: list[tuple[int, int]] = []
         start, size = 0, self.first
         while start < n_frames:
-            end = min(n_frames, start + size)
-            if n_frames - end < self.min_tail:
-                end = n_frames
+            end = self.end_of(start, size, n_frames)
             out.append((start, end))
             start = end
-            size = min(self.largest, max(size + 1, int(round(size * self.growth))))
+            size = self.grown(size)
         return out
 
 
@@ -195,20 +207,27 @@ def decode_windows(
     """
     if z.ndim != 3 or z.shape[0] != 1:
         raise ValueError(f"latent must be [1, C, T], got shape {tuple(z.shape)}")
+    for s, e in windows:
+        yield decode_window(z, decode, context, s, e, hop)
+
+
+def decode_window(
+    z: np.ndarray, decode: DecodeFn, context: tuple[int, int], s: int, e: int, hop: int
+) -> np.ndarray:
+    """The audio of frames `[s, e)` of `z`, decoded with `context` frames around it."""
     n_frames = z.shape[2]
     left, right = context
-    for s, e in windows:
-        if not 0 <= s < e <= n_frames:
-            raise ValueError(f"window [{s}, {e}) outside the latent's {n_frames} frames")
-        lo, hi = max(0, s - left), min(n_frames, e + right)
-        audio = np.asarray(decode(np.ascontiguousarray(z[:, :, lo:hi]))).reshape(-1)
-        expected = (hi - lo) * hop
-        if audio.shape[0] != expected:
-            raise ValueError(
-                f"decoder gave {audio.shape[0]} samples for {hi - lo} frames, "
-                f"expected {expected} (hop {hop})"
-            )
-        yield audio[(s - lo) * hop : (e - lo) * hop]
+    if not 0 <= s < e <= n_frames:
+        raise ValueError(f"window [{s}, {e}) outside the latent's {n_frames} frames")
+    lo, hi = max(0, s - left), min(n_frames, e + right)
+    audio = np.asarray(decode(np.ascontiguousarray(z[:, :, lo:hi]))).reshape(-1)
+    expected = (hi - lo) * hop
+    if audio.shape[0] != expected:
+        raise ValueError(
+            f"decoder gave {audio.shape[0]} samples for {hi - lo} frames, "
+            f"expected {expected} (hop {hop})"
+        )
+    return audio[(s - lo) * hop : (e - lo) * hop]
 
 
 # --------------------------------------------------------------------- sentence streaming ---
@@ -223,8 +242,8 @@ class StreamingPlans:
     yet) and for the sentences after it (their audio is made while earlier audio plays, so
     big windows: less repeated context)."""
 
-    first: WindowPlan = WindowPlan(first=24, growth=2.0, largest=512, min_tail=16)
-    later: WindowPlan = WindowPlan(first=128, growth=2.0, largest=512, min_tail=32)
+    first: WindowPlan = WindowPlan(first=24, growth=2.0, largest=512, min_tail=16, adaptive=True)
+    later: WindowPlan = WindowPlan(first=128, growth=2.0, largest=512, min_tail=32, adaptive=True)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> "StreamingPlans | None":
@@ -242,7 +261,7 @@ class StreamingPlans:
             return cls()
         if first <= 0:
             return None
-        return cls(first=WindowPlan(first=first, growth=2.0, largest=512, min_tail=16))
+        return cls(first=WindowPlan(first=first, growth=2.0, largest=512, min_tail=16, adaptive=True))
 
 
 def _silent_run(audio: np.ndarray, sample_rate: int, peak: float, from_end: bool) -> int:
@@ -306,29 +325,51 @@ class WindowedSentence:
 
     def pieces(self) -> Iterator[tuple[np.ndarray, bool]]:
         synth = self.synth
+        plan = self.plan
         latent = synth.latent(self.inputs, self.params, self.noise)  # type: ignore[attr-defined]
         self.durations = latent.durations
-        windows = self.plan.windows(latent.frames)
+        n = latent.frames
+        left, right = synth.context  # type: ignore[attr-defined]
+        hop = synth.hop_length  # type: ignore[attr-defined]
+        sr = self.sample_rate
 
         def decode(z: np.ndarray) -> np.ndarray:
             return synth.decode(latent, z)  # type: ignore[attr-defined]
 
         peak = 0.0
-        sr = self.sample_rate
-        last = len(windows) - 1
-        for k, audio in enumerate(decode_windows(latent.z, decode, synth.context, windows,  # type: ignore[attr-defined]
-                                                 synth.hop_length)):  # type: ignore[attr-defined]
+        start, size = 0, plan.first
+        first_out: float | None = None  # when the first piece was handed out
+        handed_out = 0.0  # seconds of audio handed out
+        self.windows = []
+        while start < n:
+            end = plan.end_of(start, size, n)
+            t0 = time.perf_counter()
+            audio = decode_window(latent.z, decode, (left, right), start, end, hop)
+            per_frame = (time.perf_counter() - t0) / max(1, min(n, end + right) - max(0, start - left))
+            self.windows.append((start, end))
             audio = np.clip(np.asarray(audio, np.float32), -1.0, 1.0)
             peak = max(peak, float(np.abs(audio).max()) if audio.size else 0.0)
-            start, end = 0, len(audio)
-            if k == 0 and self.trim_lead:
-                start = max(0, _silent_run(audio, sr, peak, from_end=False) - self.margin)
-            if k == last:
-                self.trail = _silent_run(audio[start:], sr, peak, from_end=True)
+            last = end == n
+            lo, hi = 0, len(audio)
+            if start == 0 and self.trim_lead:
+                lo = max(0, _silent_run(audio, sr, peak, from_end=False) - self.margin)
+            if last:
+                self.trail = _silent_run(audio[lo:], sr, peak, from_end=True)
                 if self.trim_trail:
                     self.trail_cut = max(0, self.trail - self.margin)
-                    end = len(audio) - self.trail_cut
-            body = audio[start:end]
-            if k == 0 and self.lead_in > 0:
+                    hi = len(audio) - self.trail_cut
+            body = audio[lo:hi]
+            if start == 0 and self.lead_in > 0:
                 body = np.concatenate([np.zeros(self.lead_in, np.float32), body])
-            yield body, k == last
+            if first_out is None:
+                first_out = time.perf_counter()
+            handed_out += len(body) / sr
+            yield body, last
+            start = end
+            if plan.adaptive:
+                ahead = handed_out - (time.perf_counter() - first_out)  # not yet played
+                budget = int(ahead / max(per_frame, 1e-6)) - (left + right)
+                size = min(plan.largest, budget) if budget >= plan.first else plan.grown(size)
+            else:
+                size = plan.grown(size)
+        _LOGGER.debug("sentence decoded in windows %s", self.windows)
