@@ -13,7 +13,7 @@ each backend in its own process (so peak RSS is that backend's alone) and prints
 
 Times are also given as ratios against the PyTorch (fp32, CPU) baseline of the same run.
 
-    python benchmarks/bench_bert.py [--threads N] [--repeats 3] [--rebuild]
+    python benchmarks/bench_bert.py [--threads N] [--repeats 5] [--rebuild]
 """
 
 from __future__ import annotations
@@ -149,10 +149,12 @@ def frontend_inputs() -> tuple[list[str], list[list[int]], float | None]:
         return list(SENTENCES), [[1] * (len(s) + 2) for s in SENTENCES], None
 
 
-def worker(kind: str, threads: int, repeats: int, inputs: Path, out_npz: Path) -> dict:
+def worker(kind: str, threads: int, inputs: Path, out_npz: Path) -> None:
+    """Load one backend, then serve timing rounds: one line ``run`` on stdin → one JSON line on
+    stdout; ``done`` → final JSON line (memory, features saved to `out_npz`). The parent
+    interleaves the backends' rounds so that a change in machine load hits all of them."""
     data = json.loads(inputs.read_text(encoding="utf-8"))
     texts, w2ps = data["texts"], data["word2phs"]
-    rss0 = rss_mb()
     t0 = time.perf_counter()
     if kind == "torch":
         import torch
@@ -167,31 +169,59 @@ def worker(kind: str, threads: int, repeats: int, inputs: Path, out_npz: Path) -
         path = ONNX_ROOT / ("onnx/bert/fp32/bert.onnx" if kind == "onnx-fp32" else "onnx/bert/q8/bert_q8.onnx")
         bert = OnnxBert(path, TOKENIZER_DIR, threads=threads)
     load_s = time.perf_counter() - t0
-    rss_loaded = rss_mb()
     bert.features(texts, w2ps)  # warm-up: every shape once
     for t, w in zip(texts, w2ps):
         bert.features([t], [w])
-    single, batched = [], []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
+    print(json.dumps({"ready": True, "load_s": load_s}), flush=True)
+    feats = None
+    for line in sys.stdin:
+        if line.strip() != "run":
+            break
+        w0, c0 = time.perf_counter(), time.process_time()
         for t, w in zip(texts, w2ps):
             bert.features([t], [w])
-        single.append((time.perf_counter() - t0) / len(texts))
-        t0 = time.perf_counter()
+        w1, c1 = time.perf_counter(), time.process_time()
         feats = bert.features(texts, w2ps)
-        batched.append((time.perf_counter() - t0) / len(texts))
-    np.savez(out_npz, *feats)
-    return {
-        "kind": kind,
-        "load_s": load_s,
-        "rss_before_mb": rss0,
-        "rss_loaded_mb": rss_loaded,
-        "rss_after_mb": rss_mb(),
-        "peak_rss_mb": peak_rss_mb(),
-        "single_s": statistics.median(single),
-        "batched_s": statistics.median(batched),
-        "chars": [len(t) for t in texts],
-    }
+        w2, c2 = time.perf_counter(), time.process_time()
+        n = len(texts)
+        print(json.dumps({"single_s": (w1 - w0) / n, "single_cpu_s": (c1 - c0) / n,
+                          "batched_s": (w2 - w1) / n, "batched_cpu_s": (c2 - c1) / n}), flush=True)
+    np.savez(out_npz, *(feats or bert.features(texts, w2ps)))
+    print(json.dumps({"rss_after_mb": rss_mb(), "peak_rss_mb": peak_rss_mb(), "chars": [len(t) for t in texts]}),
+          flush=True)
+
+
+def run_interleaved(kinds: list[str], threads: int, repeats: int, inputs: Path) -> dict[str, dict]:
+    """Start one worker per backend (loading one at a time), run `repeats` rounds round-robin,
+    and return per backend: load time, medians of the rounds, memory."""
+    procs: dict[str, subprocess.Popen] = {}
+    rows: dict[str, dict] = {}
+    try:
+        for kind in kinds:
+            npz = CACHE / f"feats-{kind}.npz"
+            cmd = [sys.executable, __file__, "--worker", kind, "--threads", str(threads),
+                   "--inputs", str(inputs), "--out", str(npz)]
+            proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            procs[kind] = proc
+            rows[kind] = {**json.loads(proc.stdout.readline()), "rounds": [], "npz": npz}
+        for _ in range(repeats):
+            for kind, proc in procs.items():
+                proc.stdin.write("run\n")
+                proc.stdin.flush()
+                rows[kind]["rounds"].append(json.loads(proc.stdout.readline()))
+        for kind, proc in procs.items():
+            proc.stdin.write("done\n")
+            proc.stdin.flush()
+            rows[kind].update(json.loads(proc.stdout.readline()))
+            proc.wait(timeout=120)
+    finally:
+        for proc in procs.values():
+            if proc.poll() is None:
+                proc.kill()
+    for row in rows.values():
+        for key in ("single_s", "single_cpu_s", "batched_s", "batched_cpu_s"):
+            row[key] = statistics.median(r[key] for r in row["rounds"])
+    return rows
 
 
 def _similarity(a: list[np.ndarray], b: list[np.ndarray]) -> tuple[float, float, float]:
@@ -208,7 +238,7 @@ def _similarity(a: list[np.ndarray], b: list[np.ndarray]) -> tuple[float, float,
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--threads", type=int, default=None, help="threads per backend (default: physical cores)")
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--rebuild", action="store_true")
     parser.add_argument("--worker", choices=["torch", "onnx-fp32", "onnx-q8"], help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
@@ -220,46 +250,42 @@ def main() -> int:
 
         args.threads = physical_cores()
     if args.worker:
-        print(json.dumps(worker(args.worker, args.threads, args.repeats, args.inputs, args.out)))
+        worker(args.worker, args.threads, args.inputs, args.out)
         return 0
 
     build(args.rebuild)
     texts, w2ps, frontend_s = frontend_inputs()
     inputs = CACHE / "inputs.json"
     inputs.write_text(json.dumps({"texts": texts, "word2phs": w2ps}, ensure_ascii=False), encoding="utf-8")
-    rows = {}
+    kinds = ["torch", "onnx-fp32", "onnx-q8"]
+    rows = run_interleaved(kinds, args.threads, args.repeats, inputs)
     feats = {}
-    for kind in ("torch", "onnx-fp32", "onnx-q8"):
-        npz = CACHE / f"feats-{kind}.npz"
-        cmd = [sys.executable, __file__, "--worker", kind, "--threads", str(args.threads),
-               "--repeats", str(args.repeats), "--inputs", str(inputs), "--out", str(npz)]
-        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-        if proc.returncode != 0:
-            print(proc.stderr, file=sys.stderr)
-            return 1
-        rows[kind] = json.loads(proc.stdout.strip().splitlines()[-1])
-        with np.load(npz) as data:
+    for kind in kinds:
+        with np.load(rows[kind]["npz"]) as data:
             feats[kind] = [data[f"arr_{i}"] for i in range(len(data.files))]
 
     base = rows["torch"]
     chars = base["chars"]
     print(f"\nBERT at {'SMOKE-TEST' if SMOKE else 'full DeBERTa-v2-large'} shape (random weights), {args.threads} thread(s), "
           f"{len(chars)} sentences of {min(chars)}-{max(chars)} chars (mean {np.mean(chars):.0f}), "
-          f"median of {args.repeats}")
+          f"median of {args.repeats} interleaved rounds; load average before: {os.getloadavg()[0]:.1f}")
     if frontend_s is not None:
         print(f"frontend (engine.text.analyze): {frontend_s * 1e3:.1f} ms/sentence")
-    head = f"{'backend':<12}{'load s':>8}{'RSS MB':>9}{'peak MB':>9}{'ms/sent':>10}{'x torch':>9}{'batched':>10}{'x torch':>9}"
+    head = (f"{'backend':<11}{'load s':>7}{'RSS MB':>8}{'peak MB':>8}{'ms/sent':>9}{'cpu ms':>8}{'x torch':>8}"
+            f"{'batched':>9}{'cpu ms':>8}{'x torch':>8}")
     print(head)
     print("-" * len(head))
     for kind, r in rows.items():
         print(
-            f"{kind:<12}{r['load_s']:>8.1f}{r['rss_after_mb']:>9.0f}{r['peak_rss_mb']:>9.0f}"
-            f"{r['single_s'] * 1e3:>10.0f}{base['single_s'] / r['single_s']:>8.2f}x"
-            f"{r['batched_s'] * 1e3:>10.0f}{base['batched_s'] / r['batched_s']:>8.2f}x"
+            f"{kind:<11}{r['load_s']:>7.1f}{r['rss_after_mb']:>8.0f}{r['peak_rss_mb']:>8.0f}"
+            f"{r['single_s'] * 1e3:>9.0f}{r['single_cpu_s'] * 1e3:>8.0f}{base['single_s'] / r['single_s']:>7.2f}x"
+            f"{r['batched_s'] * 1e3:>9.0f}{r['batched_cpu_s'] * 1e3:>8.0f}{base['batched_s'] / r['batched_s']:>7.2f}x"
         )
-    print("(ms/sent: one sentence per call; batched: all sentences in one padded call, per sentence;"
-          " 'x torch' = speed-up over PyTorch;\n RSS = resident after the timed runs (steady state), peak = VmHWM of the worker process,"
-          " both including Python, numpy and the backend's library)")
+    print("(ms/sent: wall time per sentence, one sentence per call; batched: all sentences in one padded\n"
+          " call, per sentence; cpu ms: process CPU time (all threads) per sentence, less sensitive to\n"
+          " other load; x torch: wall-time speed-up over PyTorch (fp32, CPU). Backends run round-robin,\n"
+          " one round each in turn. RSS: resident after the rounds; peak: VmHWM of the backend's\n"
+          " process; both include Python, numpy and the backend library)")
     for a, b in (("onnx-q8", "onnx-fp32"), ("onnx-fp32", "torch"), ("onnx-q8", "torch")):
         mean_cos, min_cos, diff = _similarity(feats[a], feats[b])
         print(f"{a} vs {b}: cosine mean {mean_cos:.5f}, min {min_cos:.5f}; max abs diff {diff:.3g}")

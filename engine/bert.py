@@ -20,17 +20,13 @@ ONNX and int8 quantisation live in `engine.runtime.bert_export`.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, Sequence, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from .tokenizer import CharTokenizer
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .runtime.bert_onnx import OnnxBert
-    from .runtime.bert_export import export_bert
-    from .runtime.bert_torch import TorchBert
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -44,19 +40,19 @@ TORCH_PREFIX = "pytorch/bert/fp32"
 
 DEFAULT_ASSIST_WEIGHT = 0.7
 
+# OnnxBert, TorchBert and export_bert are public too, but loaded lazily (module __getattr__)
+# so that `import engine.bert` never imports onnxruntime or torch; they are left out of
+# __all__ so that a star import does not pull torch in either.
 __all__ = [
+    "ONNX_FP32_FILE",
+    "ONNX_FP32_PREFIX",
+    "ONNX_Q8_FILE",
+    "ONNX_Q8_PREFIX",
+    "TOKENIZER_PREFIX",
+    "TORCH_PREFIX",
     "BertBackend",
     "BertFeatures",
-    "OnnxBert",
-    "TorchBert",
-    "export_bert",
     "load_bert",
-    "TOKENIZER_PREFIX",
-    "ONNX_Q8_PREFIX",
-    "ONNX_Q8_FILE",
-    "ONNX_FP32_PREFIX",
-    "ONNX_FP32_FILE",
-    "TORCH_PREFIX",
 ]
 
 
@@ -247,7 +243,7 @@ def load_bert(
     backend: str | None = None,
     precision: str = "q8",
     threads: int | None = None,
-) -> "BertFeatures":
+) -> BertFeatures:
     """Load the BERT of a voice root laid out like hayakoe's repository.
 
     `root` is a folder or a `Source` (anything with ``fetch(prefix) -> Path``); only the needed

@@ -22,8 +22,8 @@ import json
 import logging
 import re
 import unicodedata
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -82,7 +82,7 @@ class CharTokenizer:
         self._special_re = re.compile("(" + "|".join(re.escape(t) for t in specials) + ")")
 
     @classmethod
-    def from_dir(cls, directory: str | Path) -> "CharTokenizer":
+    def from_dir(cls, directory: str | Path) -> CharTokenizer:
         """Load from a tokenizer folder (``vocab.txt`` and, if present, ``tokenizer_config.json``).
 
         Refuses configs that ask for another word/subword tokenizer, since ids would differ.

@@ -13,8 +13,8 @@ pytest.importorskip("torch")
 pytest.importorskip("transformers")
 pytest.importorskip("onnx")
 
-from engine.bert import load_bert  # noqa: E402
-from wyoming_hayakoe.commands.export_bert import main  # noqa: E402
+from engine.bert import load_bert
+from wyoming_hayakoe.commands.export_bert import main
 
 DATA = Path(__file__).parent / "data" / "bert_small"
 REC = json.loads((DATA / "bert_golden.jsonl").read_text(encoding="utf-8").splitlines()[1])

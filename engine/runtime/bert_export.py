@@ -22,7 +22,13 @@ from pathlib import Path
 
 import numpy as np
 
-from ..bert import ONNX_FP32_FILE, ONNX_FP32_PREFIX, ONNX_Q8_FILE, ONNX_Q8_PREFIX, TOKENIZER_PREFIX
+from ..bert import (
+    ONNX_FP32_FILE,
+    ONNX_FP32_PREFIX,
+    ONNX_Q8_FILE,
+    ONNX_Q8_PREFIX,
+    TOKENIZER_PREFIX,
+)
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -158,11 +164,11 @@ def copy_tokenizer(src_dir: str | Path, dest_dir: str | Path) -> Path:
 
 def _check_against_torch(model_dir: Path, onnx_path: Path) -> float:
     """max |ONNX − PyTorch| of hidden_states[-3] on a padded batch of 2."""
+    import onnxruntime as ort
     import torch
 
     from .bert_onnx import session_options
     from .bert_torch import load_third_from_last
-    import onnxruntime as ort
 
     rng = np.random.default_rng(0)
     ids = rng.integers(5, 2000, size=(2, 23)).astype(np.int64)
