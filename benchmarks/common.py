@@ -112,22 +112,41 @@ def serve_commands(handlers: dict[str, Callable[[dict], dict]], out: TextIO) -> 
         out.write(json.dumps(reply) + "\n")
 
 
-def time_stream(chunks: Any, sample_rate: int) -> dict[str, float]:
+def time_stream(chunks: Any, sample_rate: int, *, first_only: bool = False) -> dict[str, float]:
     """Consume an iterator of audio results (objects with `.data` int16 arrays), timing the
-    first one and the end. Starts the clock when called: create the iterator right before."""
+    first one and the end. Starts the clock when called: create the iterator right before.
+
+    `gap_s`: the silence a player would insert, starting to play the first chunk when it
+    arrives and each later one as soon as both it has arrived and the previous one has
+    played (underruns, summed). With `first_only` the stream is closed after the first
+    chunk (time to first audio only; the rest is not synthesized)."""
     t0 = time.perf_counter()
     first = None
     samples = 0
     n = 0
+    play_end = 0.0  # when the audio handed out so far has finished playing
+    gap = 0.0
     for chunk in chunks:
+        now = time.perf_counter() - t0
         if first is None:
-            first = time.perf_counter() - t0
+            first = now
+            play_end = now
+        elif now > play_end:
+            gap += now - play_end
+            play_end = now
+        play_end += len(chunk.data) / sample_rate
         samples += len(chunk.data)
         n += 1
+        if first_only:
+            close = getattr(chunks, "close", None)
+            if close is not None:
+                close()
+            break
     wall = time.perf_counter() - t0
     return {
         "ttfa_s": first if first is not None else wall,
         "wall_s": wall,
         "audio_s": samples / sample_rate,
         "chunks": n,
+        "gap_s": gap,
     }

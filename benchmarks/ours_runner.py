@@ -52,7 +52,8 @@ class _Worker:
     def stream(self, msg: dict) -> dict:
         speaker = self.tts.speakers[msg["speaker"]]
         chunks = speaker.stream(msg["text"], **msg.get("options", OPTIONS))
-        return {**time_stream(chunks, speaker.sample_rate), **memory()}
+        return {**time_stream(chunks, speaker.sample_rate, first_only=msg.get("first_only", False)),
+                **memory()}
 
     def mem(self, msg: dict) -> dict:
         if msg.get("reset"):

@@ -68,6 +68,10 @@ def render_markdown(res: dict[str, Any]) -> str:
             if key in o:
                 lines.append(_row("time to first audio (s), `stream()`", _tlabel(key, texts), o[key]["ttfa_s"], h[key]["ttfa_s"], "s", TARGETS["ttfa"]))
         for key in TEXT_ORDER:
+            if key in o and "gap_s" in o[key]:
+                lines.append(_row("`stream()` played in real time: silence from late chunks (s)", _tlabel(key, texts),
+                                  o[key]["gap_s"], h[key]["gap_s"], "s"))
+        for key in TEXT_ORDER:
             if key in o:
                 lines.append(_row("audio length (s)", _tlabel(key, texts), o[key]["audio_s"], h[key]["audio_s"], "s"))
     wy = res.get("wyoming")
@@ -99,12 +103,16 @@ def render_markdown(res: dict[str, Any]) -> str:
                 if key not in a["on"]:
                     continue
                 on, off = a["on"][key], a["off"][key]
-                for fig, label in (("ttfa_s", "time to first audio (s), `stream()`"), ("rtf", "real-time factor, `generate()`")):
+                for fig, label in (("ttfa_s", "time to first audio (s), `stream()`"),
+                                   ("gap_s", "`stream()` real-time playback: silence from late chunks (s)"),
+                                   ("stream_wall_s", "`stream()` wall time (s)"),
+                                   ("rtf", "real-time factor, `generate()`")):
                     if fig in on:
                         r = _ratio(on[fig], off[fig])
+                        rs = "–" if math.isnan(r) else f"{r:.2f}×"
+                        unit = "" if fig == "rtf" else "s"
                         lines.append(f"| {a['turns_off']} | {label} | {_tlabel(key, texts)} | "
-                                     f"{_fmt(on[fig], 's' if fig == 'ttfa_s' else '')} | "
-                                     f"{_fmt(off[fig], 's' if fig == 'ttfa_s' else '')} | {r:.2f}× |")
+                                     f"{_fmt(on[fig], unit)} | {_fmt(off[fig], unit)} | {rs} |")
     lines.append("")
     return "\n".join(lines)
 

@@ -53,10 +53,14 @@ HAYAKOE_VENV = CACHE / "hayakoe-venv"
 HAYAKOE_PINS = ["hayakoe==1.3.1", "psutil>=5.9", "wyoming==1.10.2"]
 OURS_CACHE = CACHE / "ours-cache"
 
-ABLATIONS: dict[str, tuple[dict[str, str], str]] = {
-    # name: (environment of the variant, what it turns off)
-    "windows": ({"WYOMING_HAYAKOE_FIRST_WINDOW": "0"}, "sub-sentence streaming (whole-sentence decoding)"),
-    "conv2d": ({"WYOMING_HAYAKOE_CONV2D": "0"}, "1-D convolutions run as 2-D (NCHWc kernels)"),
+ABLATIONS: dict[str, dict[str, Any]] = {
+    # name: environment of the variant (the change turned off), what it is, what to time
+    "windows": {"env": {"WYOMING_HAYAKOE_FIRST_WINDOW": "0"},
+                "what": "sub-sentence streaming (windowed decoder)",
+                "texts": ("short", "medium", "long"), "generate": False, "stream": True},
+    "conv2d": {"env": {"WYOMING_HAYAKOE_CONV2D": "0"},
+               "what": "1-D convolutions run as 2-D (NCHWc kernels)",
+               "texts": ("short", "medium", "long"), "generate": True, "stream": False},
 }
 
 
@@ -162,7 +166,7 @@ def phase_memory(root: Path, reps: int) -> dict:
                 rec.setdefault("prepare_s", []).append(r["prepare_s"])
                 for text in TEXTS.values():
                     w.call("generate", speaker=VOICE_NAME, text=text, options=OPTIONS)
-                    w.call("stream", speaker=VOICE_NAME, text=text, options=OPTIONS)
+                    w.call("stream", speaker=VOICE_NAME, text=text, options=OPTIONS, first_only=True)
                 rec.setdefault("peak_while_speaking", []).append(w.call("mem")["hwm"])
             finally:
                 w.close()
@@ -189,13 +193,14 @@ def phase_memory(root: Path, reps: int) -> dict:
 
 
 def _timed_calls(workers: dict[str, Worker], texts: dict[str, str], reps: int,
-                 *, generate: bool = True, stream: bool = True) -> dict:
+                 *, generate: bool = True, stream: bool = True, stream_texts: set[str] | None = None) -> dict:
     """Alternate the workers on every text; medians of generate wall/RTF and stream TTFA."""
     raw: dict[str, dict[str, dict[str, list[float]]]] = {n: {t: {} for t in texts} for n in workers}
     names = list(workers)
     for name, w in workers.items():  # warm-up: first-call costs are not what we compare
         for text in texts.values():
-            w.call("generate", speaker=VOICE_NAME, text=text, options=OPTIONS)
+            w.call("stream", speaker=VOICE_NAME, text=text, options=OPTIONS, first_only=True)
+        w.call("generate", speaker=VOICE_NAME, text=TEXTS.get("short", next(iter(texts.values()))), options=OPTIONS)
     for rep in range(reps):
         order = names if rep % 2 == 0 else names[::-1]
         for key, text in texts.items():
@@ -207,11 +212,12 @@ def _timed_calls(workers: dict[str, Worker], texts: dict[str, str], reps: int,
                     rec.setdefault("wall_s", []).append(r["wall_s"])
                     rec.setdefault("audio_s", []).append(r["audio_s"])
                     rec.setdefault("rtf", []).append(r["wall_s"] / max(r["audio_s"], 1e-9))
-                if stream:
+                if stream and (stream_texts is None or key in stream_texts):
                     r = w.call("stream", speaker=VOICE_NAME, text=text, options=OPTIONS)
                     rec.setdefault("ttfa_s", []).append(r["ttfa_s"])
                     rec.setdefault("stream_wall_s", []).append(r["wall_s"])
                     rec.setdefault("stream_chunks", []).append(r["chunks"])
+                    rec.setdefault("gap_s", []).append(r["gap_s"])
         log(f"speed: rep {rep + 1}/{reps} done")
     return {n: {t: {k: median(v) for k, v in m.items()} for t, m in per.items()} for n, per in raw.items()}
 
@@ -229,19 +235,19 @@ def phase_speed(root: Path, reps: int) -> dict:
 
 def phase_ablation(root: Path, reps: int, names: list[str]) -> dict:
     """Our engine with one change off vs our engine: ratio on/off for the affected figures."""
-    texts = {k: TEXTS[k] for k in ("short", "medium", "long") if k in TEXTS}
     results = {}
     for name in names:
-        env, what = ABLATIONS[name]
-        workers = {"on": start("ours", label="ours"), "off": start("ours", env, label=f"ours-no-{name}")}
+        spec = ABLATIONS[name]
+        texts = {k: TEXTS[k] for k in spec["texts"] if k in TEXTS}
+        workers = {"on": start("ours", label="ours"), "off": start("ours", spec["env"], label=f"ours-no-{name}")}
         try:
             for w in workers.values():
                 w.call("prepare", root=str(root), speakers=[VOICE_NAME])
-            res = _timed_calls(workers, texts, reps)
+            res = _timed_calls(workers, texts, reps, generate=spec["generate"], stream=spec["stream"])
         finally:
             for w in workers.values():
                 w.close()
-        results[name] = {"turns_off": what, "env": env, "on": res["on"], "off": res["off"]}
+        results[name] = {"turns_off": spec["what"], "env": spec["env"], "on": res["on"], "off": res["off"]}
         log(f"ablation {name} done")
     return results
 
@@ -309,6 +315,23 @@ def phase_wyoming(root: Path, reps: int) -> dict:
 
 # ----------------------------------------------------------------------------- report ---
 
+README = REPO / "README.md"
+_START, _END = "<!-- bench:start -->", "<!-- bench:end -->"
+
+
+def update_readme(md: str, chart: Path) -> None:
+    """Replace the block between the bench markers of README.md with `md` and the chart."""
+    text = README.read_text(encoding="utf-8")
+    if _START not in text or _END not in text:
+        log("README.md has no bench markers; not updated")
+        return
+    rel = os.path.relpath(chart, README.parent)
+    block = f"{_START}\n{md.strip()}\n\n![benchmark chart]({rel})\n{_END}"
+    head, rest = text.split(_START, 1)
+    _, tail = rest.split(_END, 1)
+    README.write_text(head + block + tail, encoding="utf-8")
+    log("README.md updated")
+
 
 def main() -> int:
     parser = argparse.ArgumentParser(description="Benchmark our engine against hayakoe 1.3.1.")
@@ -322,6 +345,8 @@ def main() -> int:
                         help="only these ablations (repeatable; default all)")
     parser.add_argument("--texts", help="comma-separated subset of " + ",".join(TEXTS) + " (default all)")
     parser.add_argument("--out", type=Path, default=RESULTS, help="where to write the results")
+    parser.add_argument("--update-readme", action="store_true",
+                        help="put the table and chart into README.md (between the bench markers)")
     args = parser.parse_args()
     if args.texts:
         keep = [t.strip() for t in args.texts.split(",")]
@@ -368,6 +393,8 @@ def main() -> int:
     (args.out / "results.md").write_text(md, encoding="utf-8")
     render_chart(results, args.out / "latest.png")
     print(md)
+    if args.update_readme:
+        update_readme(md, args.out / "latest.png")
     log(f"wrote {args.out / 'latest.json'}, results.md, latest.png in {results['elapsed_s'] / 60:.1f} min")
     return 0
 
