@@ -149,4 +149,5 @@ def time_stream(chunks: Any, sample_rate: int, *, first_only: bool = False) -> d
         "audio_s": samples / sample_rate,
         "chunks": n,
         "gap_s": gap,
+        "played_s": play_end,  # when a real-time player would finish (first chunk → last sample)
     }

@@ -72,6 +72,10 @@ def render_markdown(res: dict[str, Any]) -> str:
                 lines.append(_row("`stream()` played in real time: silence from late chunks (s)", _tlabel(key, texts),
                                   o[key]["gap_s"], h[key]["gap_s"], "s"))
         for key in TEXT_ORDER:
+            if key in o and "played_s" in o[key]:
+                lines.append(_row("`stream()` played in real time: last sample heard at (s)", _tlabel(key, texts),
+                                  o[key]["played_s"], h[key]["played_s"], "s"))
+        for key in TEXT_ORDER:
             if key in o:
                 lines.append(_row("audio length (s)", _tlabel(key, texts), o[key]["audio_s"], h[key]["audio_s"], "s"))
     wy = res.get("wyoming")

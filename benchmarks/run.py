@@ -218,6 +218,7 @@ def _timed_calls(workers: dict[str, Worker], texts: dict[str, str], reps: int,
                     rec.setdefault("stream_wall_s", []).append(r["wall_s"])
                     rec.setdefault("stream_chunks", []).append(r["chunks"])
                     rec.setdefault("gap_s", []).append(r["gap_s"])
+                    rec.setdefault("played_s", []).append(r["played_s"])
         log(f"speed: rep {rep + 1}/{reps} done")
     return {n: {t: {k: median(v) for k, v in m.items()} for t, m in per.items()} for n, per in raw.items()}
 
