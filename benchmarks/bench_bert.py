@@ -3,10 +3,12 @@
 Builds (once, cached under benchmarks/.cache/) a random-weight DeBERTa-v2-large-japanese-char
 (24 layers, hidden 1024, 16 heads, intermediate 4096, vocab 22012, relative attention as the
 real config), exports it with `engine.runtime.bert_export` to ONNX fp32 and int8, then runs
-each backend in its own process (so peak RSS is that backend's alone) and prints:
+each backend in its own process (so peak RSS is that backend's alone) and prints, for PyTorch
+(with and without `TorchBert`'s relative-position cache), ONNX fp32 and ONNX int8:
 
 - load time, resident memory after the timed runs and peak RSS (VmHWM);
-- time per sentence, one sentence per call, and per sentence in one batched call;
+- time per sentence (wall and process CPU), one sentence per call, and per sentence in one
+  batched call, with the backends' rounds interleaved;
 - frontend (`engine.text.analyze`) time per sentence, if that module is present;
 - int8-vs-fp32 and ONNX-vs-PyTorch similarity of the features (cosine, max abs) — on random
   weights, so a rough proxy only for the real model.
@@ -156,13 +158,13 @@ def worker(kind: str, threads: int, inputs: Path, out_npz: Path) -> None:
     data = json.loads(inputs.read_text(encoding="utf-8"))
     texts, w2ps = data["texts"], data["word2phs"]
     t0 = time.perf_counter()
-    if kind == "torch":
+    if kind.startswith("torch"):
         import torch
 
         torch.set_num_threads(threads)
         from engine.runtime.bert_torch import TorchBert
 
-        bert = TorchBert(MODEL_DIR, TOKENIZER_DIR, device="cpu")
+        bert = TorchBert(MODEL_DIR, TOKENIZER_DIR, device="cpu", cache_rel_projections=kind == "torch")
     else:
         from engine.runtime.bert_onnx import OnnxBert
 
@@ -240,7 +242,7 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=None, help="threads per backend (default: physical cores)")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--rebuild", action="store_true")
-    parser.add_argument("--worker", choices=["torch", "onnx-fp32", "onnx-q8"], help=argparse.SUPPRESS)
+    parser.add_argument("--worker", choices=["torch", "torch-nocache", "onnx-fp32", "onnx-q8"], help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--inputs", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -257,7 +259,7 @@ def main() -> int:
     texts, w2ps, frontend_s = frontend_inputs()
     inputs = CACHE / "inputs.json"
     inputs.write_text(json.dumps({"texts": texts, "word2phs": w2ps}, ensure_ascii=False), encoding="utf-8")
-    kinds = ["torch", "onnx-fp32", "onnx-q8"]
+    kinds = ["torch", "onnx-fp32", "onnx-q8", "torch-nocache"]
     rows = run_interleaved(kinds, args.threads, args.repeats, inputs)
     feats = {}
     for kind in kinds:
@@ -286,7 +288,9 @@ def main() -> int:
           " other load; x torch: wall-time speed-up over PyTorch (fp32, CPU). Backends run round-robin,\n"
           " one round each in turn. RSS: resident after the rounds; peak: VmHWM of the backend's\n"
           " process; both include Python, numpy and the backend library)")
-    for a, b in (("onnx-q8", "onnx-fp32"), ("onnx-fp32", "torch"), ("onnx-q8", "torch")):
+    print("(torch-nocache: PyTorch recomputing the relative-position projections on every call, as\n"
+          " transformers does; torch: with TorchBert's cache of them)")
+    for a, b in (("onnx-q8", "onnx-fp32"), ("onnx-fp32", "torch"), ("onnx-q8", "torch"), ("torch-nocache", "torch")):
         mean_cos, min_cos, diff = _similarity(feats[a], feats[b])
         print(f"{a} vs {b}: cosine mean {mean_cos:.5f}, min {min_cos:.5f}; max abs diff {diff:.3g}")
     return 0

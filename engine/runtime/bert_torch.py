@@ -145,7 +145,9 @@ class TorchBert(BertFeatures):
 
     `dtype` defaults to float32 (what the voices were trained with; the real checkpoint's
     config says float16, which transformers 5 would otherwise pick). Calls are serialised by
-    a lock (one model, possibly one CUDA stream).
+    a lock (one model, possibly one CUDA stream). `cache_rel_projections` (default on) computes
+    the relative-position projections once instead of on every call (see
+    `enable_rel_projection_cache`); off only to measure what it saves.
     """
 
     def __init__(
@@ -156,6 +158,7 @@ class TorchBert(BertFeatures):
         *,
         dtype: torch.dtype = torch.float32,
         threads: int | None = None,
+        cache_rel_projections: bool = True,
         max_batch_tokens: int = 16384,
         max_batch_attention: int = 1 << 20,
     ) -> None:
@@ -169,7 +172,8 @@ class TorchBert(BertFeatures):
             torch.set_num_threads(threads)
         self.device = torch.device(device)
         self.model = load_third_from_last(model_dir, dtype=dtype).to(self.device)
-        enable_rel_projection_cache(self.model)
+        if cache_rel_projections:
+            enable_rel_projection_cache(self.model)
         self.hidden_size = self.model.hidden_size
         self._lock = threading.Lock()
 
