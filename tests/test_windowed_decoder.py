@@ -433,3 +433,28 @@ def test_adaptive_windows_follow_decoding_speed():
     # so windows simply grow (fewer windows, less repeated context).
     slow = _adaptive_windows(0.004, 60, sample_rate=1600)
     assert slow[:3] == [8, 16, 32]
+
+
+def test_windowed_sentence_equals_whole_pytorch_backend():
+    """The PyTorch backend (CUDA / CPU int8 path) streams windows too, equal to whole."""
+    from _neural_fixtures import SMALL
+
+    from engine.config import load_config
+    from engine.runtime.synth_common import NoiseSource, SynthParams
+    from engine.runtime.synth_torch import TorchSynthesizer
+    from engine.runtime.windowed import WindowedSentence
+
+    torch.set_num_threads(1)
+    synth = TorchSynthesizer(load_config(SMALL / "config.json"), SMALL / "model.safetensors")
+    assert synth.context == JP_EXTRA.context_frames()
+    inputs = _inputs(61, seed=5)
+    whole = synth.synthesize(inputs, SynthParams(), NoiseSource(3))
+    for plan in PLANS[1:4]:
+        ws = WindowedSentence(synth, inputs, SynthParams(), NoiseSource(3), plan,
+                              sample_rate=44100, trim_lead=False, trim_trail=False, margin=0)
+        pieces = list(ws.pieces())
+        assert len(pieces) > 1
+        joined = np.concatenate([p for p, _ in pieces])
+        assert joined.shape == whole.audio.shape
+        assert np.abs(joined - np.clip(whole.audio, -1, 1)).max() <= TOLERANCE_F32
+        np.testing.assert_array_equal(ws.durations, whole.durations)

@@ -109,6 +109,20 @@ class JPExtraSynthesizer(nn.Module):
         """Expand the prior by durations, invert the flow, vocode.
 
         Returns (audio [b, 1, samples], z_p [b, c, f], z [b, c, f])."""
+        z_p, z, y_mask = self.latent(enc, w_ceil, noise_scale, z_noise)
+        audio = self.dec(z * y_mask, g=enc.g)
+        return audio, z_p, z
+
+    def latent(
+        self,
+        enc: Encoded,
+        w_ceil: torch.Tensor,
+        noise_scale: torch.Tensor | float,
+        z_noise: torch.Tensor | None,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """`decode` without the vocoder (for windowed decoding, `engine.runtime.windowed`).
+
+        Returns (z_p [b, c, f], z [b, c, f], y_mask [b, 1, f]); the decoder reads z · y_mask."""
         y_lengths = torch.clamp_min(torch.sum(w_ceil, [1, 2]), 1).long()
         n_frames = y_lengths.max()
         y_mask = length_mask(y_lengths, n_frames).unsqueeze(1).to(enc.x_mask.dtype)
@@ -128,8 +142,7 @@ class JPExtraSynthesizer(nn.Module):
             noise = torch.cat([z_noise, torch.zeros_like(m_p)], dim=2)[:, :, : m_p.size(2)]
         z_p = m_p + noise * torch.exp(logs_p) * noise_scale
         z = self.flow.inverse(z_p, y_mask, g=enc.g)
-        audio = self.dec(z * y_mask, g=enc.g)
-        return audio, z_p, z
+        return z_p, z, y_mask
 
     # --- whole call ---------------------------------------------------------------------
 

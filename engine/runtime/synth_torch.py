@@ -125,6 +125,7 @@ class TorchSynthesizer:
         device: str = "cpu",
         compile: bool = False,
         quantize: bool = False,
+        compile_backend: str = "inductor",
     ) -> None:
         self.config = config
         self.hop_length = config.hop_length
@@ -139,6 +140,12 @@ class TorchSynthesizer:
         self.compiled = False
         if compile:
             self._compile()
+        # Windowed (sub-sentence) decoding: `latent` + `decode` (engine.runtime.windowed).
+        from dataclasses import asdict
+
+        from .windowed import DecoderGeometry
+
+        self.context = DecoderGeometry.from_config(asdict(config.model)).context_frames()
 
     def _compile(self) -> None:
         """Wrap the heavy stages in torch.compile; compilation happens on the first call."""
@@ -183,6 +190,29 @@ class TorchSynthesizer:
             audio[0, 0].float().cpu().numpy(),
             w_ceil[0, 0].long().cpu().numpy(),
         )
+
+    @torch.inference_mode()
+    def latent(self, inputs: SynthInputs, params: SynthParams, noise: NoiseSource):  # -> Latent
+        """Everything but the vocoder: the sentence's latent for windowed decoding."""
+        from .decoder_split import Latent
+
+        if inputs.speaker_id >= self.model.emb_g.num_embeddings or inputs.speaker_id < 0:
+            raise ValueError(
+                f"speaker_id {inputs.speaker_id} out of range (voice has "
+                f"{self.model.emb_g.num_embeddings} speakers)"
+            )
+        enc = self.model.encode(*self._tensors(inputs))
+        w_ceil = self._durations(enc, inputs, params, noise)
+        frames = max(int(w_ceil.sum().item()), 1)
+        z_noise = torch.from_numpy(noise.prior(self.model.inter_channels, frames)).to(self.device)
+        _, z, y_mask = self.model.latent(enc, w_ceil, params.noise_scale, z_noise)
+        return Latent((z * y_mask).float().cpu().numpy(), enc.g, w_ceil[0, 0].long().cpu().numpy())
+
+    @torch.inference_mode()
+    def decode(self, latent, z: np.ndarray) -> np.ndarray:
+        """Audio `float32 [frames·hop]` of the latent slice `z` `[1, C, frames]`."""
+        zt = torch.from_numpy(np.ascontiguousarray(z)).to(self.device, dtype=latent.g.dtype)
+        return self.model.dec(zt, g=latent.g)[0, 0].float().cpu().numpy()
 
     @torch.inference_mode()
     def predict_durations(
