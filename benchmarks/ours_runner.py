@@ -55,6 +55,44 @@ class _Worker:
         return {**time_stream(chunks, speaker.sample_rate, first_only=msg.get("first_only", False)),
                 **memory()}
 
+    def exactness(self, msg: dict) -> dict:
+        """Windowed vs whole-sentence decoding, and our cut graphs vs hayakoe's
+        synthesizer.onnx, on the full-size voice: max |difference| of the audio."""
+        import json as _json
+
+        import numpy as np
+
+        from engine.runtime.decoder_split import SplitOnnxSynthesizer
+        from engine.runtime.synth_common import NoiseSource, SynthInputs, SynthParams
+        from engine.runtime.synth_onnx import OnnxSynthesizer
+        from engine.runtime.windowed import DecoderGeometry, WindowedSentence, WindowPlan
+
+        folder = Path(msg["root"]) / "onnx" / "speakers" / msg["speaker"]
+        cfg = _json.loads((folder / "config.json").read_text(encoding="utf-8"))
+        kw = dict(inter_channels=cfg["model"]["inter_channels"], hop_length=cfg["data"]["hop_length"],
+                  sample_rate=cfg["data"]["sampling_rate"])
+        split = SplitOnnxSynthesizer(folder / "synthesizer.onnx", None,
+                                     geometry=DecoderGeometry.from_config(cfg), **kw)
+        original = OnnxSynthesizer(folder / "synthesizer.onnx", None, **kw)
+        rng = np.random.default_rng(0)
+        t = int(msg.get("phone_ids", 121))
+        inputs = SynthInputs(rng.integers(1, 100, t), rng.integers(6, 8, t), np.ones(t, np.int64),
+                             (rng.standard_normal((1024, t)) * 0.5).astype(np.float32),
+                             rng.standard_normal(256).astype(np.float32))
+        params = SynthParams(sdp_ratio=0.0)
+        ref = original.synthesize(inputs, params, NoiseSource(7)).audio
+        whole = split.synthesize(inputs, params, NoiseSource(7)).audio
+        out = {"frames": len(whole) // kw["hop_length"], "peak": float(np.abs(ref).max()),
+               "cut_vs_hayakoe_graph": float(np.abs(whole - ref).max()) if whole.shape == ref.shape else None,
+               "windowed_vs_whole": {}}
+        for plan in (WindowPlan(1, 1.0, 1, 0), WindowPlan(8, 1.5, 64, 4), WindowPlan(24, 2.0, 512, 16)):
+            ws = WindowedSentence(split, inputs, params, NoiseSource(7), plan, sample_rate=kw["sample_rate"],
+                                  trim_lead=False, trim_trail=False, margin=0)
+            joined = np.concatenate([p for p, _ in ws.pieces()])
+            out["windowed_vs_whole"][f"first{plan.first}-x{plan.growth}-max{plan.largest}"] = (
+                float(np.abs(joined - np.clip(whole, -1, 1)).max()))
+        return out
+
     def mem(self, msg: dict) -> dict:
         if msg.get("reset"):
             reset_peak()
@@ -66,7 +104,7 @@ def main() -> None:
     w = _Worker()
     serve_commands(
         {"prepare": w.prepare, "add_speakers": w.add_speakers, "generate": w.generate,
-         "stream": w.stream, "mem": w.mem},
+         "stream": w.stream, "mem": w.mem, "exactness": w.exactness},
         out,
     )
 

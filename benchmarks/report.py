@@ -97,6 +97,13 @@ def render_markdown(res: dict[str, Any]) -> str:
         lines.append(_row("peak RSS while speaking (MiB)", "all texts", o["peak_while_speaking"], h["peak_while_speaking"], "MiB"))
         lines.append(_row("RSS per extra speaker (MiB)", "2 more voices", o["rss_per_extra_speaker"], h["rss_per_extra_speaker"], "MiB", TARGETS["rss"]))
         lines.append(_row("`prepare()` time (s)", "1 voice", o["prepare_s"], h["prepare_s"], "s"))
+    ex = res.get("exactness")
+    if ex:
+        wv = ex.get("windowed_vs_whole", {})
+        lines += ["", f"Exactness on the full-size voice ({ex.get('frames')} frames, audio peak {ex.get('peak', 0):.3f}): "
+                  f"windowed vs whole-sentence decoding, max |difference| "
+                  + ", ".join(f"{v:.1e} ({k})" for k, v in wv.items())
+                  + f"; our cut graphs vs hayakoe's synthesizer.onnx {ex.get('cut_vs_hayakoe_graph', float('nan')):.1e}."]
     abl = res.get("ablation")
     if abl:
         lines += ["", "What each kept change is worth (our engine with the change vs without it, same run):", "",

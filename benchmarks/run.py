@@ -234,6 +234,15 @@ def phase_speed(root: Path, reps: int) -> dict:
             w.close()
 
 
+def phase_exactness(root: Path) -> dict:
+    """Windowed vs whole decoding (and our cut graphs vs hayakoe's) on the full-size voice."""
+    w = start("ours", label="ours-exactness")
+    try:
+        return w.call("exactness", root=str(root), speaker=VOICE_NAME)
+    finally:
+        w.close()
+
+
 def phase_ablation(root: Path, reps: int, names: list[str]) -> dict:
     """Our engine with one change off vs our engine: ratio on/off for the affected figures."""
     results = {}
@@ -373,6 +382,9 @@ def main() -> int:
         "texts": {k: {"chars": len(v)} for k, v in TEXTS.items()},
         "reps": args.reps,
     }
+    log("phase: exactness")
+    results["exactness"] = phase_exactness(root)
+    log(f"exactness: {results['exactness']}")
     if not args.no_memory:
         log("phase: memory")
         results["memory"] = phase_memory(root, args.mem_reps)
