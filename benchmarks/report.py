@@ -114,14 +114,17 @@ def render_markdown(res: dict[str, Any]) -> str:
                 if key not in a["on"]:
                     continue
                 on, off = a["on"][key], a["off"][key]
-                for fig, label in (("ttfa_s", "time to first audio (s), `stream()`"),
-                                   ("gap_s", "`stream()` real-time playback: silence from late chunks (s)"),
-                                   ("stream_wall_s", "`stream()` wall time (s)"),
-                                   ("rtf", "real-time factor, `generate()`")):
+                figs = [("ttfa_s", "time to first audio (s), `stream()`"),
+                        ("gap_s", "`stream()` real-time playback: silence from late chunks (s)"),
+                        ("stream_wall_s", "`stream()` wall time (s)"),
+                        ("rtf", "real-time factor, `generate()`")]
+                if a.get("memory"):
+                    figs.append(("rss_after", "RSS after `generate()` (MiB)"))
+                for fig, label in figs:
                     if fig in on:
                         r = _ratio(on[fig], off[fig])
                         rs = "–" if math.isnan(r) else f"{r:.2f}×"
-                        unit = "" if fig == "rtf" else "s"
+                        unit = {"rtf": "", "rss_after": "MiB"}.get(fig, "s")
                         lines.append(f"| {a['turns_off']} | {label} | {_tlabel(key, texts)} | "
                                      f"{_fmt(on[fig], unit)} | {_fmt(off[fig], unit)} | {rs} |")
     lines.append("")

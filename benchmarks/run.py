@@ -58,6 +58,9 @@ ABLATIONS: dict[str, dict[str, Any]] = {
     "windows": {"env": {"WYOMING_HAYAKOE_FIRST_WINDOW": "0"},
                 "what": "sub-sentence streaming (windowed decoder)",
                 "texts": ("short", "medium", "long"), "generate": False, "stream": True},
+    "release": {"env": {"WYOMING_HAYAKOE_RELEASE_MEMORY": "0"},
+                "what": "decoder activation memory given back after long sentences",
+                "texts": ("medium", "long"), "generate": True, "stream": False, "memory": True},
     "conv2d": {"env": {"WYOMING_HAYAKOE_CONV2D": "0"},
                "what": "1-D convolutions run as 2-D (NCHWc kernels)",
                "texts": ("short", "medium", "long"), "generate": True, "stream": False},
@@ -212,6 +215,7 @@ def _timed_calls(workers: dict[str, Worker], texts: dict[str, str], reps: int,
                     rec.setdefault("wall_s", []).append(r["wall_s"])
                     rec.setdefault("audio_s", []).append(r["audio_s"])
                     rec.setdefault("rtf", []).append(r["wall_s"] / max(r["audio_s"], 1e-9))
+                    rec.setdefault("rss_after", []).append(r["rss"])
                 if stream and (stream_texts is None or key in stream_texts):
                     r = w.call("stream", speaker=VOICE_NAME, text=text, options=OPTIONS)
                     rec.setdefault("ttfa_s", []).append(r["ttfa_s"])
@@ -257,7 +261,8 @@ def phase_ablation(root: Path, reps: int, names: list[str]) -> dict:
         finally:
             for w in workers.values():
                 w.close()
-        results[name] = {"turns_off": spec["what"], "env": spec["env"], "on": res["on"], "off": res["off"]}
+        results[name] = {"turns_off": spec["what"], "env": spec["env"], "on": res["on"], "off": res["off"],
+                         "memory": spec.get("memory", False)}
         log(f"ablation {name} done")
     return results
 

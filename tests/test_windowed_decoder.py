@@ -458,3 +458,22 @@ def test_windowed_sentence_equals_whole_pytorch_backend():
         assert joined.shape == whole.audio.shape
         assert np.abs(joined - np.clip(whole.audio, -1, 1)).max() <= TOLERANCE_F32
         np.testing.assert_array_equal(ws.durations, whole.durations)
+
+
+def test_release_memory_setting_keeps_the_audio(small_root, monkeypatch):
+    """Giving decoder activation memory back after long windows changes nothing audible."""
+    from engine.runtime.decoder_split import RELEASE_FRAMES, SplitOnnxSynthesizer
+    from engine.runtime.synth_common import NoiseSource, SynthParams
+
+    folder = small_root / "onnx" / "speakers" / "small"
+    kw = dict(inter_channels=32, hop_length=512, sample_rate=44100, threads=1, geometry=JP_EXTRA)
+    monkeypatch.delenv("WYOMING_HAYAKOE_RELEASE_MEMORY", raising=False)
+    on = SplitOnnxSynthesizer(folder / "synthesizer.onnx", None, **kw)
+    monkeypatch.setenv("WYOMING_HAYAKOE_RELEASE_MEMORY", "0")
+    off = SplitOnnxSynthesizer(folder / "synthesizer.onnx", None, **kw)
+    assert on._release and not off._release
+    inputs = _inputs(121, seed=8)
+    a = on.synthesize(inputs, SynthParams(length_scale=1.5), NoiseSource(1))
+    b = off.synthesize(inputs, SynthParams(length_scale=1.5), NoiseSource(1))
+    assert len(a.audio) // 512 > RELEASE_FRAMES  # the releasing path ran
+    np.testing.assert_array_equal(a.audio, b.audio)

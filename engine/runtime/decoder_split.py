@@ -221,6 +221,11 @@ def conv1d_as_conv2d(model: Any) -> int:
 CONV2D_ENV = "WYOMING_HAYAKOE_CONV2D"
 """Set to 0 to keep 1-D convolutions (for measuring what the rewrite gains)."""
 
+RELEASE_ENV = "WYOMING_HAYAKOE_RELEASE_MEMORY"
+"""Set to 0 to keep decoder activation memory between requests (for measuring)."""
+RELEASE_FRAMES = 128
+"""Decoder runs longer than this (frames) give their activation memory back afterwards."""
+
 FRONT_FILE = "synthesizer.front{}.onnx"
 DECODER_FILE = "synthesizer.decoder{}.onnx"
 STAMP_FILE = "synthesizer.split{}.json"
@@ -338,6 +343,12 @@ class SplitOnnxSynthesizer(OnnxSynthesizer):
         self._synth_inputs = {i.name for i in self._synth.get_inputs()}
         self._synth_noise = sum(1 for n in self._synth_inputs if n.startswith(NOISE_INPUT.format("")))
         self._has_durations = any(o.name == "durations" for o in self._synth.get_outputs())
+        # After a big decoder run, give its activation memory back (arena shrinkage +
+        # malloc_trim): an idle speaker then holds only its weights, not the activations of
+        # the longest sentence it ever spoke (~0.3 MB per frame: 0.25 GB for a 9 s sentence).
+        self._release = os.environ.get(RELEASE_ENV, "").strip() != "0"
+        self._shrink = ort.RunOptions()
+        self._shrink.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
         self._dp_path = Path(duration_predictor) if duration_predictor is not None else None
         self._threads = threads
         self._dp = None
@@ -389,7 +400,11 @@ class SplitOnnxSynthesizer(OnnxSynthesizer):
         feeds = {Z_NAME: z}
         if self._has_g:
             feeds[G_NAME] = latent.g
-        return self._decoder.run(None, feeds)[0].reshape(-1)
+        big = self._release and z.shape[-1] > RELEASE_FRAMES
+        audio = self._decoder.run(None, feeds, self._shrink if big else None)[0].reshape(-1)
+        if big:
+            release_free_memory()
+        return audio
 
     def synthesize(self, inputs: SynthInputs, params: SynthParams, noise: NoiseSource) -> SynthOutput:
         lat = self.latent(inputs, params, noise)
