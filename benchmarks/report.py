@@ -96,6 +96,9 @@ def render_markdown(res: dict[str, Any]) -> str:
         lines.append(_row("peak RSS up to end of `prepare()` (MiB)", "1 voice", o["peak_after_prepare"], h["peak_after_prepare"], "MiB", TARGETS["rss"]))
         lines.append(_row("peak RSS while speaking (MiB)", "all texts", o["peak_while_speaking"], h["peak_while_speaking"], "MiB"))
         lines.append(_row("RSS per extra speaker (MiB)", "2 more voices", o["rss_per_extra_speaker"], h["rss_per_extra_speaker"], "MiB", TARGETS["rss"]))
+        if "rss_3_voices_used" in o:
+            lines.append(_row("RSS, each voice has spoken (MiB)", "1 voice", o["rss_1_voice_used"], h["rss_1_voice_used"], "MiB"))
+            lines.append(_row("RSS, each voice has spoken (MiB)", "3 voices", o["rss_3_voices_used"], h["rss_3_voices_used"], "MiB", TARGETS["rss"]))
         lines.append(_row("`prepare()` time (s)", "1 voice", o["prepare_s"], h["prepare_s"], "s"))
     ex = res.get("exactness")
     if ex:

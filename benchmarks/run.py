@@ -188,6 +188,8 @@ def phase_memory(root: Path, reps: int) -> dict:
                     rss.append(w.call("generate", speaker=name, text=short, options=OPTIONS)["rss"])
                 r1, r2, r3 = rss
                 rec.setdefault("rss_per_extra_speaker", []).append((r3 - r1) / 2)
+                rec.setdefault("rss_1_voice_used", []).append(r1)
+                rec.setdefault("rss_3_voices_used", []).append(r3)
                 log(f"memory {engine}: after prepare {r1 / 2**20:.0f} MiB, +{(r2 - r1) / 2**20:.0f}, "
                     f"+{(r3 - r2) / 2**20:.0f} MiB per extra speaker")
             finally:
