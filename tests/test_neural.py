@@ -211,3 +211,27 @@ def test_per_speaker_lock_under_concurrent_requests(root: Path) -> None:
     a_results = [r for r in results if r.data.size]
     assert all(np.array_equal(a_results[0].data, r.data) for r in a_results)
     assert not sa.lock.locked() and not sb.lock.locked()
+
+
+@pytest.mark.slow
+def test_torch_compile_stages_trace_and_match() -> None:
+    """The stages `compile=True` wraps trace under torch.compile with dynamic shapes and give
+    the eager result (CPU, the `eager` backend: tracing only; CUDA uses inductor)."""
+    from engine.config import load_config
+    from engine.runtime.synth_common import NoiseSource, SynthInputs, SynthParams
+    from engine.runtime.synth_torch import TorchSynthesizer
+
+    cfg = load_config(SMALL / "config.json")
+    ckpt = SMALL / "model.safetensors"
+    eager = TorchSynthesizer(cfg, ckpt)
+    compiled = TorchSynthesizer(cfg, ckpt, compile=True, compile_backend="eager")
+    assert compiled.compiled
+    case = np.load(SMALL / "cases" / "case_01.npz")
+    params = SynthParams(noise_scale=0.6, length_scale=1.0, noise_scale_w=0.8, sdp_ratio=0.3)
+    for t in (len(case["x"]), 41):  # a second length must not need a new trace to be right
+        inputs = SynthInputs(case["x"][:t], case["tones"][:t], case["lang_ids"][:t],
+                             case["bert"][:, :t], case["style_vec"], 1)
+        a = compiled.synthesize(inputs, params, NoiseSource(1))
+        b = eager.synthesize(inputs, params, NoiseSource(1))
+        np.testing.assert_array_equal(a.durations, b.durations)
+        assert np.abs(a.audio - b.audio).max() <= 1e-4
