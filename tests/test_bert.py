@@ -404,3 +404,21 @@ def test_long_text_beyond_512_positions(onnx_fp32: OnnxBert, torch_bert: TorchBe
     (b,) = torch_bert.features([text], [w2p])
     assert a.shape == b.shape == (64, 632)
     assert np.abs(a - b).max() <= 1e-3
+
+
+def test_session_threads_and_memory_helpers() -> None:
+    import os
+    import platform
+
+    from engine.runtime.bert_onnx import (
+        physical_cores,
+        release_freed_memory,
+        session_options,
+    )
+
+    cores = physical_cores()
+    assert 1 <= cores <= (os.cpu_count() or 1)
+    assert session_options().intra_op_num_threads == cores
+    assert session_options(3).intra_op_num_threads == 3
+    if platform.system() == "Linux" and platform.libc_ver()[0] == "glibc":
+        assert release_freed_memory() is True
