@@ -353,6 +353,7 @@ class SplitOnnxSynthesizer(OnnxSynthesizer):
         self._threads = threads
         self._dp = None
         self._dp_noise = 0
+        release_free_memory()  # what session creation freed (else it stays resident)
         _LOGGER.debug("ONNX synthesizer %s split at the decoder", synthesizer)
 
     @property
