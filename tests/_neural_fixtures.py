@@ -71,3 +71,25 @@ class FakeBert:
             rng = np.random.default_rng(seed)
             out.append(rng.standard_normal((self.hidden, int(sum(w2p)))).astype(np.float32))
         return out
+
+
+_SHARED: dict[str, Path] = {}
+
+
+def shared_small_root() -> Path:
+    """A hayakoe-layout root with model_small as `pytorch/speakers/small/` and its ONNX export
+    as `onnx/speakers/small/`, made once per test process (exporting is the slow part).
+    Read-only by convention: tests that change files copy them first."""
+    if "small" not in _SHARED:
+        import atexit
+        import tempfile
+
+        from engine.runtime.export import export_model_dir
+
+        root = Path(tempfile.mkdtemp(prefix="small-root-"))
+        atexit.register(shutil.rmtree, root, True)
+        plain = copy_small(root / "pytorch" / "speakers" / "small")
+        export_model_dir(plain / "config.json", plain / "model.safetensors",
+                         plain / "style_vectors.npy", root / "onnx" / "speakers" / "small")
+        _SHARED["small"] = root
+    return _SHARED["small"]

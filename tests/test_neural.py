@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from _neural_fixtures import SMALL, FakeBert, copy_small
+from _neural_fixtures import SMALL, FakeBert, shared_small_root
 
 from engine.neural import (
     MIN_PAUSE_S,
@@ -20,7 +20,6 @@ from engine.neural import (
     silent_edges,
     style_vector,
 )
-from engine.runtime.export import export_model_dir
 from engine.voice import SynthesisOptions
 from engine.voices import load_neural_voice
 
@@ -29,13 +28,9 @@ TEXT = ["今日はいい天気ですね。", "散歩に行きましょう！", "
 
 
 @pytest.fixture(scope="module")
-def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def root() -> Path:
     torch.set_num_threads(1)
-    root = tmp_path_factory.mktemp("voices")
-    plain = copy_small(root / "pytorch" / "speakers" / "small")
-    export_model_dir(plain / "config.json", plain / "model.safetensors",
-                     plain / "style_vectors.npy", root / "onnx" / "speakers" / "small")
-    return root
+    return shared_small_root()
 
 
 @pytest.fixture()

@@ -10,9 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from _neural_fixtures import FakeBert, copy_small
+from _neural_fixtures import FakeBert, copy_small, shared_small_root
 
-from engine.runtime.export import export_model_dir
 from engine.voice import SynthesisOptions
 from engine.voices import (
     VoiceFolderError,
@@ -26,14 +25,10 @@ SENTENCES = ["リビングの照明をつけました。"]
 
 
 @pytest.fixture(scope="module")
-def hayakoe_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def hayakoe_root() -> Path:
     """A root holding both hayakoe layouts of model_small under the name 'small'."""
     torch.set_num_threads(1)
-    root = tmp_path_factory.mktemp("hayakoe")
-    plain = copy_small(root / "pytorch" / "speakers" / "small")
-    export_model_dir(plain / "config.json", plain / "model.safetensors",
-                     plain / "style_vectors.npy", root / "onnx" / "speakers" / "small")
-    return root
+    return shared_small_root()
 
 
 def test_plain_folder_files_and_newest_checkpoint(tmp_path: Path) -> None:
