@@ -167,3 +167,21 @@ def test_export_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
     assert str(src) in err and "*.safetensors" in err and "style_vectors.npy" in err
     assert export_main([str(copy_small(tmp_path / "ok")), str(tmp_path / "out"), "--name", "../x"]) == 1
     assert "invalid voice name" in capsys.readouterr().err
+
+
+def test_sessions_are_shared_while_in_use(exported: Path) -> None:
+    import gc
+
+    from engine.runtime.synth_onnx import load_session
+
+    a, n = load_session(exported / "duration_predictor.onnx", threads=1)
+    b, m = load_session(exported / "duration_predictor.onnx", threads=1)
+    assert a is b and n == m == 1
+    c, _ = load_session(exported / "duration_predictor.onnx", threads=2)
+    assert c is not a  # other thread settings: another session
+    import weakref
+
+    ref = weakref.ref(a)
+    del a, b, c
+    gc.collect()
+    assert ref() is None  # the cache does not keep sessions nobody uses

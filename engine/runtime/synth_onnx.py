@@ -16,7 +16,10 @@ from __future__ import annotations
 import logging
 import math
 import os
+import threading
+import weakref
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -107,10 +110,30 @@ def make_noise_inputs(model) -> int:  # model: onnx.ModelProto, edited in place
     return count
 
 
+_SESSIONS: weakref.WeakValueDictionary[tuple, Any] = weakref.WeakValueDictionary()
+_NOISE_COUNTS: dict[tuple, int] = {}
+_CACHE_LOCK = threading.Lock()
+
+
 def load_session(path: Path, threads: int | None = None):
     """An InferenceSession for `path` with its noise nodes turned into inputs.
 
-    Returns (session, number of noise inputs)."""
+    Returns (session, number of noise inputs). Sessions are shared: the same file (same
+    size and mtime) with the same thread count gives the same session for as long as any
+    voice holds it (ONNX Runtime sessions may be run from several threads at once)."""
+    path = Path(path)
+    st = path.stat()
+    key = (str(path.resolve()), st.st_size, st.st_mtime_ns, threads or default_threads())
+    with _CACHE_LOCK:
+        sess = _SESSIONS.get(key)
+        if sess is None:
+            sess, n = _new_session(path, threads)
+            _SESSIONS[key] = sess
+            _NOISE_COUNTS[key] = n
+        return sess, _NOISE_COUNTS[key]
+
+
+def _new_session(path: Path, threads: int | None):
     import onnx
     import onnxruntime as ort
 
