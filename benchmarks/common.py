@@ -14,7 +14,8 @@ import json
 import os
 import sys
 import time
-from typing import Any, Callable, TextIO
+from collections.abc import Callable
+from typing import Any, TextIO
 
 TEXTS: dict[str, str] = {
     # 17 characters, one sentence.
@@ -104,7 +105,7 @@ def serve_commands(handlers: dict[str, Callable[[dict], dict]], out: TextIO) -> 
         try:
             handler = handlers[cmd]
             reply = handler(msg)
-        except Exception as exc:  # reported to run.py, which stops with the message
+        except Exception as exc:  # noqa: BLE001 - reported to run.py, which stops with the message
             import traceback
 
             traceback.print_exc()

@@ -41,7 +41,7 @@ REPO = HERE.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(HERE))
 
-from common import TEXTS, VOICE_NAME  # noqa: E402
+from common import TEXTS, VOICE_NAME
 
 CACHE = HERE / ".cache"
 ROOT = CACHE / "fullsize"
@@ -186,7 +186,10 @@ def build_synthesizer(root: Path) -> Path:
 
     from engine.config import parse_config
     from engine.model import JPExtraSynthesizer
-    from engine.runtime.export import export_duration_predictor_onnx, export_synthesizer_onnx
+    from engine.runtime.export import (
+        export_duration_predictor_onnx,
+        export_synthesizer_onnx,
+    )
 
     torch.manual_seed(1234)
     raw = _voice_config()

@@ -25,7 +25,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import OPTIONS, claim_stdout, memory, reset_peak, serve_commands, time_stream  # noqa: E402
+from common import (
+    OPTIONS,
+    claim_stdout,
+    memory,
+    reset_peak,
+    serve_commands,
+    time_stream,
+)
 
 _SENTENCE_END = re.compile(r"(?<=[。！？!?\n])")
 
@@ -92,7 +99,13 @@ def _serve(args: argparse.Namespace) -> None:
     from wyoming.event import Event
     from wyoming.info import Attribution, Describe, Info, TtsProgram, TtsVoice
     from wyoming.server import AsyncEventHandler, AsyncServer
-    from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop, SynthesizeStopped
+    from wyoming.tts import (
+        Synthesize,
+        SynthesizeChunk,
+        SynthesizeStart,
+        SynthesizeStop,
+        SynthesizeStopped,
+    )
 
     tts = TTS(device="cpu", bert_source=args.root).load(args.voice, source=args.root).prepare()
     speaker = tts.speakers[args.voice]

@@ -15,7 +15,14 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
-from common import OPTIONS, claim_stdout, memory, reset_peak, serve_commands, time_stream  # noqa: E402
+from common import (
+    OPTIONS,
+    claim_stdout,
+    memory,
+    reset_peak,
+    serve_commands,
+    time_stream,
+)
 
 
 class _Worker:
@@ -65,12 +72,16 @@ class _Worker:
         from engine.runtime.decoder_split import SplitOnnxSynthesizer
         from engine.runtime.synth_common import NoiseSource, SynthInputs, SynthParams
         from engine.runtime.synth_onnx import OnnxSynthesizer
-        from engine.runtime.windowed import DecoderGeometry, WindowedSentence, WindowPlan
+        from engine.runtime.windowed import (
+            DecoderGeometry,
+            WindowedSentence,
+            WindowPlan,
+        )
 
         folder = Path(msg["root"]) / "onnx" / "speakers" / msg["speaker"]
         cfg = _json.loads((folder / "config.json").read_text(encoding="utf-8"))
-        kw = dict(inter_channels=cfg["model"]["inter_channels"], hop_length=cfg["data"]["hop_length"],
-                  sample_rate=cfg["data"]["sampling_rate"])
+        kw = {"inter_channels": cfg["model"]["inter_channels"], "hop_length": cfg["data"]["hop_length"],
+                  "sample_rate": cfg["data"]["sampling_rate"]}
         split = SplitOnnxSynthesizer(folder / "synthesizer.onnx", None,
                                      geometry=DecoderGeometry.from_config(cfg), **kw)
         original = OnnxSynthesizer(folder / "synthesizer.onnx", None, **kw)

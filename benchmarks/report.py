@@ -46,10 +46,10 @@ def render_markdown(res: dict[str, Any]) -> str:
     m = res.get("machine", {})
     texts = res.get("texts", {})
     lines = [
-        f"Run {res.get('date_utc', '?')} UTC on {m.get('cpus', '?')} CPUs ({m.get('platform', '')}); "
+        (f"Run {res.get('date_utc', '?')} UTC on {m.get('cpus', '?')} CPUs ({m.get('platform', '')}); "
         f"load average {_load(m.get('load_avg_start'))} at the start, {_load(m.get('load_avg_end'))} at the end "
         f"(a shared machine: other jobs ran at the same time). Medians of {res.get('reps', '?')} alternating runs. "
-        f"Options for both: {', '.join(f'{k}={v}' for k, v in res.get('options', {}).items())}.",
+        f"Options for both: {', '.join(f'{k}={v}' for k, v in res.get('options', {}).items())}."),
         "",
         "| measure | text | ours | hayakoe 1.3.1 | ours / hayakoe |",
         "| --- | --- | ---: | ---: | ---: |",
@@ -112,7 +112,7 @@ def render_markdown(res: dict[str, Any]) -> str:
         lines += ["", "What each kept change is worth (our engine with the change vs without it, same run):", "",
                   "| change | figure | text | with | without | with / without |",
                   "| --- | --- | --- | ---: | ---: | ---: |"]
-        for name, a in abl.items():
+        for a in abl.values():
             for key in TEXT_ORDER:
                 if key not in a["on"]:
                     continue

@@ -45,7 +45,7 @@ REPO = HERE.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(HERE))
 
-from common import OPTIONS, TEXTS, VOICE_NAME  # noqa: E402
+from common import OPTIONS, TEXTS, VOICE_NAME
 
 CACHE = HERE / ".cache"
 RESULTS = HERE / "results"
@@ -113,7 +113,7 @@ class Worker:
         self.name = name
         self.log_path = CACHE / "logs" / f"{name.replace(' ', '_').replace(':', '')}.log"
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        self._log = open(self.log_path, "ab")
+        self._log = open(self.log_path, "ab")  # noqa: SIM115 - closed in close()
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=self._log, env=env, text=True, encoding="utf-8", cwd=REPO)
 
@@ -132,7 +132,7 @@ class Worker:
     def close(self) -> None:
         try:
             self.call("quit")
-        except Exception:  # noqa: BLE001 - already gone
+        except Exception:  # noqa: BLE001, S110 - already gone
             pass
         try:
             self.proc.wait(timeout=30)
@@ -276,7 +276,7 @@ def _free_port() -> int:
 
 
 def _start_server(engine: str, root: Path, port: int) -> subprocess.Popen:
-    logf = open(CACHE / "logs" / f"wyoming-{engine}.log", "ab")
+    logf = open(CACHE / "logs" / f"wyoming-{engine}.log", "ab")  # noqa: SIM115 - the server keeps it
     uri = f"tcp://127.0.0.1:{port}"
     if engine == "hayakoe":
         argv = [str(hayakoe_python()), str(HERE / "hayakoe_runner.py"), "serve",

@@ -12,7 +12,7 @@ import pytest
 ort = pytest.importorskip("onnxruntime")
 onnx = pytest.importorskip("onnx")
 
-from engine.runtime.ort_cache import SUFFIX, optimized_model  # noqa: E402
+from engine.runtime.ort_cache import SUFFIX, optimized_model
 
 
 def _model(path: Path) -> Path:

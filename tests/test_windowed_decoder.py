@@ -11,6 +11,7 @@ context). Checks, in float64 (where rounding cannot mask a missing frame of cont
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -186,7 +187,7 @@ def test_plan_covers_every_frame_once(n: int):
     plan = WindowPlan(first=24, growth=2.0, largest=256, min_tail=16)
     wins = plan.windows(n)
     assert wins[0][0] == 0 and wins[-1][1] == n
-    assert all(a[1] == b[0] for a, b in zip(wins, wins[1:]))
+    assert all(a[1] == b[0] for a, b in itertools.pairwise(wins))
     sizes = [e - s for s, e in wins]
     assert all(s > 0 for s in sizes)
     if n > 40:
@@ -259,14 +260,16 @@ def _inputs(length: int = 41, seed: int = 0):
 def test_split_graphs_equal_hayakoes_synthesizer(small_root):
     """Front + decoder (derived once, beside the file) = the original synthesizer.onnx."""
     from engine.runtime.decoder_split import (
-        DECODER_FILE, FRONT_FILE, SplitOnnxSynthesizer,
+        DECODER_FILE,
+        FRONT_FILE,
+        SplitOnnxSynthesizer,
     )
     from engine.runtime.synth_common import NoiseSource, SynthParams
     from engine.runtime.synth_onnx import OnnxSynthesizer
 
     folder = small_root / "onnx" / "speakers" / "small"
     original = (folder / "synthesizer.onnx").read_bytes()
-    kw = dict(inter_channels=32, hop_length=512, sample_rate=44100, threads=1)
+    kw = {"inter_channels": 32, "hop_length": 512, "sample_rate": 44100, "threads": 1}
     whole = OnnxSynthesizer(folder / "synthesizer.onnx", None, **kw)
     split = SplitOnnxSynthesizer(folder / "synthesizer.onnx", folder / "duration_predictor.onnx",
                                  geometry=JP_EXTRA, **kw)
@@ -370,7 +373,7 @@ def test_conv2d_rewrite_keeps_the_audio(small_root, monkeypatch):
     from engine.runtime.synth_common import NoiseSource, SynthParams
 
     folder = small_root / "onnx" / "speakers" / "small"
-    kw = dict(inter_channels=32, hop_length=512, sample_rate=44100, threads=1, geometry=JP_EXTRA)
+    kw = {"inter_channels": 32, "hop_length": 512, "sample_rate": 44100, "threads": 1, "geometry": JP_EXTRA}
     monkeypatch.delenv("WYOMING_HAYAKOE_CONV2D", raising=False)
     fast = SplitOnnxSynthesizer(folder / "synthesizer.onnx", None, **kw)
     _, dec_path = derived_graphs(folder / "synthesizer.onnx")
@@ -466,7 +469,7 @@ def test_release_memory_setting_keeps_the_audio(small_root, monkeypatch):
     from engine.runtime.synth_common import NoiseSource, SynthParams
 
     folder = small_root / "onnx" / "speakers" / "small"
-    kw = dict(inter_channels=32, hop_length=512, sample_rate=44100, threads=1, geometry=JP_EXTRA)
+    kw = {"inter_channels": 32, "hop_length": 512, "sample_rate": 44100, "threads": 1, "geometry": JP_EXTRA}
     monkeypatch.delenv("WYOMING_HAYAKOE_RELEASE_MEMORY", raising=False)
     on = SplitOnnxSynthesizer(folder / "synthesizer.onnx", None, **kw)
     monkeypatch.setenv("WYOMING_HAYAKOE_RELEASE_MEMORY", "0")

@@ -369,7 +369,7 @@ class SplitOnnxSynthesizer(OnnxSynthesizer):
             self._dp, self._dp_noise = load_session(self._dp_path, self._threads)
         return super().predict_durations(inputs, params, noise)
 
-    def latent(self, inputs: SynthInputs, params: SynthParams, noise: NoiseSource) -> "Latent":
+    def latent(self, inputs: SynthInputs, params: SynthParams, noise: NoiseSource) -> Latent:
         """Run the front graph: the sentence's latent, ready for `decode`."""
         feeds = self._feeds(inputs)
         feeds.update(
@@ -379,7 +379,7 @@ class SplitOnnxSynthesizer(OnnxSynthesizer):
             sdp_ratio=np.array([params.sdp_ratio], np.float32),
         )
         t = inputs.length
-        guess = int(math.ceil(t * 4 * max(params.length_scale, 0.1))) + 16
+        guess = math.ceil(t * 4 * max(params.length_scale, 0.1)) + 16
         names = [o.name for o in self._synth.get_outputs()]
         while True:
             sizes = [2 * t, self.inter_channels * guess]
@@ -396,7 +396,7 @@ class SplitOnnxSynthesizer(OnnxSynthesizer):
             durations = np.rint(outs["durations"][0]).astype(np.int64)
         return Latent(outs[Z_NAME], outs.get(G_NAME), durations)
 
-    def decode(self, latent: "Latent", z: np.ndarray) -> np.ndarray:
+    def decode(self, latent: Latent, z: np.ndarray) -> np.ndarray:
         """Audio `float32 [frames·hop]` of the latent slice `z` `[1, C, frames]`."""
         feeds = {Z_NAME: z}
         if self._has_g:

@@ -22,8 +22,8 @@ from __future__ import annotations
 import logging
 import math
 import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -47,7 +47,7 @@ class DecoderGeometry:
     post_kernel: int = 7
 
     @classmethod
-    def from_config(cls, model: Mapping) -> "DecoderGeometry":
+    def from_config(cls, model: Mapping) -> DecoderGeometry:
         """Build from the `model` section of an SBV2 `config.json` (or the whole config)."""
         if "model" in model and isinstance(model["model"], Mapping):
             model = model["model"]
@@ -171,7 +171,7 @@ class WindowPlan:
         return n_frames if n_frames - end < self.min_tail else end
 
     def grown(self, size: int) -> int:
-        return min(self.largest, max(size + 1, int(round(size * self.growth))))
+        return min(self.largest, max(size + 1, round(size * self.growth)))
 
     def windows(self, n_frames: int) -> list[tuple[int, int]]:
         """Frame ranges `[start, end)` covering `0..n_frames` in order (fixed growth)."""
@@ -246,7 +246,7 @@ class StreamingPlans:
     later: WindowPlan = WindowPlan(first=128, growth=2.0, largest=512, min_tail=32, adaptive=True)
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> "StreamingPlans | None":
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> StreamingPlans | None:
         """Default plans, with `WYOMING_HAYAKOE_FIRST_WINDOW` (frames) applied; None if 0."""
         import os
 
@@ -272,7 +272,7 @@ def _silent_run(audio: np.ndarray, sample_rate: int, peak: float, from_end: bool
         return 0
     if peak <= 0.0:
         return n
-    win = max(1, int(round(0.01 * sample_rate)))
+    win = max(1, round(0.01 * sample_rate))
     n_win = (n + win - 1) // win
     padded = np.zeros(n_win * win, np.float32)
     if from_end:
