@@ -1,6 +1,6 @@
 """Benchmark our engine against hayakoe 1.3.1, side by side, on the same files and texts.
 
-    python benchmarks/run.py                 # everything (about 25 min on 2 cores)
+    python benchmarks/run.py                 # everything (about 30 min on 2 cores)
     python benchmarks/run.py --reps 1 --no-ablation --no-wyoming   # a quick look
 
 What it does (all figures are medians over `--reps` alternating runs, in one run, so the
@@ -354,6 +354,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description="Benchmark our engine against hayakoe 1.3.1.")
     parser.add_argument("--reps", type=int, default=3, help="timed repetitions per text (default 3)")
     parser.add_argument("--mem-reps", type=int, default=1, help="memory measurements per engine (default 1)")
+    parser.add_argument("--wyoming-reps", type=int, help="repetitions over Wyoming (default: --reps)")
+    parser.add_argument("--ablation-reps", type=int, help="repetitions per ablation (default: --reps)")
     parser.add_argument("--no-memory", action="store_true")
     parser.add_argument("--no-speed", action="store_true")
     parser.add_argument("--no-wyoming", action="store_true")
@@ -400,10 +402,10 @@ def main() -> int:
         results["speed"] = phase_speed(root, args.reps)
     if not args.no_wyoming:
         log("phase: wyoming")
-        results["wyoming"] = phase_wyoming(root, args.reps)
+        results["wyoming"] = phase_wyoming(root, args.wyoming_reps or args.reps)
     if not args.no_ablation:
         log("phase: ablation")
-        results["ablation"] = phase_ablation(root, args.reps, args.ablation or sorted(ABLATIONS))
+        results["ablation"] = phase_ablation(root, args.ablation_reps or args.reps, args.ablation or sorted(ABLATIONS))
     results["machine"]["load_avg_end"] = os.getloadavg()
     results["elapsed_s"] = time.time() - t_start
 
