@@ -83,7 +83,9 @@ def hayakoe_python() -> Path:
     log(f"creating {HAYAKOE_VENV} with {' '.join(HAYAKOE_PINS)} (no torch)")
     base = shutil.which("python3") or sys.executable
     if Path(sys.prefix) != Path(sys.base_prefix):  # we run in a venv: use its base interpreter
-        base = str(Path(sys.base_prefix) / "bin" / f"python{sys.version_info.major}.{sys.version_info.minor}")
+        cand = Path(sys.base_prefix) / "bin" / f"python{sys.version_info.major}.{sys.version_info.minor}"
+        if cand.is_file():
+            base = str(cand)
     subprocess.run([base, "-m", "venv", "--clear", str(HAYAKOE_VENV)], check=True)
     subprocess.run([str(py), "-m", "pip", "install", "-q", *HAYAKOE_PINS], check=True)
     check = subprocess.run([str(py), "-c", "import importlib.util as u; print(u.find_spec('torch') is None)"],
