@@ -128,10 +128,22 @@ def _try_fetch(src: Any, prefix: str) -> Path | None:
     if root is not None:
         path = root / prefix
         return path if path.is_dir() else None
+    from .sources import IncompleteSourceError, SourceUnavailableError
+
     try:
         return Path(src.fetch(prefix))
+    except (SourceUnavailableError, IncompleteSourceError):
+        raise  # unreachable store or an interrupted copy: say so, not "voice not found"
     except FileNotFoundError:
         return None
+
+
+def _remote_plain_root(src: Any) -> Path | None:
+    """A remote source whose root is a plain Style-Bert-VITS2 model folder, fetched."""
+    exists = getattr(src, "exists", None)
+    if exists is None or not exists("config.json"):
+        return None
+    return _try_fetch(src, "")
 
 
 @dataclass(frozen=True)
@@ -156,8 +168,9 @@ def locate_voice(name: str, src: Any, device: str = "cpu") -> VoiceLocation:
         d = _try_fetch(src, TORCH_PREFIX.format(name))
         if d is not None:
             return VoiceLocation("pytorch", d)
-        if root is not None and root.is_dir() and _looks_plain(root):
-            return VoiceLocation("pytorch", root)
+        plain = root if root is not None else _remote_plain_root(src)
+        if plain is not None and plain.is_dir() and _looks_plain(plain):
+            return VoiceLocation("pytorch", plain)
         return None
 
     order = (torch_, onnx) if str(device).startswith("cuda") else (onnx, torch_)

@@ -114,3 +114,36 @@ def test_pre_download_then_prepare_offline(store: str, tmp_path: Path, monkeypat
     _go_offline(monkeypatch)
     audio = _speak(store, cache)
     assert audio.size > 1000 and np.abs(audio).max() > 0
+
+
+def test_plain_model_folder_in_s3_is_found(store: str, layout_root: Path, tmp_path: Path) -> None:
+    """A plain Style-Bert-VITS2 folder at the root of a remote source is a voice too."""
+    from engine.sources import parse_source
+    from engine.voices import locate_voice
+
+    plain_uri = store.rsplit("/", 1)[0] + "/plain-voice"
+    plain_dir = layout_root / "pytorch" / "speakers" / VOICE
+    parse_source(plain_uri, cache_dir=tmp_path / "upload-cache").upload("", plain_dir)
+    src = parse_source(plain_uri, cache_dir=tmp_path / "cache")
+    found = locate_voice("anything", src, "cpu")
+    assert found.kind == "pytorch"
+    assert (found.directory / "config.json").is_file()
+    assert list(found.directory.glob("*.safetensors"))
+
+
+def test_unreachable_store_is_not_reported_as_a_missing_voice(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from _sources_fakes import closed_endpoint
+
+    from engine.sources import SourceUnavailableError, parse_source
+    from engine.voices import locate_voice
+
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing-secret-key")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", closed_endpoint())
+    src = parse_source("s3://nowhere-bucket/voices", cache_dir=tmp_path / "cache")
+    with pytest.raises(SourceUnavailableError) as err:
+        locate_voice(VOICE, src, "cpu")
+    assert "s3://nowhere-bucket/voices" in str(err.value)
