@@ -39,13 +39,29 @@ def _version() -> str:
 __version__ = _version()
 
 
-def __getattr__(name: str):
-    # Lazy: only the server's logging setup needs it.
-    if name == "RedactingFilter":
-        from .sources.redact import RedactingFilter
+_LAZY = {
+    # name: (module, attribute) — loaded on first use, so `import engine` stays cheap and
+    # the torch-only tools cost nothing on the ONNX/CPU path.
+    "RedactingFilter": ("engine.sources.redact", "RedactingFilter"),
+    "redact": ("engine.sources.redact", "redact"),
+    "cache_root": ("engine.sources.cache", "cache_root"),
+    "parse_source": ("engine.sources", "parse_source"),
+    "pre_download": ("engine.download", "pre_download"),
+    "export_bert": ("engine.runtime.bert_export", "export_bert"),
+    "export_voice": ("engine.runtime.export", "export_voice"),
+    "check_export": ("engine.runtime.export", "check_export"),
+}
 
-        return RedactingFilter
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+def __getattr__(name: str):
+    try:
+        module, attr = _LAZY[name]
+    except KeyError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    from importlib import import_module
+
+    return getattr(import_module(module), attr)
+
 
 __all__ = [
     "DEFAULT_SOURCE",
@@ -55,6 +71,13 @@ __all__ = [
     "AudioResult",
     "NeuralEngineMissingError",
     "RedactingFilter",
+    "cache_root",
+    "check_export",
+    "export_bert",
+    "export_voice",
+    "parse_source",
+    "pre_download",
+    "redact",
     "Speaker",
     "SynthesisOptions",
     "Voice",

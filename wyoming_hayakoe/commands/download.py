@@ -18,8 +18,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from engine.download import pre_download
-from engine.sources import OFFICIAL_REPO, RedactingFilter, cache_root, redact
+from engine import DEFAULT_SOURCE as OFFICIAL_REPO
+from engine import RedactingFilter, cache_root, pre_download, redact
 
 _LOGGER = logging.getLogger(__name__)
 

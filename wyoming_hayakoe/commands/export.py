@@ -34,45 +34,13 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def check_export(src_dir: Path, out_dir: Path) -> float:
-    """Max |ONNX Runtime − PyTorch| on a fixed random input with noise off."""
-    import numpy as np
-
-    from engine.config import load_config
-    from engine.runtime.synth_common import NoiseSource, SynthInputs, SynthParams
-    from engine.runtime.synth_onnx import OnnxSynthesizer
-    from engine.runtime.synth_torch import TorchSynthesizer
-    from engine.voices import plain_folder_files
-
-    files = plain_folder_files(src_dir)
-    cfg = load_config(files.config)
-    rng = np.random.default_rng(0)
-    t = 41
-    phones = rng.integers(1, cfg.n_vocab, t)
-    phones[::2] = 0
-    inputs = SynthInputs(
-        phones, np.where(phones > 0, 7, 0), np.where(phones > 0, 1, 0),
-        rng.standard_normal((cfg.model.bert_channels, t)).astype(np.float32),
-        np.load(files.style_vectors)[0].astype(np.float32), 0,
-    )
-    params = SynthParams(noise_scale=0.0, length_scale=1.0, noise_scale_w=0.0, sdp_ratio=0.0)
-    ref = TorchSynthesizer(cfg, files.checkpoint).synthesize(inputs, params, NoiseSource(0))
-    ort = OnnxSynthesizer(
-        out_dir / "synthesizer.onnx", None, inter_channels=cfg.model.inter_channels,
-        hop_length=cfg.hop_length, sample_rate=cfg.sample_rate,
-    ).synthesize(inputs, params, NoiseSource(0))
-    if ref.audio.shape != ort.audio.shape:
-        return float("inf")
-    return float(np.abs(ref.audio - ort.audio).max())
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command; returns the exit status (0 on success)."""
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.debug else logging.INFO,
                         format="%(levelname)s %(name)s: %(message)s")
     try:
-        from engine.runtime.export import export_voice
+        from engine import check_export, export_voice
     except ImportError as exc:
         print(f"export: needs the torch extra (pip install 'wyoming-hayakoe[torch]'): {exc}", file=sys.stderr)
         return 2

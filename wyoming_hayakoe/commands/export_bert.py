@@ -67,7 +67,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"export-bert: {exc}", file=sys.stderr)
         return 2
     try:
-        from engine.bert import export_bert
+        from engine import export_bert
     except ImportError as exc:  # torch / transformers / onnx missing
         print(f"export-bert: needs the torch extra (pip install 'wyoming-hayakoe[torch]'): {exc}", file=sys.stderr)
         return 2
