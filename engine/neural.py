@@ -32,7 +32,12 @@ from .runtime.synth_common import (
     SynthOutput,
     SynthParams,
 )
-from .runtime.windowed import StreamingPlans, WindowedSentence, WindowPlan
+from .runtime.windowed import (
+    PlaybackClock,
+    StreamingPlans,
+    WindowedSentence,
+    WindowPlan,
+)
 from .voice import AudioPiece, SynthesisOptions
 
 _LOGGER = logging.getLogger(__name__)
@@ -217,6 +222,7 @@ class NeuralVoice:
         pending_pause = 0.0  # seconds owed before the next audible sentence
         started = False
         last_speech = max((i for i, a in enumerate(analyses) if _has_speech(a)), default=-1)
+        clock = PlaybackClock()  # windowed decoding: audio queued ahead of the listener
         for i, (analysis, feat) in enumerate(zip(analyses, self._features(analyses))):
             if feat is None:
                 yield AudioPiece(np.zeros(0, np.float32), i, True)
@@ -235,6 +241,7 @@ class NeuralVoice:
                     trim_trail=fixed is not None or i == last_speech,
                     margin=int(EDGE_MARGIN_S * sr),
                     lead_in=round(pending_pause * sr) if started and pending_pause > 0 else 0,
+                    clock=clock,
                 )
                 for samples, final in win.pieces():
                     yield AudioPiece(samples, i, final)

@@ -158,10 +158,11 @@ class WindowPlan:
     largest: int = 512
     min_tail: int = 16
     adaptive: bool = False
-    """When streaming (`WindowedSentence`): size each later window by the audio already
-    handed out but not yet played (real-time playback assumed from the first piece) and
-    the measured decoding speed, so the next window is ready before that audio runs out;
-    when already behind, grow by `growth` (fewer windows, less repeated context)."""
+    """When streaming (`WindowedSentence`): size each window after the first by the audio
+    handed out but not yet played (`PlaybackClock`) and the measured decoding speed, so it
+    is ready before that audio runs out (at least `first`, at most `largest` frames); when
+    decoding is slower than real time, grow by `growth` (fewer windows, less repeated
+    context: gaps cannot be avoided there, so finish sooner)."""
 
     def end_of(self, start: int, size: int, n_frames: int) -> int:
         """End of the window starting at `start` with `size` frames (tail merged)."""
@@ -238,12 +239,15 @@ FIRST_WINDOW_ENV = "WYOMING_HAYAKOE_FIRST_WINDOW"
 
 @dataclass(frozen=True)
 class StreamingPlans:
-    """Window plans for the first sentence of a render call (latency: nothing is playing
-    yet) and for the sentences after it (their audio is made while earlier audio plays, so
-    big windows: less repeated context)."""
+    """Window plans for the first sentence of a render call and for the sentences after it.
+
+    Adaptive plans start small (latency) and then size each window from the audio already
+    queued ahead of a real-time player (`PlaybackClock`, shared across the sentences of a
+    request) and the measured decoding speed: as large as can be decoded before that audio
+    runs out (less repeated context), never smaller than `first`."""
 
     first: WindowPlan = WindowPlan(first=24, growth=2.0, largest=512, min_tail=16, adaptive=True)
-    later: WindowPlan = WindowPlan(first=128, growth=2.0, largest=512, min_tail=32, adaptive=True)
+    later: WindowPlan = WindowPlan(first=24, growth=2.0, largest=512, min_tail=16, adaptive=True)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> StreamingPlans | None:
@@ -286,6 +290,38 @@ def _silent_run(audio: np.ndarray, sample_rate: int, peak: float, from_end: bool
     return min(n, k * win)
 
 
+class PlaybackClock:
+    """How much audio handed out is still ahead of a real-time player that starts with the
+    first piece (and waits, without skipping, when a piece comes late). Shared by the
+    sentences of one request, with the decoding speed last measured."""
+
+    def __init__(self) -> None:
+        self.start: float | None = None  # when the player would have started (shifted by stalls)
+        self.handed_out = 0.0  # seconds of audio handed out
+        self.per_frame: float | None = None  # seconds to decode one frame (with context)
+        self.last_size = 0  # frames in the last window
+
+    def ahead(self) -> float:
+        """Seconds of audio handed out but not yet played (0 if the player is waiting)."""
+        if self.start is None:
+            return 0.0
+        ahead = self.handed_out - (time.perf_counter() - self.start)
+        if ahead < 0:  # the player ran dry and waited: it resumes with the next piece
+            self.start -= ahead
+            ahead = 0.0
+        return ahead
+
+    def hand_out(self, seconds: float) -> None:
+        self.ahead()  # account for any stall first
+        if self.start is None:
+            self.start = time.perf_counter()
+        self.handed_out += seconds
+
+
+SAFETY = 0.9
+"""Fraction of the audio already ahead of the player that the next window may take to decode."""
+
+
 class WindowedSentence:
     """One sentence decoded window by window (a backend with `latent`/`decode`/`context`).
 
@@ -312,6 +348,7 @@ class WindowedSentence:
         trim_trail: bool,
         margin: int,
         lead_in: int = 0,
+        clock: PlaybackClock | None = None,
     ) -> None:
         self.synth, self.inputs, self.params, self.noise = synth, inputs, params, noise
         self.plan = plan
@@ -319,33 +356,45 @@ class WindowedSentence:
         self.trim_lead, self.trim_trail = trim_lead, trim_trail
         self.margin = margin
         self.lead_in = lead_in
+        self.clock = clock if clock is not None else PlaybackClock()
+        self.windows: list[tuple[int, int]] = []
         self.durations: np.ndarray | None = None
         self.trail = 0
         self.trail_cut = 0
 
+    def _next_size(self, previous: int, context: int, frame_s: float) -> int:
+        """Frames for the next window (see `WindowPlan.adaptive`)."""
+        plan, clock = self.plan, self.clock
+        if not plan.adaptive or clock.per_frame is None:
+            return plan.grown(previous) if previous else plan.first
+        if clock.per_frame >= frame_s:  # slower than real time: favour throughput
+            return plan.grown(previous or clock.last_size or plan.first)
+        budget = int(clock.ahead() * SAFETY / clock.per_frame) - context
+        return max(plan.first, min(plan.largest, budget))
+
     def pieces(self) -> Iterator[tuple[np.ndarray, bool]]:
         synth = self.synth
-        plan = self.plan
+        plan, clock = self.plan, self.clock
         latent = synth.latent(self.inputs, self.params, self.noise)  # type: ignore[attr-defined]
         self.durations = latent.durations
         n = latent.frames
         left, right = synth.context  # type: ignore[attr-defined]
         hop = synth.hop_length  # type: ignore[attr-defined]
         sr = self.sample_rate
+        frame_s = hop / sr
 
         def decode(z: np.ndarray) -> np.ndarray:
             return synth.decode(latent, z)  # type: ignore[attr-defined]
 
         peak = 0.0
-        start, size = 0, plan.first
-        first_out: float | None = None  # when the first piece was handed out
-        handed_out = 0.0  # seconds of audio handed out
-        self.windows = []
+        start = 0
+        size = self._next_size(0, left + right, frame_s)
         while start < n:
             end = plan.end_of(start, size, n)
             t0 = time.perf_counter()
             audio = decode_window(latent.z, decode, (left, right), start, end, hop)
-            per_frame = (time.perf_counter() - t0) / max(1, min(n, end + right) - max(0, start - left))
+            clock.per_frame = (time.perf_counter() - t0) / max(1, min(n, end + right) - max(0, start - left))
+            clock.last_size = end - start
             self.windows.append((start, end))
             audio = np.clip(np.asarray(audio, np.float32), -1.0, 1.0)
             peak = max(peak, float(np.abs(audio).max()) if audio.size else 0.0)
@@ -361,15 +410,8 @@ class WindowedSentence:
             body = audio[lo:hi]
             if start == 0 and self.lead_in > 0:
                 body = np.concatenate([np.zeros(self.lead_in, np.float32), body])
-            if first_out is None:
-                first_out = time.perf_counter()
-            handed_out += len(body) / sr
+            clock.hand_out(len(body) / sr)
             yield body, last
             start = end
-            if plan.adaptive:
-                ahead = handed_out - (time.perf_counter() - first_out)  # not yet played
-                budget = int(ahead / max(per_frame, 1e-6)) - (left + right)
-                size = min(plan.largest, budget) if budget >= plan.first else plan.grown(size)
-            else:
-                size = plan.grown(size)
+            size = self._next_size(clock.last_size, left + right, frame_s)
         _LOGGER.debug("sentence decoded in windows %s", self.windows)
