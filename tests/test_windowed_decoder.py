@@ -480,3 +480,17 @@ def test_release_memory_setting_keeps_the_audio(small_root, monkeypatch):
     b = off.synthesize(inputs, SynthParams(length_scale=1.5), NoiseSource(1))
     assert len(a.audio) // 512 > RELEASE_FRAMES  # the releasing path ran
     np.testing.assert_array_equal(a.audio, b.audio)
+
+
+def test_playback_clock_counts_queued_audio_and_stalls():
+    import time
+
+    from engine.runtime.windowed import PlaybackClock
+
+    clock = PlaybackClock()
+    assert clock.ahead() == 0.0  # nothing handed out yet
+    clock.hand_out(0.02)
+    time.sleep(0.06)  # the player ran dry 40 ms ago and waits
+    assert clock.ahead() == 0.0
+    clock.hand_out(1.0)  # resumes with this piece: a full second is ahead again
+    assert 0.9 < clock.ahead() <= 1.0
