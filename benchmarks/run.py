@@ -393,21 +393,32 @@ def main() -> int:
         "texts": {k: {"chars": len(v)} for k, v in TEXTS.items()},
         "reps": args.reps,
     }
+    args.out.mkdir(parents=True, exist_ok=True)
+
+    def save() -> None:  # after every phase, so an interrupted run still leaves its figures
+        results["elapsed_s"] = time.time() - t_start
+        (args.out / "latest.json").write_text(json.dumps(results, indent=2, ensure_ascii=False), encoding="utf-8")
+
     log("phase: exactness")
     results["exactness"] = phase_exactness(root)
+    save()
     log(f"exactness: {results['exactness']}")
     if not args.no_memory:
         log("phase: memory")
         results["memory"] = phase_memory(root, args.mem_reps)
+        save()
     if not args.no_speed:
         log("phase: speed")
         results["speed"] = phase_speed(root, args.reps)
+        save()
     if not args.no_wyoming:
         log("phase: wyoming")
         results["wyoming"] = phase_wyoming(root, args.wyoming_reps or args.reps)
+        save()
     if not args.no_ablation:
         log("phase: ablation")
         results["ablation"] = phase_ablation(root, args.ablation_reps or args.reps, args.ablation or sorted(ABLATIONS))
+        save()
     results["machine"]["load_avg_end"] = os.getloadavg()
     results["elapsed_s"] = time.time() - t_start
 
