@@ -182,8 +182,9 @@ class TorchSynthesizer:
         logw = self.model.log_durations(enc, params.sdp_ratio, params.noise_scale_w, sdp_noise)
         return self.model.frames(logw, enc.x_mask, params.length_scale)
 
-    @torch.inference_mode()
-    def synthesize(self, inputs: SynthInputs, params: SynthParams, noise: NoiseSource) -> SynthOutput:
+    def _encode_and_align(self, inputs: SynthInputs, params: SynthParams, noise: NoiseSource):
+        """Text encoder, durations and the prior noise: what both the whole-sentence and the
+        windowed paths need before the flow."""
         if inputs.speaker_id >= self.model.emb_g.num_embeddings or inputs.speaker_id < 0:
             raise ValueError(
                 f"speaker_id {inputs.speaker_id} out of range (voice has "
@@ -193,6 +194,11 @@ class TorchSynthesizer:
         w_ceil = self._durations(enc, inputs, params, noise)
         frames = max(int(w_ceil.sum().item()), 1)
         z_noise = torch.from_numpy(noise.prior(self.model.inter_channels, frames)).to(self.device)
+        return enc, w_ceil, z_noise
+
+    @torch.inference_mode()
+    def synthesize(self, inputs: SynthInputs, params: SynthParams, noise: NoiseSource) -> SynthOutput:
+        enc, w_ceil, z_noise = self._encode_and_align(inputs, params, noise)
         audio, _, _ = self.model.decode(enc, w_ceil, params.noise_scale, z_noise)
         return SynthOutput(
             audio[0, 0].float().cpu().numpy(),
@@ -204,15 +210,7 @@ class TorchSynthesizer:
         """Everything but the vocoder: the sentence's latent for windowed decoding."""
         from .decoder_split import Latent
 
-        if inputs.speaker_id >= self.model.emb_g.num_embeddings or inputs.speaker_id < 0:
-            raise ValueError(
-                f"speaker_id {inputs.speaker_id} out of range (voice has "
-                f"{self.model.emb_g.num_embeddings} speakers)"
-            )
-        enc = self.model.encode(*self._tensors(inputs))
-        w_ceil = self._durations(enc, inputs, params, noise)
-        frames = max(int(w_ceil.sum().item()), 1)
-        z_noise = torch.from_numpy(noise.prior(self.model.inter_channels, frames)).to(self.device)
+        enc, w_ceil, z_noise = self._encode_and_align(inputs, params, noise)
         _, z, y_mask = self.model.latent(enc, w_ceil, params.noise_scale, z_noise)
         return Latent((z * y_mask).float().cpu().numpy(), enc.g, w_ceil[0, 0].long().cpu().numpy())
 
