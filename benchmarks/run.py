@@ -59,11 +59,8 @@ ABLATIONS: dict[str, dict[str, Any]] = {
                 "what": "sub-sentence streaming (windowed decoder)",
                 "texts": ("short", "medium", "long"), "generate": False, "stream": True},
     "release": {"env": {"WYOMING_HAYAKOE_RELEASE_MEMORY": "0"},
-                "what": "decoder activation memory given back after long sentences",
+                "what": "decoder activation memory given back after each request",
                 "texts": ("medium", "long"), "generate": True, "stream": False, "memory": True},
-    "conv2d": {"env": {"WYOMING_HAYAKOE_CONV2D": "0"},
-               "what": "1-D convolutions run as 2-D (NCHWc kernels)",
-               "texts": ("short", "medium", "long"), "generate": True, "stream": False},
 }
 
 

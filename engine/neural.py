@@ -270,6 +270,9 @@ class NeuralVoice:
                     frames = boundary_frames(analysis.phones, out.durations)
                     pause = max(MIN_PAUSE_S, frames * self.config.hop_length / sr)
                 pending_pause = max(0.0, pause - (trail - cut_trail) / sr)
+        release = getattr(self.synth, "release_memory", None)
+        if release is not None:  # idle from here: give decoder activation memory back
+            release()
 
 
 def _has_speech(analysis: Any) -> bool:

@@ -365,8 +365,8 @@ def test_graph_without_decoder_is_refused():
 
 
 def test_conv2d_rewrite_keeps_the_audio(small_root, monkeypatch):
-    """The derived graphs run 1-D convolutions as 2-D ones (faster kernels in ONNX Runtime);
-    with WYOMING_HAYAKOE_CONV2D=0 they are kept 1-D; both give the same audio."""
+    """With WYOMING_HAYAKOE_CONV2D=1 the derived graphs run 1-D convolutions as 2-D ones
+    (opt-in); the audio is the same as with the default 1-D graphs."""
     import onnx
 
     from engine.runtime.decoder_split import SplitOnnxSynthesizer, derived_graphs
@@ -374,93 +374,22 @@ def test_conv2d_rewrite_keeps_the_audio(small_root, monkeypatch):
 
     folder = small_root / "onnx" / "speakers" / "small"
     kw = {"inter_channels": 32, "hop_length": 512, "sample_rate": 44100, "threads": 1, "geometry": JP_EXTRA}
-    monkeypatch.delenv("WYOMING_HAYAKOE_CONV2D", raising=False)
+    monkeypatch.setenv("WYOMING_HAYAKOE_CONV2D", "1")
     fast = SplitOnnxSynthesizer(folder / "synthesizer.onnx", None, **kw)
     _, dec_path = derived_graphs(folder / "synthesizer.onnx")
+    assert dec_path.name.endswith(".conv2d.onnx")
     weights = {t.name: t for t in onnx.load(str(dec_path)).graph.initializer}
     convs = [n for n in onnx.load(str(dec_path)).graph.node if n.op_type in ("Conv", "ConvTranspose")]
     assert convs and all(len(weights[n.input[1]].dims) == 4 for n in convs)
 
-    monkeypatch.setenv("WYOMING_HAYAKOE_CONV2D", "0")
+    monkeypatch.delenv("WYOMING_HAYAKOE_CONV2D")
     plain = SplitOnnxSynthesizer(folder / "synthesizer.onnx", None, **kw)
     _, plain_path = derived_graphs(folder / "synthesizer.onnx")
-    assert plain_path != dec_path and plain_path.name.endswith(".conv1d.onnx")
+    assert plain_path != dec_path
     a = fast.synthesize(_inputs(), SynthParams(), NoiseSource(2))
     b = plain.synthesize(_inputs(), SynthParams(), NoiseSource(2))
     assert a.audio.shape == b.audio.shape
     assert np.abs(a.audio - b.audio).max() <= TOLERANCE_F32
-
-
-class _FakeLatentSynth:
-    """A backend whose decoder takes `delay` seconds per frame (hop 4, so audio is tiny)."""
-
-    hop_length = 4
-    context = (2, 2)
-
-    def __init__(self, frames: int, delay: float) -> None:
-        self.frames, self.delay = frames, delay
-
-    def latent(self, inputs, params, noise):
-        from engine.runtime.decoder_split import Latent
-
-        z = np.tile(np.arange(self.frames, dtype=np.float32), (1, 1, 1))
-        return Latent(z, None, None)
-
-    def decode(self, latent, z):
-        import time
-
-        time.sleep(self.delay * z.shape[2])
-        return np.repeat(np.sin(z[0, 0]) * 0.5 + 0.1, self.hop_length).astype(np.float32)
-
-
-def _adaptive_windows(delay: float, frames: int, sample_rate: int):
-    from engine.runtime.windowed import WindowedSentence
-
-    plan = WindowPlan(first=8, growth=2.0, largest=64, min_tail=2, adaptive=True)
-    synth = _FakeLatentSynth(frames, delay)
-    ws = WindowedSentence(synth, None, None, None, plan, sample_rate=sample_rate,
-                          trim_lead=False, trim_trail=False, margin=0)
-    audio = np.concatenate([p for p, _ in ws.pieces()])
-    assert len(audio) == frames * 4  # every frame once, whatever the windows
-    assert ws.windows[0] == (0, 8) and ws.windows[-1][1] == frames
-    assert all(a[1] == b[0] for a, b in zip(ws.windows, ws.windows[1:]))
-    return [e - s for s, e in ws.windows]
-
-
-def test_adaptive_windows_follow_decoding_speed():
-    # Decoding far faster than playback (0 s per frame; 10 ms of audio per frame):
-    # after the first window the next one may be as large as allowed.
-    fast = _adaptive_windows(0.0, 200, sample_rate=400)
-    assert fast[1] == 64
-    # Decoding slower than playback (4 ms per frame for 2.5 ms of audio): already behind,
-    # so windows simply grow (fewer windows, less repeated context).
-    slow = _adaptive_windows(0.004, 60, sample_rate=1600)
-    assert slow[:3] == [8, 16, 32]
-
-
-def test_windowed_sentence_equals_whole_pytorch_backend():
-    """The PyTorch backend (CUDA / CPU int8 path) streams windows too, equal to whole."""
-    from _neural_fixtures import SMALL
-
-    from engine.config import load_config
-    from engine.runtime.synth_common import NoiseSource, SynthParams
-    from engine.runtime.synth_torch import TorchSynthesizer
-    from engine.runtime.windowed import WindowedSentence
-
-    torch.set_num_threads(1)
-    synth = TorchSynthesizer(load_config(SMALL / "config.json"), SMALL / "model.safetensors")
-    assert synth.context == JP_EXTRA.context_frames()
-    inputs = _inputs(61, seed=5)
-    whole = synth.synthesize(inputs, SynthParams(), NoiseSource(3))
-    for plan in PLANS[1:4]:
-        ws = WindowedSentence(synth, inputs, SynthParams(), NoiseSource(3), plan,
-                              sample_rate=44100, trim_lead=False, trim_trail=False, margin=0)
-        pieces = list(ws.pieces())
-        assert len(pieces) > 1
-        joined = np.concatenate([p for p, _ in pieces])
-        assert joined.shape == whole.audio.shape
-        assert np.abs(joined - np.clip(whole.audio, -1, 1)).max() <= TOLERANCE_F32
-        np.testing.assert_array_equal(ws.durations, whole.durations)
 
 
 def test_release_memory_setting_keeps_the_audio(small_root, monkeypatch):
@@ -478,8 +407,13 @@ def test_release_memory_setting_keeps_the_audio(small_root, monkeypatch):
     inputs = _inputs(121, seed=8)
     a = on.synthesize(inputs, SynthParams(length_scale=1.5), NoiseSource(1))
     b = off.synthesize(inputs, SynthParams(length_scale=1.5), NoiseSource(1))
-    assert len(a.audio) // 512 > RELEASE_FRAMES  # the releasing path ran
+    assert len(a.audio) // 512 > RELEASE_FRAMES and on._used > RELEASE_FRAMES
+    on.release_memory()
+    off.release_memory()
+    assert on._used == 0 and off._used > RELEASE_FRAMES  # released / kept
+    c = on.synthesize(inputs, SynthParams(length_scale=1.5), NoiseSource(1))
     np.testing.assert_array_equal(a.audio, b.audio)
+    np.testing.assert_array_equal(a.audio, c.audio)
 
 
 def test_playback_clock_counts_queued_audio_and_stalls():

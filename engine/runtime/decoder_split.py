@@ -178,9 +178,8 @@ def conv1d_as_conv2d(model: Any) -> int:
     `Unsqueeze(x, 2)` → Conv/ConvTranspose with weight `[O, I, 1, K]` → `Squeeze(y, 2)`.
     The arithmetic is the same (float32, another summation order: about 1e-7 on the audio),
     but ONNX Runtime's CPU provider has blocked-layout (NCHWc) kernels only for 2-D
-    convolutions: on x86 the HiFi-GAN decoder runs in about 0.7× the time and the front
-    half (flow, encoder convolutions) in about 0.85× (`benchmarks/run.py` measures it).
-    Returns how many convolutions were rewritten."""
+    convolutions. Measured on x86 (`benchmarks/run.py`): no gain on an idle machine, so it
+    is opt-in (`WYOMING_HAYAKOE_CONV2D=1`). Returns how many convolutions were rewritten."""
     from onnx import helper, numpy_helper
 
     graph = model.graph
@@ -219,21 +218,22 @@ def conv1d_as_conv2d(model: Any) -> int:
 
 
 CONV2D_ENV = "WYOMING_HAYAKOE_CONV2D"
-"""Set to 0 to keep 1-D convolutions (for measuring what the rewrite gains)."""
+"""Set to 1 to run 1-D convolutions as 2-D ones (off by default: no measurable gain on an
+idle x86 machine in benchmarks/run.py, see README)."""
 
 RELEASE_ENV = "WYOMING_HAYAKOE_RELEASE_MEMORY"
 """Set to 0 to keep decoder activation memory between requests (for measuring)."""
 RELEASE_FRAMES = 128
-"""Decoder runs longer than this (frames) give their activation memory back afterwards."""
+"""`release_memory` acts only after a decoder run longer than this (frames)."""
 
 FRONT_FILE = "synthesizer.front{}.onnx"
 DECODER_FILE = "synthesizer.decoder{}.onnx"
 STAMP_FILE = "synthesizer.split{}.json"
-FORMAT = 2  # bump when the derived graphs change
+FORMAT = 3  # bump when the derived graphs change
 
 
 def _variant() -> str:
-    return ".conv1d" if os.environ.get(CONV2D_ENV, "").strip() == "0" else ""
+    return ".conv2d" if os.environ.get(CONV2D_ENV, "").strip() == "1" else ""
 
 
 def _stamp(source: Path) -> dict:
@@ -274,7 +274,7 @@ def derived_graphs(source: Path, cache_dir: Any = None) -> tuple[Path, Path]:
     make_noise_inputs(model)
     front, decoder, _ = split_synthesizer(model)
     del model
-    if not variant:
+    if variant:
         n = conv1d_as_conv2d(front) + conv1d_as_conv2d(decoder)
         _LOGGER.debug("%d convolutions run as 2-D", n)
     errors = []
@@ -343,10 +343,10 @@ class SplitOnnxSynthesizer(OnnxSynthesizer):
         self._synth_inputs = {i.name for i in self._synth.get_inputs()}
         self._synth_noise = sum(1 for n in self._synth_inputs if n.startswith(NOISE_INPUT.format("")))
         self._has_durations = any(o.name == "durations" for o in self._synth.get_outputs())
-        # After a big decoder run, give its activation memory back (arena shrinkage +
-        # malloc_trim): an idle speaker then holds only its weights, not the activations of
-        # the longest sentence it ever spoke (~0.3 MB per frame: 0.25 GB for a 9 s sentence).
+        # After a request, give decoder activation memory back (`release_memory`).
         self._release = os.environ.get(RELEASE_ENV, "").strip() != "0"
+        self._used = 0  # largest decoder run (frames) since the last release
+        self._gin = next((int(i.shape[1]) for i in self._decoder.get_inputs() if i.name == G_NAME), 0)
         self._shrink = ort.RunOptions()
         self._shrink.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
         self._dp_path = Path(duration_predictor) if duration_predictor is not None else None
@@ -401,11 +401,22 @@ class SplitOnnxSynthesizer(OnnxSynthesizer):
         feeds = {Z_NAME: z}
         if self._has_g:
             feeds[G_NAME] = latent.g
-        big = self._release and z.shape[-1] > RELEASE_FRAMES
-        audio = self._decoder.run(None, feeds, self._shrink if big else None)[0].reshape(-1)
-        if big:
-            release_free_memory()
-        return audio
+        self._used = max(self._used, int(z.shape[-1]))
+        return self._decoder.run(None, feeds)[0].reshape(-1)
+
+    def release_memory(self) -> None:
+        """Give back the decoder's activation memory after a request (a one-frame run that
+        shrinks the arena, then malloc_trim): an idle voice then holds only its weights, not
+        the activations of the longest sentence it spoke (~0.3 MB per frame). Skipped after
+        short requests, and with WYOMING_HAYAKOE_RELEASE_MEMORY=0."""
+        if not self._release or self._used <= RELEASE_FRAMES:
+            return
+        feeds = {Z_NAME: np.zeros((1, self.inter_channels, 1), np.float32)}
+        if self._has_g:
+            feeds[G_NAME] = np.zeros((1, self._gin, 1), np.float32)
+        self._decoder.run(None, feeds, self._shrink)
+        self._used = 0
+        release_free_memory()
 
     def synthesize(self, inputs: SynthInputs, params: SynthParams, noise: NoiseSource) -> SynthOutput:
         lat = self.latent(inputs, params, noise)
