@@ -152,3 +152,58 @@ def time_stream(chunks: Any, sample_rate: int, *, first_only: bool = False) -> d
         "gap_s": gap,
         "played_s": play_end,  # when a real-time player would finish (first chunk → last sample)
     }
+
+
+class EngineWorker:
+    """The benchmark commands (`prepare`, `add_speakers`, `generate`, `stream`, `mem`) for an
+    engine with hayakoe's API shape; each runner subclasses it and names its `TTS` class and
+    how a speaker reports its sample rate, so both engines are timed by the same code."""
+
+    sample_rate_attr = "sample_rate"
+
+    def __init__(self) -> None:
+        self.tts: Any = None
+        self.root = ""
+
+    def make_tts(self, cache_dir: str | None) -> Any:
+        raise NotImplementedError
+
+    def prepare(self, msg: dict) -> dict:
+        self.root = msg["root"]
+        t0 = time.perf_counter()
+        tts = self.make_tts(msg.get("cache_dir"))
+        for name in msg["speakers"]:
+            tts.load(name, source=self.root)
+        tts.prepare()
+        self.tts = tts
+        return {"prepare_s": time.perf_counter() - t0, **memory()}
+
+    def add_speakers(self, msg: dict) -> dict:
+        t0 = time.perf_counter()
+        for name in msg["speakers"]:
+            self.tts.load(name, source=self.root)
+        self.tts.prepare()
+        return {"prepare_s": time.perf_counter() - t0, **memory()}
+
+    def generate(self, msg: dict) -> dict:
+        speaker = self.tts.speakers[msg["speaker"]]
+        t0 = time.perf_counter()
+        audio = speaker.generate(msg["text"], **msg.get("options", OPTIONS))
+        wall = time.perf_counter() - t0
+        return {"wall_s": wall, "audio_s": len(audio.data) / audio.sr, **memory()}
+
+    def stream(self, msg: dict) -> dict:
+        speaker = self.tts.speakers[msg["speaker"]]
+        chunks = speaker.stream(msg["text"], **msg.get("options", OPTIONS))
+        rate = getattr(speaker, self.sample_rate_attr)
+        return {**time_stream(chunks, rate, first_only=msg.get("first_only", False)), **memory()}
+
+    def mem(self, msg: dict) -> dict:
+        if msg.get("reset"):
+            reset_peak()
+        return memory()
+
+    def handlers(self) -> dict[str, Callable[[dict], dict]]:
+        """Command name → method, for `serve_commands`."""
+        return {"prepare": self.prepare, "add_speakers": self.add_speakers,
+                "generate": self.generate, "stream": self.stream, "mem": self.mem}

@@ -8,59 +8,20 @@ window plan, ...), so every variant runs in a fresh process.
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
-from common import (
-    OPTIONS,
-    claim_stdout,
-    memory,
-    reset_peak,
-    serve_commands,
-    time_stream,
-)
+from common import EngineWorker, claim_stdout, serve_commands
 
 
-class _Worker:
-    def __init__(self) -> None:
-        self.tts = None
-        self.root = ""
-
-    def prepare(self, msg: dict) -> dict:
+class _Worker(EngineWorker):
+    def make_tts(self, cache_dir: str | None):
         from engine import TTS
 
-        self.root = msg["root"]
-        t0 = time.perf_counter()
-        tts = TTS(device="cpu", cache_dir=msg.get("cache_dir"), bert_source=self.root)
-        for name in msg["speakers"]:
-            tts.load(name, source=self.root)
-        tts.prepare()
-        self.tts = tts
-        return {"prepare_s": time.perf_counter() - t0, **memory()}
-
-    def add_speakers(self, msg: dict) -> dict:
-        t0 = time.perf_counter()
-        for name in msg["speakers"]:
-            self.tts.load(name, source=self.root)
-        self.tts.prepare()
-        return {"prepare_s": time.perf_counter() - t0, **memory()}
-
-    def generate(self, msg: dict) -> dict:
-        speaker = self.tts.speakers[msg["speaker"]]
-        t0 = time.perf_counter()
-        audio = speaker.generate(msg["text"], **msg.get("options", OPTIONS))
-        wall = time.perf_counter() - t0
-        return {"wall_s": wall, "audio_s": len(audio.data) / audio.sr, **memory()}
-
-    def stream(self, msg: dict) -> dict:
-        speaker = self.tts.speakers[msg["speaker"]]
-        chunks = speaker.stream(msg["text"], **msg.get("options", OPTIONS))
-        return {**time_stream(chunks, speaker.sample_rate, first_only=msg.get("first_only", False)),
-                **memory()}
+        return TTS(device="cpu", cache_dir=cache_dir, bert_source=self.root)
 
     def exactness(self, msg: dict) -> dict:
         """Windowed vs whole-sentence decoding, and our cut graphs vs hayakoe's
@@ -104,20 +65,11 @@ class _Worker:
                 float(np.abs(joined - np.clip(whole, -1, 1)).max()))
         return out
 
-    def mem(self, msg: dict) -> dict:
-        if msg.get("reset"):
-            reset_peak()
-        return memory()
-
 
 def main() -> None:
     out = claim_stdout()
     w = _Worker()
-    serve_commands(
-        {"prepare": w.prepare, "add_speakers": w.add_speakers, "generate": w.generate,
-         "stream": w.stream, "mem": w.mem, "exactness": w.exactness},
-        out,
-    )
+    serve_commands({**w.handlers(), "exactness": w.exactness}, out)
 
 
 if __name__ == "__main__":
