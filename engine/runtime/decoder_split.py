@@ -371,13 +371,7 @@ class SplitOnnxSynthesizer(OnnxSynthesizer):
 
     def latent(self, inputs: SynthInputs, params: SynthParams, noise: NoiseSource) -> Latent:
         """Run the front graph: the sentence's latent, ready for `decode`."""
-        feeds = self._feeds(inputs)
-        feeds.update(
-            noise_scale=np.array([params.noise_scale], np.float32),
-            length_scale=np.array([params.length_scale], np.float32),
-            noise_scale_w=np.array([params.noise_scale_w], np.float32),
-            sdp_ratio=np.array([params.sdp_ratio], np.float32),
-        )
+        feeds = self._synth_feeds(inputs, params)
         t = inputs.length
         guess = math.ceil(t * 4 * max(params.length_scale, 0.1)) + 16
         names = [o.name for o in self._synth.get_outputs()]

@@ -182,6 +182,17 @@ class OnnxSynthesizer:
     def has_duration_predictor(self) -> bool:
         return self._dp is not None
 
+    def _synth_feeds(self, inputs: SynthInputs, params: SynthParams) -> dict[str, np.ndarray]:
+        """Every input of hayakoe's synthesizer graph: the text inputs plus the four scalars."""
+        feeds = self._feeds(inputs)
+        feeds.update(
+            noise_scale=np.array([params.noise_scale], np.float32),
+            length_scale=np.array([params.length_scale], np.float32),
+            noise_scale_w=np.array([params.noise_scale_w], np.float32),
+            sdp_ratio=np.array([params.sdp_ratio], np.float32),
+        )
+        return feeds
+
     @staticmethod
     def _feeds(inputs: SynthInputs) -> dict[str, np.ndarray]:
         t = inputs.length
@@ -196,13 +207,7 @@ class OnnxSynthesizer:
         }
 
     def synthesize(self, inputs: SynthInputs, params: SynthParams, noise: NoiseSource) -> SynthOutput:
-        feeds = self._feeds(inputs)
-        feeds.update(
-            noise_scale=np.array([params.noise_scale], np.float32),
-            length_scale=np.array([params.length_scale], np.float32),
-            noise_scale_w=np.array([params.noise_scale_w], np.float32),
-            sdp_ratio=np.array([params.sdp_ratio], np.float32),
-        )
+        feeds = self._synth_feeds(inputs, params)
         t = inputs.length
         guess = math.ceil(t * self.prior_frames_per_id * max(params.length_scale, 0.1)) + 16
         while True:
