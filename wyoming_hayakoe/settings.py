@@ -118,43 +118,33 @@ class Settings:
         return max(1 << 20, 8 * self.max_text_length)
 
 
-def _positive_float(flag: str):
-    def convert(text: str) -> float:
+def _number(flag: str, cast: type, noun: str, *, allow_zero: bool):
+    """An argparse `type` that parses `cast` and refuses negatives (and 0 unless allowed),
+    naming the flag in the message."""
+
+    def convert(text: str):
         try:
-            value = float(text)
+            value = cast(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{flag} expects a number, got {text!r}") from None
-        if not value > 0:
-            raise argparse.ArgumentTypeError(f"{flag} must be > 0, got {text!r}")
+            raise argparse.ArgumentTypeError(f"{flag} expects {noun}, got {text!r}") from None
+        if (value < 0) if allow_zero else not value > 0:
+            bound = ">= 0" if allow_zero else "> 0"
+            raise argparse.ArgumentTypeError(f"{flag} must be {bound}, got {text!r}")
         return value
 
     return convert
+
+
+def _positive_float(flag: str):
+    return _number(flag, float, "a number", allow_zero=False)
 
 
 def _non_negative_float(flag: str):
-    def convert(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{flag} expects a number, got {text!r}") from None
-        if value < 0:
-            raise argparse.ArgumentTypeError(f"{flag} must be >= 0, got {text!r}")
-        return value
-
-    return convert
+    return _number(flag, float, "a number", allow_zero=True)
 
 
 def _positive_int(flag: str):
-    def convert(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{flag} expects an integer, got {text!r}") from None
-        if value <= 0:
-            raise argparse.ArgumentTypeError(f"{flag} must be > 0, got {text!r}")
-        return value
-
-    return convert
+    return _number(flag, int, "an integer", allow_zero=False)
 
 
 def build_parser() -> argparse.ArgumentParser:
