@@ -93,3 +93,21 @@ def shared_small_root() -> Path:
                          plain / "style_vectors.npy", root / "onnx" / "speakers" / "small")
         _SHARED["small"] = root
     return _SHARED["small"]
+
+
+def build_layout_root(root: Path, voice: str) -> Path:
+    """hayakoe's layout with small models, as an official repository would hold it: the test
+    BERT (hidden 64) as int8 ONNX and as PyTorch files, and a random-weight synthesizer of
+    matching BERT width named `voice`, in both backends' folders."""
+    from engine.bert import export_bert
+    from engine.runtime.export import export_voice
+
+    torch.set_num_threads(1)
+    export_bert(BERT_SMALL, root, tokenizer_dir=BERT_SMALL, quantize=True, check=False)
+    fp32 = root / "pytorch" / "bert" / "fp32"
+    fp32.mkdir(parents=True)
+    for name in ("config.json", "model.safetensors"):
+        shutil.copyfile(BERT_SMALL / name, fp32 / name)
+    plain = write_random_voice(root / "pytorch" / "speakers" / voice, bert_channels=64)
+    export_voice(plain, root, voice)
+    return root

@@ -34,7 +34,7 @@ pytest.importorskip("onnx")
 boto3 = pytest.importorskip("boto3")
 pytest.importorskip("moto.server")
 
-from _neural_fixtures import BERT_SMALL, write_random_voice
+from _neural_fixtures import build_layout_root
 from _sources_fakes import moto_server
 from wyoming.audio import AudioChunk, AudioStart, AudioStop
 from wyoming.client import AsyncTcpClient
@@ -52,22 +52,7 @@ TEXT = "こんにちは。今日はいい天気ですね。"
 @pytest.fixture(scope="module")
 def layout_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """hayakoe's layout with small models, as an official repository would hold it."""
-    import torch
-
-    from engine.bert import export_bert
-    from engine.runtime.export import export_voice
-
-    torch.set_num_threads(1)
-    root = tmp_path_factory.mktemp("layout")
-    export_bert(BERT_SMALL, root, tokenizer_dir=BERT_SMALL, quantize=True, check=False)
-    # the PyTorch files, which the CUDA image bakes
-    fp32 = root / "pytorch" / "bert" / "fp32"
-    fp32.mkdir(parents=True)
-    for name in ("config.json", "model.safetensors"):
-        shutil.copyfile(BERT_SMALL / name, fp32 / name)
-    plain = write_random_voice(root / "pytorch" / "speakers" / VOICE, bert_channels=64)
-    export_voice(plain, root, VOICE)
-    return root
+    return build_layout_root(tmp_path_factory.mktemp("layout"), VOICE)
 
 
 @pytest.fixture(scope="module", autouse=True)

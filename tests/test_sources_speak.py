@@ -5,7 +5,6 @@ from the cache filled by the first run or by `pre_download`."""
 from __future__ import annotations
 
 import logging
-import shutil
 import uuid
 from pathlib import Path
 
@@ -18,7 +17,7 @@ pytest.importorskip("onnx")
 boto3 = pytest.importorskip("boto3")
 pytest.importorskip("moto.server")
 
-from _neural_fixtures import BERT_SMALL, write_random_voice
+from _neural_fixtures import build_layout_root
 from _sources_fakes import moto_server
 
 from engine import TTS
@@ -33,21 +32,7 @@ TEXT = "こんにちは。今日はいい天気ですね。"
 def layout_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """hayakoe's layout with small models: the test BERT (hidden 64, exported to int8 ONNX)
     and a random-weight synthesizer of matching BERT width, in both backends' folders."""
-    import torch
-
-    from engine.bert import export_bert
-    from engine.runtime.export import export_voice
-
-    torch.set_num_threads(1)
-    root = tmp_path_factory.mktemp("layout")
-    export_bert(BERT_SMALL, root, tokenizer_dir=BERT_SMALL, quantize=True, check=False)
-    fp32 = root / "pytorch" / "bert" / "fp32"
-    fp32.mkdir(parents=True)
-    for name in ("config.json", "model.safetensors"):
-        shutil.copyfile(BERT_SMALL / name, fp32 / name)
-    plain = write_random_voice(root / "pytorch" / "speakers" / VOICE, bert_channels=64)
-    export_voice(plain, root, VOICE)
-    return root
+    return build_layout_root(tmp_path_factory.mktemp("layout"), VOICE)
 
 
 @pytest.fixture
