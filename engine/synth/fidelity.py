@@ -3,14 +3,17 @@
 The same voice, sentence, style and seed give one latent; the fp32 and the int8 decoder turn
 it into audio, and three figures compare them (per sentence, then over the held-out set):
 
-- **SNR** (dB): signal power of the fp32 audio over the power of the difference. Strict: a
-  waveform measure, so any phase change counts as noise although the ear hardly hears it.
-- **log-mel distance** (dB): RMS over mel bands of the difference of the two log-mel spectra
-  (power in dB, floored 80 dB below the fp32 peak so silence does not dominate), averaged
-  over frames. What a listener hears as a timbre or loudness change.
+- **SNR** (dB): power of the fp32 audio over the power of the difference, in the audible
+  band (content below 60 Hz, e.g. a DC offset, left out). Strict: a waveform measure, so
+  any phase change counts as noise although the ear hardly hears it.
+- **log-mel distance** (dB): RMS over 80 mel bands (60 Hz – Nyquist) of the difference of
+  the two log-mel power spectra, both floored 60 dB below the loudest fp32 bin so that
+  inaudible detail does not count, averaged over speech frames (within 40 dB of the loudest
+  frame; pauses left out). What a listener hears as a timbre or loudness change.
 - **MCD** (dB): mel-cepstral distortion computed cheaply from the same log-mel spectra
   (orthonormal DCT, coefficients 1..24, `10/ln 10 · sqrt(2 Σ Δc²)`), the figure TTS papers
-  quote; ~1 dB is usually taken as the limit of audibility for the same utterance.
+  quote (from amplitude spectra, c0 left out and each spectrum floored below its own peak,
+  so a change of level alone reads 0).
 
 A voice passes the gate when, on every held-out sentence, SNR ≥ `min_snr_db`, and over the
 set the mean log-mel distance ≤ `max_logmel_db` and the mean MCD ≤ `max_mcd_db`
@@ -31,6 +34,7 @@ import numpy as np
 N_FFT = 2048
 HOP = 512
 N_MELS = 80
+FMIN = 60.0
 FLOOR_DB = 60.0
 SPEECH_DB = 40.0
 N_CEPS = 24
@@ -38,20 +42,20 @@ N_CEPS = 24
 
 @dataclass(frozen=True)
 class GateThresholds:
-    """Limits an int8 voice must meet to be used by `precision="auto"`.
-
-    Chosen from measurements (docs/synthesizer.md): per-channel int8 decoders of healthy
-    voices reach 25–45 dB SNR, 0.2–0.6 dB log-mel distance and MCD 0.1–0.5 dB, while a
-    broken quantization (an outlier channel that flattens every other one) gives SNR near
-    0 dB and log-mel distances of several dB."""
+    """Limits an int8 voice must meet to be used by `precision="auto"` (docs/synthesizer.md
+    gives the measured figures these were set against)."""
 
     min_snr_db: float = 15.0
-    """Lowest SNR of any held-out sentence: 15 dB leaves the difference ~30× below the
-    signal in power; below that, int8 errors become audible as hiss on quiet passages."""
+    """Lowest audible-band SNR of any held-out sentence: at 15 dB the difference is ~30×
+    below the voice in power; much below that, int8 rounding is heard as a hiss in the
+    quiet parts of speech."""
     max_logmel_db: float = 1.0
-    """Mean log-mel distance: 1 dB is about the just-noticeable level change of a band."""
-    max_mcd_db: float = 1.0
-    """Mean mel-cepstral distortion: ~1 dB is the usual limit of audibility."""
+    """Mean log-mel distance over speech frames: 1 dB average spectral distortion is the
+    classic limit of transparent quantization (Paliwal & Atal, 1993)."""
+    max_mcd_db: float = 4.0
+    """Mean mel-cepstral distortion: for rounding errors that are independent across bands
+    (what int8 gives), this MCD reads about 3.5–4× the log-mel distance, so 4 dB is the same
+    1 dB limit seen through the cepstrum; it catches errors concentrated in the envelope."""
 
 
 @dataclass(frozen=True)
@@ -145,26 +149,34 @@ def judge(
 # ------------------------------------------------------------------------------ measures ---
 
 
-def snr_db(reference: np.ndarray, test: np.ndarray) -> float:
-    """10·log10(Σref² / Σ(ref − test)²); +inf when equal, capped at 120 dB."""
+def snr_db(reference: np.ndarray, test: np.ndarray, sample_rate: int | None = None) -> float:
+    """10·log10(Σref² / Σ(ref − test)²), capped at ±120 dB. With `sample_rate`, over the
+    audible band only (content below `FMIN` left out, as in the spectra: a DC offset would
+    otherwise dominate both sums and flatter the figure)."""
     ref = np.asarray(reference, np.float64).reshape(-1)
     tst = np.asarray(test, np.float64).reshape(-1)
     if ref.shape != tst.shape:
         raise ValueError(f"audio lengths differ: {ref.shape[0]} vs {tst.shape[0]}")
-    noise = float(np.sum((ref - tst) ** 2))
-    signal = float(np.sum(ref**2))
+    if sample_rate is not None:
+        keep = np.fft.rfftfreq(len(ref), 1.0 / sample_rate) >= FMIN
+        signal = float(np.sum(np.abs(np.fft.rfft(ref)[keep]) ** 2))
+        noise = float(np.sum(np.abs(np.fft.rfft(ref - tst)[keep]) ** 2))
+    else:
+        signal = float(np.sum(ref**2))
+        noise = float(np.sum((ref - tst) ** 2))
     if noise == 0.0:
         return 120.0
     if signal == 0.0:
         return -120.0
-    return float(min(120.0, 10.0 * math.log10(signal / noise)))
+    return float(max(-120.0, min(120.0, 10.0 * math.log10(signal / noise))))
 
 
 _MEL_CACHE: dict[tuple[int, int, int], np.ndarray] = {}
 
 
 def mel_filterbank(sample_rate: int, n_fft: int = N_FFT, n_mels: int = N_MELS) -> np.ndarray:
-    """Triangular mel filters `[n_mels, n_fft // 2 + 1]` (HTK mel scale, 0 Hz .. Nyquist)."""
+    """Triangular mel filters `[n_mels, n_fft // 2 + 1]` (HTK mel scale, `FMIN` .. Nyquist:
+    DC and sub-audible rumble, which says nothing about the voice, are left out)."""
     key = (sample_rate, n_fft, n_mels)
     if key not in _MEL_CACHE:
         def mel(f: np.ndarray) -> np.ndarray:
@@ -174,7 +186,7 @@ def mel_filterbank(sample_rate: int, n_fft: int = N_FFT, n_mels: int = N_MELS) -
             return 700.0 * (10.0 ** (m / 2595.0) - 1.0)
 
         freqs = np.linspace(0.0, sample_rate / 2, n_fft // 2 + 1)
-        edges = hz(np.linspace(mel(np.array(0.0)), mel(np.array(sample_rate / 2)), n_mels + 2))
+        edges = hz(np.linspace(mel(np.array(FMIN)), mel(np.array(sample_rate / 2)), n_mels + 2))
         lo, mid, hi = edges[:-2, None], edges[1:-1, None], edges[2:, None]
         up = (freqs[None] - lo) / np.maximum(mid - lo, 1e-9)
         down = (hi - freqs[None]) / np.maximum(hi - mid, 1e-9)
@@ -212,17 +224,20 @@ def compare(reference: np.ndarray, test: np.ndarray, sample_rate: int) -> tuple[
     `SPEECH_DB` of its loudest frame: pauses are left out), with both spectra floored
     `FLOOR_DB` below the loudest mel bin of `reference` (what lies below is inaudible next
     to the loud part)."""
-    snr = snr_db(reference, test)
-    ref_db = log_mel_db(reference, sample_rate)
-    floor = float(ref_db.max()) - FLOOR_DB
-    ref_db = np.maximum(ref_db, floor)
-    tst_db = np.maximum(log_mel_db(test, sample_rate), floor)
+    snr = snr_db(reference, test, sample_rate)
+    ref_raw = log_mel_db(reference, sample_rate)
+    tst_raw = log_mel_db(test, sample_rate)
+    floor = float(ref_raw.max()) - FLOOR_DB
+    ref_db = np.maximum(ref_raw, floor)
+    tst_db = np.maximum(tst_raw, floor)
     energy = 10.0 * np.log10(np.maximum(np.sum(10.0 ** (ref_db / 10.0), axis=1), 1e-30))
     speech = energy >= energy.max() - SPEECH_DB
     delta = (ref_db - tst_db)[speech]
     logmel = float(np.mean(np.sqrt(np.mean(delta**2, axis=1))))
-    # Mel cepstra of the natural-log mel amplitude (dB · ln10 / 20), c1..c24.
+    # Mel cepstra of the natural-log mel amplitude (dB · ln10 / 20), c1..c24; each spectrum
+    # floored below its own peak, so that a change of level alone reads 0.
+    own = np.maximum(tst_raw, float(tst_raw.max()) - FLOOR_DB)
     dct = _dct_matrix(ref_db.shape[1], N_CEPS + 1)[1:]
-    diff = delta * (math.log(10.0) / 20.0) @ dct.T
+    diff = (ref_db - own)[speech] * (math.log(10.0) / 20.0) @ dct.T
     mcd = float(np.mean(10.0 / math.log(10.0) * np.sqrt(2.0 * np.sum(diff**2, axis=1))))
     return snr, logmel, mcd

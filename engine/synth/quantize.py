@@ -72,6 +72,9 @@ class QuantSettings:
     only adds requantization steps)."""
     per_channel: bool = True
     """One weight scale per output channel (decoder weights differ a lot between channels)."""
+    fp32_tail_stages: int = 0
+    """Upsampling stages at the end of the decoder left in fp32 (their convolutions are
+    narrow, so int8 gains little there, and their rounding reaches the audio directly)."""
     crop_frames: int = 48
     """Latent frames per calibration crop (one crop per sentence and style)."""
     percentile: float = 99.999
@@ -225,7 +228,9 @@ def quantize_decoder(
     if not feeds:
         raise QuantizeError(f"{fp32_decoder}: no calibration data")
     if settings.method == "minmax":  # running min/max, merged every few crops: bounded memory
-        extra: dict[str, Any] = {"CalibMaxIntermediateOutputs": 4}
+        # (ORT refuses a count that divides the number of crops: "No data is collected")
+        batch = next(n for n in range(4, 64) if len(feeds) % n)
+        extra: dict[str, Any] = {"CalibMaxIntermediateOutputs": batch}
     else:  # histograms: one crop per collection step (crops may differ in length)
         extra = {"CalibStridedMinMax": 1}
     if settings.method == "percentile":
@@ -241,12 +246,31 @@ def quantize_decoder(
             quantize_static(
                 str(fp32_decoder), str(tmp), Reader(feeds), quant_format=QuantFormat.QDQ,
                 op_types_to_quantize=list(settings.op_types), per_channel=settings.per_channel,
+                nodes_to_exclude=tail_nodes(fp32_decoder, settings.fp32_tail_stages),
                 activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
                 calibrate_method=_calibration_method(settings), extra_options=extra,
             )
         finally:
             os.chdir(cwd)
     os.replace(tmp, out)
+
+
+def tail_nodes(decoder: Path, stages: int) -> list[str]:
+    """Names of the nodes from the `stages`-th last upsampling layer (ConvTranspose) to the
+    end of the decoder graph (graph order is execution order in exported graphs)."""
+    if stages <= 0:
+        return []
+    import onnx
+
+    model = onnx.load(str(decoder), load_external_data=False)
+    nodes = list(model.graph.node)
+    ups = [i for i, n in enumerate(nodes) if n.op_type == "ConvTranspose"]
+    if len(ups) < stages:
+        raise QuantizeError(f"{decoder}: {len(ups)} upsampling layers, cannot keep {stages} in fp32")
+    names = [n.name for n in nodes[ups[-stages]:]]
+    if not all(names):
+        raise QuantizeError(f"{decoder}: unnamed nodes, cannot keep the last stages in fp32")
+    return names
 
 
 class _QuietRootLogger:
