@@ -69,7 +69,9 @@ class FakeBert:
         for text, w2p in zip(bert_texts, word2phs):
             seed = sum(ord(c) for c in text) + len(text)
             rng = np.random.default_rng(seed)
-            out.append(rng.standard_normal((self.hidden, int(sum(w2p)))).astype(np.float32))
+            out.append(
+                rng.standard_normal((self.hidden, int(sum(w2p)))).astype(np.float32)
+            )
         return out
 
 
@@ -89,8 +91,12 @@ def shared_small_root() -> Path:
         root = Path(tempfile.mkdtemp(prefix="small-root-"))
         atexit.register(shutil.rmtree, root, True)
         plain = copy_small(root / "pytorch" / "speakers" / "small")
-        export_model_dir(plain / "config.json", plain / "model.safetensors",
-                         plain / "style_vectors.npy", root / "onnx" / "speakers" / "small")
+        export_model_dir(
+            plain / "config.json",
+            plain / "model.safetensors",
+            plain / "style_vectors.npy",
+            root / "onnx" / "speakers" / "small",
+        )
         _SHARED["small"] = root
     return _SHARED["small"]
 
@@ -122,7 +128,12 @@ def write_outlier_voice(folder: Path, scale: float = 3000.0, channel: int = 0) -
 
     copy_small(folder)
     state = load_file(str(folder / "model.safetensors"))
-    for key in ("dec.conv_pre.weight", "dec.conv_pre.bias", "dec.cond.weight", "dec.cond.bias"):
+    for key in (
+        "dec.conv_pre.weight",
+        "dec.conv_pre.bias",
+        "dec.cond.weight",
+        "dec.cond.bias",
+    ):
         state[key] = state[key].clone()
         state[key][channel] *= scale
     for key in [k for k in state if k.startswith("dec.ups.0.")]:

@@ -55,7 +55,9 @@ class PrecisionChoice:
 
 def check_precision(precision: str) -> str:
     if precision not in PRECISIONS:
-        raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
+        raise ValueError(
+            f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}"
+        )
     return precision
 
 
@@ -68,7 +70,10 @@ def cache_dir_for(name: str, key: str, cache_dir: Any = None) -> Path:
 
 
 def find_int8(
-    name: str, synthesizer: Path, baked_dirs: list[Path], cache_dir: Any = None,
+    name: str,
+    synthesizer: Path,
+    baked_dirs: list[Path],
+    cache_dir: Any = None,
     settings: QuantSettings | None = None,
 ) -> Int8Graphs | None:
     """Stamped int8 graphs of this synthesizer: in `baked_dirs` (by `quantize`), else the cache."""
@@ -111,11 +116,23 @@ def choose_precision(
             )
         stamp = stamp_for(Path(synthesizer), settings)
         out = cache_dir_for(name, stamp.key(), cache_dir)
-        _LOGGER.info("Voice %s: making int8 graphs once into %s (calibration on the voice's "
-                     "own latents, then the fidelity gate; this takes a while)", name, out)
+        _LOGGER.info(
+            "Voice %s: making int8 graphs once into %s (calibration on the voice's "
+            "own latents, then the fidelity gate; this takes a while)",
+            name,
+            out,
+        )
         try:
-            graphs = make_int8(synth, fp32_decoder, bert, voice, out, stamp, settings=settings,
-                               threads=threads)
+            graphs = make_int8(
+                synth,
+                fp32_decoder,
+                bert,
+                voice,
+                out,
+                stamp,
+                settings=settings,
+                threads=threads,
+            )
         except Exception as exc:  # noqa: BLE001 - any failure leaves the voice on fp32
             if precision == "int8":
                 raise
@@ -123,9 +140,18 @@ def choose_precision(
             return PrecisionChoice("fp32", f"int8 graphs could not be made ({exc})")
     report = graphs.report
     if report.passed:
-        return PrecisionChoice("int8", f"{report.summary()} [{graphs.directory}]", graphs)
+        return PrecisionChoice(
+            "int8", f"{report.summary()} [{graphs.directory}]", graphs
+        )
     if precision == "int8":
-        _LOGGER.warning("Voice %s: int8 asked for although its fidelity gate failed: %s",
-                        name, "; ".join(report.reasons))
-        return PrecisionChoice("int8", f"precision int8 asked for; {report.summary()}", graphs)
-    return PrecisionChoice("fp32", f"{report.summary()} → fp32 [{graphs.directory}]", graphs)
+        _LOGGER.warning(
+            "Voice %s: int8 asked for although its fidelity gate failed: %s",
+            name,
+            "; ".join(report.reasons),
+        )
+        return PrecisionChoice(
+            "int8", f"precision int8 asked for; {report.summary()}", graphs
+        )
+    return PrecisionChoice(
+        "fp32", f"{report.summary()} → fp32 [{graphs.directory}]", graphs
+    )

@@ -84,7 +84,9 @@ class QuantSettings:
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
-            raise ValueError(f"quantization method must be one of {', '.join(METHODS)}, got {self.method!r}")
+            raise ValueError(
+                f"quantization method must be one of {', '.join(METHODS)}, got {self.method!r}"
+            )
         if self.crop_frames < 8:
             raise ValueError(f"crop_frames must be at least 8, got {self.crop_frames}")
 
@@ -106,7 +108,9 @@ def read_sentences(path: Path) -> list[str]:
 class FeatureSource(Protocol):
     """What `engine.bert` gives: BERT features per sentence."""
 
-    def features(self, bert_texts: list[str], word2phs: list[list[int]]) -> list[np.ndarray]: ...
+    def features(
+        self, bert_texts: list[str], word2phs: list[list[int]]
+    ) -> list[np.ndarray]: ...
 
 
 class LatentBackend(Protocol):
@@ -155,7 +159,9 @@ def voice_latents(
 
     analyses = [analyze(s).with_blanks() for s in sentences]
     feats: list[np.ndarray] = []
-    for a in analyses:  # one at a time: peak memory of a long batch is not worth it here
+    for (
+        a
+    ) in analyses:  # one at a time: peak memory of a long batch is not worth it here
         feats.extend(bert.features([a.bert_text], [a.word2ph]))
     params = SynthParams()  # hayakoe's defaults (noise 0.6, noise_w 0.8, sdp_ratio 0.2)
     total = len(sentences) * len(voice.styles)
@@ -164,8 +170,12 @@ def voice_latents(
         vec = voice.style_vectors[row].astype(np.float32)
         for i, (sentence, a, f) in enumerate(zip(sentences, analyses, feats)):
             inputs = SynthInputs(
-                np.asarray(a.phone_ids, np.int64), np.asarray(a.tone_ids, np.int64),
-                np.asarray(a.lang_ids, np.int64), f, vec, 0,
+                np.asarray(a.phone_ids, np.int64),
+                np.asarray(a.tone_ids, np.int64),
+                np.asarray(a.lang_ids, np.int64),
+                f,
+                vec,
+                0,
             )
             lat = synth.latent(inputs, params, NoiseSource(seed, i))
             yield SentenceLatent(sentence, style, lat.z, lat.g)
@@ -179,7 +189,9 @@ def crop(z: np.ndarray, frames: int, key: str) -> np.ndarray:
     n = z.shape[-1]
     if n <= frames:
         return z
-    offset = int(hashlib.sha1(key.encode("utf-8")).hexdigest()[:8], 16) % (n - frames + 1)
+    offset = int(hashlib.sha1(key.encode("utf-8")).hexdigest()[:8], 16) % (
+        n - frames + 1
+    )
     return np.ascontiguousarray(z[..., offset : offset + frames])
 
 
@@ -215,19 +227,29 @@ class _FeedReader:
 
 
 def quantize_decoder(
-    fp32_decoder: Path, out: Path, feeds: Sequence[dict[str, np.ndarray]], settings: QuantSettings
+    fp32_decoder: Path,
+    out: Path,
+    feeds: Sequence[dict[str, np.ndarray]],
+    settings: QuantSettings,
 ) -> None:
     """Write the int8 (QDQ) version of `fp32_decoder` to `out`, calibrated on `feeds`."""
     import tempfile
 
-    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+    from onnxruntime.quantization import (
+        CalibrationDataReader,
+        QuantFormat,
+        QuantType,
+        quantize_static,
+    )
 
     class Reader(_FeedReader, CalibrationDataReader):  # ORT checks the base class
         pass
 
     if not feeds:
         raise QuantizeError(f"{fp32_decoder}: no calibration data")
-    if settings.method == "minmax":  # running min/max, merged every few crops: bounded memory
+    if (
+        settings.method == "minmax"
+    ):  # running min/max, merged every few crops: bounded memory
         # (ORT refuses a count that divides the number of crops: "No data is collected")
         batch = next(n for n in range(4, 64) if len(feeds) % n)
         extra: dict[str, Any] = {"CalibMaxIntermediateOutputs": batch}
@@ -238,17 +260,26 @@ def quantize_decoder(
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f".{out.name}.partial")
     quiet = _QuietRootLogger()
-    with tempfile.TemporaryDirectory(prefix="int8-calib-", dir=out.parent) as scratch, quiet:
+    with (
+        tempfile.TemporaryDirectory(prefix="int8-calib-", dir=out.parent) as scratch,
+        quiet,
+    ):
         # ORT writes its augmented model next to the working directory: keep it in scratch.
         cwd = os.getcwd()
         os.chdir(scratch)
         try:
             quantize_static(
-                str(fp32_decoder), str(tmp), Reader(feeds), quant_format=QuantFormat.QDQ,
-                op_types_to_quantize=list(settings.op_types), per_channel=settings.per_channel,
+                str(fp32_decoder),
+                str(tmp),
+                Reader(feeds),
+                quant_format=QuantFormat.QDQ,
+                op_types_to_quantize=list(settings.op_types),
+                per_channel=settings.per_channel,
                 nodes_to_exclude=tail_nodes(fp32_decoder, settings.fp32_tail_stages),
-                activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
-                calibrate_method=_calibration_method(settings), extra_options=extra,
+                activation_type=QuantType.QUInt8,
+                weight_type=QuantType.QInt8,
+                calibrate_method=_calibration_method(settings),
+                extra_options=extra,
             )
         finally:
             os.chdir(cwd)
@@ -266,10 +297,14 @@ def tail_nodes(decoder: Path, stages: int) -> list[str]:
     nodes = list(model.graph.node)
     ups = [i for i, n in enumerate(nodes) if n.op_type == "ConvTranspose"]
     if len(ups) < stages:
-        raise QuantizeError(f"{decoder}: {len(ups)} upsampling layers, cannot keep {stages} in fp32")
-    names = [n.name for n in nodes[ups[-stages]:]]
+        raise QuantizeError(
+            f"{decoder}: {len(ups)} upsampling layers, cannot keep {stages} in fp32"
+        )
+    names = [n.name for n in nodes[ups[-stages] :]]
     if not all(names):
-        raise QuantizeError(f"{decoder}: unnamed nodes, cannot keep the last stages in fp32")
+        raise QuantizeError(
+            f"{decoder}: unnamed nodes, cannot keep the last stages in fp32"
+        )
     return names
 
 
@@ -302,9 +337,19 @@ def measure_fidelity(
     for lat in latents:
         ref = np.asarray(decode_fp32(lat), np.float32).reshape(-1)
         tst = np.asarray(decode_int8(lat), np.float32).reshape(-1)
-        snr, logmel, mcd = compare(np.clip(ref, -1, 1), np.clip(tst, -1, 1), sample_rate)
-        rows.append(SentenceFidelity(lat.sentence, lat.style, len(ref) / sample_rate,
-                                     round(snr, 3), round(logmel, 4), round(mcd, 4)))
+        snr, logmel, mcd = compare(
+            np.clip(ref, -1, 1), np.clip(tst, -1, 1), sample_rate
+        )
+        rows.append(
+            SentenceFidelity(
+                lat.sentence,
+                lat.style,
+                len(ref) / sample_rate,
+                round(snr, 3),
+                round(logmel, 4),
+                round(mcd, 4),
+            )
+        )
     return judge(voice, rows, thresholds, settings)
 
 
@@ -362,7 +407,12 @@ def source_digest(source: Path) -> str:
 
 
 def stamp_for(source: Path, settings: QuantSettings) -> Int8Stamp:
-    return Int8Stamp(source_digest(source), settings.to_dict(), calibration_digest(), _engine_version())
+    return Int8Stamp(
+        source_digest(source),
+        settings.to_dict(),
+        calibration_digest(),
+        _engine_version(),
+    )
 
 
 @dataclass(frozen=True)
@@ -386,7 +436,10 @@ def read_int8_dir(directory: Path, stamp: Int8Stamp) -> Int8Graphs | None:
         return None
     if found != asdict(stamp) or not (directory / DECODER_FILE).is_file():
         if (directory / DECODER_FILE).is_file():
-            _LOGGER.info("Ignoring int8 graphs in %s: made from another source or recipe", directory)
+            _LOGGER.info(
+                "Ignoring int8 graphs in %s: made from another source or recipe",
+                directory,
+            )
         return None
     try:
         report = FidelityReport.load(directory / REPORT_FILE)
@@ -429,12 +482,16 @@ def make_int8(
     from .onnx_backend import session_options
 
     settings = settings or QuantSettings()
-    calibration = list(calibration if calibration is not None else read_sentences(CALIBRATION_FILE))
+    calibration = list(
+        calibration if calibration is not None else read_sentences(CALIBRATION_FILE)
+    )
     heldout = list(heldout if heldout is not None else read_sentences(HELDOUT_FILE))
     say = progress or (lambda msg: _LOGGER.info("%s", msg))
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / STAMP_FILE).unlink(missing_ok=True)  # incomplete until the stamp is written
+    (out_dir / STAMP_FILE).unlink(
+        missing_ok=True
+    )  # incomplete until the stamp is written
     timings: dict[str, float] = {}
 
     t0 = time.perf_counter()
@@ -446,10 +503,13 @@ def make_int8(
             if done == total or now - last[0] > 5.0:
                 last[0] = now
                 say(f"{voice.name}: {what} {done}/{total}")
+
         return show
 
     feeds = []
-    for lat in voice_latents(synth, bert, voice, calibration, settings.seed, tick("calibration latents")):
+    for lat in voice_latents(
+        synth, bert, voice, calibration, settings.seed, tick("calibration latents")
+    ):
         feed = {"z": crop(lat.z, settings.crop_frames, f"{lat.style}|{lat.sentence}")}
         if lat.g is not None:
             feed["g"] = lat.g
@@ -463,8 +523,11 @@ def make_int8(
     timings["quantize_s"] = time.perf_counter() - t1
 
     t2 = time.perf_counter()
-    sess = ort.InferenceSession(str(out_dir / DECODER_FILE), sess_options=session_options(threads),
-                                providers=["CPUExecutionProvider"])
+    sess = ort.InferenceSession(
+        str(out_dir / DECODER_FILE),
+        sess_options=session_options(threads),
+        providers=["CPUExecutionProvider"],
+    )
     has_g = "g" in {i.name for i in sess.get_inputs()}
 
     def int8(lat: SentenceLatent) -> np.ndarray:
@@ -476,10 +539,25 @@ def make_int8(
     def fp32(lat: SentenceLatent) -> np.ndarray:
         return np.asarray(synth.decode(lat, lat.z)).reshape(-1)
 
-    held = list(voice_latents(synth, bert, voice, heldout, settings.seed + 1, tick("held-out sentences")))
-    report = measure_fidelity(voice.name, held, fp32, int8, synth.sample_rate, thresholds,
-                              settings={**settings.to_dict(), "calibration_sentences": len(calibration),
-                                        "styles": len(voice.styles), "ort": ort.__version__})
+    held = list(
+        voice_latents(
+            synth, bert, voice, heldout, settings.seed + 1, tick("held-out sentences")
+        )
+    )
+    report = measure_fidelity(
+        voice.name,
+        held,
+        fp32,
+        int8,
+        synth.sample_rate,
+        thresholds,
+        settings={
+            **settings.to_dict(),
+            "calibration_sentences": len(calibration),
+            "styles": len(voice.styles),
+            "ort": ort.__version__,
+        },
+    )
     timings["gate_s"] = time.perf_counter() - t2
     report.settings["timings_s"] = {k: round(v, 2) for k, v in timings.items()}
     report.save(out_dir / REPORT_FILE)

@@ -34,21 +34,48 @@ def build_parser() -> argparse.ArgumentParser:
             "them against fp32 (the fidelity gate)."
         ),
     )
-    parser.add_argument("src", help="where the voice is: a hayakoe-layout root or voice folder, "
-                        "hf://user/repo, s3://bucket/prefix, file:///path")
-    parser.add_argument("out_root", nargs="?", type=Path, default=None,
-                        help="output root (gets onnx/speakers/NAME/ with an int8/ folder); "
-                        "default: the cache")
-    parser.add_argument("--name", required=True, help="voice name (folder under onnx/speakers/)")
-    parser.add_argument("--bert-source", default=DEFAULT_SOURCE,
-                        help=f"where the BERT is (default {DEFAULT_SOURCE})")
-    parser.add_argument("--cache-dir", type=Path, default=None,
-                        help="cache root (default: $HAYAKOE_CACHE, else ~/.cache/hayakoe)")
-    parser.add_argument("--method", choices=["minmax", "entropy", "percentile"], default=None,
-                        help="activation calibration (default: the engine's, see docs)")
-    parser.add_argument("--threads", type=int, default=None, help="ONNX Runtime threads")
-    parser.add_argument("--hf-token-file", type=Path, default=None,
-                        help="file holding a Hugging Face token (else $HF_TOKEN)")
+    parser.add_argument(
+        "src",
+        help="where the voice is: a hayakoe-layout root or voice folder, "
+        "hf://user/repo, s3://bucket/prefix, file:///path",
+    )
+    parser.add_argument(
+        "out_root",
+        nargs="?",
+        type=Path,
+        default=None,
+        help="output root (gets onnx/speakers/NAME/ with an int8/ folder); "
+        "default: the cache",
+    )
+    parser.add_argument(
+        "--name", required=True, help="voice name (folder under onnx/speakers/)"
+    )
+    parser.add_argument(
+        "--bert-source",
+        default=DEFAULT_SOURCE,
+        help=f"where the BERT is (default {DEFAULT_SOURCE})",
+    )
+    parser.add_argument(
+        "--cache-dir",
+        type=Path,
+        default=None,
+        help="cache root (default: $HAYAKOE_CACHE, else ~/.cache/hayakoe)",
+    )
+    parser.add_argument(
+        "--method",
+        choices=["minmax", "entropy", "percentile"],
+        default=None,
+        help="activation calibration (default: the engine's, see docs)",
+    )
+    parser.add_argument(
+        "--threads", type=int, default=None, help="ONNX Runtime threads"
+    )
+    parser.add_argument(
+        "--hf-token-file",
+        type=Path,
+        default=None,
+        help="file holding a Hugging Face token (else $HF_TOKEN)",
+    )
     parser.add_argument("--debug", action="store_true", help="debug logging")
     return parser
 
@@ -56,8 +83,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command; returns the exit status."""
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.DEBUG if args.debug else logging.INFO,
-                        format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.DEBUG if args.debug else logging.INFO,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
     for handler in logging.getLogger().handlers:
         handler.addFilter(RedactingFilter())
     if args.threads is not None and args.threads < 1:
@@ -68,7 +97,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             token = args.hf_token_file.read_text(encoding="utf-8").strip() or None
         except OSError as exc:
-            print(f"quantize: cannot read --hf-token-file {args.hf_token_file}: {exc}", file=sys.stderr)
+            print(
+                f"quantize: cannot read --hf-token-file {args.hf_token_file}: {exc}",
+                file=sys.stderr,
+            )
             return 2
     from engine import quantize_voice
 
@@ -77,8 +109,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         graphs = quantize_voice(
-            args.name, args.src, args.out_root, bert_source=args.bert_source,
-            cache_dir=args.cache_dir, token=token, method=args.method, threads=args.threads,
+            args.name,
+            args.src,
+            args.out_root,
+            bert_source=args.bert_source,
+            cache_dir=args.cache_dir,
+            token=token,
+            method=args.method,
+            threads=args.threads,
             progress=progress,
         )
     except FileNotFoundError as exc:
@@ -92,10 +130,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     report = graphs.report
     print(f"wrote {graphs.directory}")
-    print(f"{'style':<10} {'seconds':>7} {'SNR dB':>7} {'log-mel dB':>10} {'MCD dB':>7}  sentence")
+    print(
+        f"{'style':<10} {'seconds':>7} {'SNR dB':>7} {'log-mel dB':>10} {'MCD dB':>7}  sentence"
+    )
     for s in report.sentences:
-        print(f"{s.style[:10]:<10} {s.seconds:7.2f} {s.snr_db:7.1f} {s.logmel_db:10.2f} "
-              f"{s.mcd_db:7.2f}  {s.sentence}")
+        print(
+            f"{s.style[:10]:<10} {s.seconds:7.2f} {s.snr_db:7.1f} {s.logmel_db:10.2f} "
+            f"{s.mcd_db:7.2f}  {s.sentence}"
+        )
     print(report.summary())
     if not report.passed:
         print("precision auto will run this voice in fp32 (precision int8 forces int8)")
