@@ -2,7 +2,7 @@
 
 Builds (once, cached under benchmarks/.cache/) a random-weight DeBERTa-v2-large-japanese-char
 (24 layers, hidden 1024, 16 heads, intermediate 4096, vocab 22012, relative attention as the
-real config), exports it with `engine.runtime.bert_export` to ONNX fp32 and int8, then runs
+real config), exports it with `engine.bert.export` to ONNX fp32 and int8, then runs
 each backend in its own process (so peak RSS is that backend's alone) and prints, for PyTorch
 (with and without `TorchBert`'s relative-position cache), ONNX fp32 and ONNX int8:
 
@@ -36,11 +36,15 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(REPO))
 
+from engine import layout  # noqa: E402 (after the path set-up)
+
 # BENCH_BERT_SMOKE=1: a tiny shape, to check the script itself in seconds.
 SMOKE = os.environ.get("BENCH_BERT_SMOKE") == "1"
 CACHE = HERE / ".cache" / ("bert_smoke_random" if SMOKE else "bert_large_random")
-MODEL_DIR = CACHE / "pytorch"
+MODEL_DIR = CACHE / "torch_model"
 ONNX_ROOT = CACHE / "export"
+Q8_PATH = f"{layout.BERT_ONNX_Q8_PREFIX}/{layout.BERT_ONNX_Q8_FILE}"
+FP32_PATH = f"{layout.BERT_ONNX_FP32_PREFIX}/{layout.BERT_ONNX_FP32_FILE}"
 TOKENIZER_DIR = REPO / "tests" / "data" / "bert_small"
 
 FULL_SIZE = {
@@ -114,10 +118,10 @@ def build(rebuild: bool) -> None:
         n_params = sum(p.numel() for p in model.parameters())
         print(f"built random DeBERTa-v2-large: {n_params / 1e6:.0f} M params in {time.perf_counter() - t0:.0f} s")
         del model
-    q8 = ONNX_ROOT / "onnx/bert/q8/bert_q8.onnx"
-    fp32 = ONNX_ROOT / "onnx/bert/fp32/bert.onnx"
+    q8 = ONNX_ROOT / Q8_PATH
+    fp32 = ONNX_ROOT / FP32_PATH
     if not (q8.is_file() and fp32.is_file()):
-        from engine.runtime.bert_export import export_bert
+        from engine.bert.export import export_bert
 
         t0 = time.perf_counter()
         result = export_bert(MODEL_DIR, ONNX_ROOT, tokenizer_dir=TOKENIZER_DIR, quantize=True, keep_fp32=True)
@@ -162,13 +166,13 @@ def worker(kind: str, threads: int, inputs: Path, out_npz: Path) -> None:
         import torch
 
         torch.set_num_threads(threads)
-        from engine.runtime.bert_torch import TorchBert
+        from engine.bert.torch_backend import TorchBert
 
         bert = TorchBert(MODEL_DIR, TOKENIZER_DIR, device="cpu", cache_rel_projections=kind == "torch")
     else:
-        from engine.runtime.bert_onnx import OnnxBert
+        from engine.bert.onnx_backend import OnnxBert
 
-        path = ONNX_ROOT / ("onnx/bert/fp32/bert.onnx" if kind == "onnx-fp32" else "onnx/bert/q8/bert_q8.onnx")
+        path = ONNX_ROOT / (FP32_PATH if kind == "onnx-fp32" else Q8_PATH)
         bert = OnnxBert(path, TOKENIZER_DIR, threads=threads)
     load_s = time.perf_counter() - t0
     bert.features(texts, w2ps)  # warm-up: every shape once
@@ -248,7 +252,7 @@ def main() -> int:
     args = parser.parse_args()
 
     if args.threads is None:
-        from engine.runtime.bert_onnx import physical_cores
+        from engine.bert.onnx_backend import physical_cores
 
         args.threads = physical_cores()
     if args.worker:

@@ -51,7 +51,7 @@ TEXTS = {
 
 
 def phone_inputs(text: str, bert_channels: int = 1024):
-    from engine.runtime.synth_common import SynthInputs
+    from engine.synth.common import SynthInputs
 
     try:
         from engine.text import analyze
@@ -76,9 +76,9 @@ def build(rebuild: bool = False) -> Path:
     import torch
     from safetensors.torch import save_file
 
-    from engine.config import parse_config
+    from engine.neural.config import parse_config
     from engine.model import JPExtraSynthesizer
-    from engine.runtime.export import export_model_dir
+    from engine.synth.export import export_model_dir
 
     stamp = CACHE / "built.json"
     if not rebuild and stamp.is_file() and json.loads(stamp.read_text()).get("version") == VERSION:
@@ -118,7 +118,7 @@ def build(rebuild: bool = False) -> Path:
     (plain / "config.json").write_text(json.dumps(raw))
     np.save(plain / "style_vectors.npy", np.zeros((1, 256), np.float32))
     export_model_dir(plain / "config.json", plain / "model.safetensors", plain / "style_vectors.npy",
-                     CACHE / "onnx")
+                     CACHE / "onnx_export")
     stamp.write_text(json.dumps({"version": VERSION}))
     return CACHE
 
@@ -133,10 +133,10 @@ def main() -> None:
 
     import torch
 
-    from engine.config import load_config
-    from engine.runtime.synth_common import NoiseSource, SynthParams
-    from engine.runtime.synth_onnx import OnnxSynthesizer, default_threads
-    from engine.runtime.synth_torch import TorchSynthesizer
+    from engine.neural.config import load_config
+    from engine.synth.common import NoiseSource, SynthParams
+    from engine.synth.onnx_backend import OnnxSynthesizer, default_threads
+    from engine.synth.torch_backend import TorchSynthesizer
 
     threads = args.threads or default_threads()
     torch.set_num_threads(threads)
@@ -147,7 +147,7 @@ def main() -> None:
     for name in args.backends.split(","):
         t = time.perf_counter()
         if name == "onnx":
-            backends[name] = OnnxSynthesizer(root / "onnx" / "synthesizer.onnx", None,
+            backends[name] = OnnxSynthesizer(root / "onnx_export" / "synthesizer.onnx", None,
                                              inter_channels=cfg.model.inter_channels,
                                              hop_length=cfg.hop_length, sample_rate=cfg.sample_rate,
                                              threads=threads)

@@ -7,13 +7,13 @@ Weight values do not change the cost of a forward pass; shapes and output length
 
 - the synthesizer has the real JP-Extra shapes (the project's own `JPExtraSynthesizer` with
   the default config = `full_size_manifest.tsv`), random weights, exported by the project's
-  exporter (`engine.runtime.export`) to hayakoe's `synthesizer.onnx` + `duration_predictor.onnx`;
+  exporter (`engine.synth.export`) to hayakoe's `synthesizer.onnx` + `duration_predictor.onnx`;
 - the duration predictor's output projection is rescaled and its bias solved so that the
   benchmark texts get a real voice's speaking rate, about 2.75 frames per phone id including
   blanks (「こんにちは。」 ≈ 0.8 s); the stochastic predictor's output affine is set to the same
   mean, so sdp_ratio > 0 (the servers' default) keeps that rate too;
 - the BERT is DeBERTa-v2-large (24 layers, hidden 1024, vocab 22012) with random weights,
-  built by `bench_bert.build` (exported and int8-quantised by `engine.runtime.bert_export`),
+  built by `bench_bert.build` (exported and int8-quantised by `engine.bert.export`),
   with the real character tokenizer files.
 
 Layout under benchmarks/.cache/fullsize/ (what both hayakoe 1.3.1 and our engine read):
@@ -41,6 +41,8 @@ REPO = HERE.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(HERE))
 
+from engine import layout  # noqa: E402 (after the path set-up)
+
 from common import TEXTS, VOICE_NAME
 
 CACHE = HERE / ".cache"
@@ -67,20 +69,20 @@ def build_bert(root: Path) -> Path:
     """The random full-size int8 BERT and its tokenizer under `root`; returns the q8 path.
 
     Built by the BERT benchmark's own builder (`bench_bert.build`: random DeBERTa-v2-large,
-    exported and int8-quantised by `engine.runtime.bert_export`, cached in its own folder),
+    exported and int8-quantised by `engine.bert.export`, cached in its own folder),
     then linked into hayakoe's layout here.
     """
-    q8 = root / "onnx" / "bert" / "q8" / "bert_q8.onnx"
+    q8 = root / layout.BERT_ONNX_Q8_PREFIX / layout.BERT_ONNX_Q8_FILE
     if q8.is_file():
         return q8
     import bench_bert
 
     t0 = time.perf_counter()
     bench_bert.build(False)
-    src_q8 = bench_bert.ONNX_ROOT / "onnx" / "bert" / "q8" / "bert_q8.onnx"
+    src_q8 = bench_bert.ONNX_ROOT / bench_bert.Q8_PATH
     q8.parent.mkdir(parents=True, exist_ok=True)
     _link_or_copy(src_q8, q8)
-    tok = root / "bert" / "tokenizer"
+    tok = root / layout.BERT_TOKENIZER_PREFIX
     tok.mkdir(parents=True, exist_ok=True)
     src_tok = _tokenizer_source()
     for name in _TOKENIZER_FILES:
@@ -101,7 +103,7 @@ def _link_or_copy(src: Path, dst: Path) -> None:
 
 
 def _voice_config() -> dict:
-    from engine.config import VoiceConfig
+    from engine.neural.config import VoiceConfig
 
     cfg = VoiceConfig().to_dict()
     cfg["version"] = "2.5.0-JP-Extra"
@@ -179,14 +181,14 @@ def _calibrate_durations(model, inputs, style_vec) -> float:
 
 def build_synthesizer(root: Path) -> Path:
     """Random full-size JP-Extra synthesizer exported into `root/onnx/speakers/bench`."""
-    out = root / "onnx" / "speakers" / VOICE_NAME
+    out = root / layout.speaker_prefix(VOICE_NAME, "onnx")
     if (out / "synthesizer.onnx").is_file() and (out / "duration_predictor.onnx").is_file():
         return out
     import torch
 
-    from engine.config import parse_config
+    from engine.neural.config import parse_config
     from engine.model import JPExtraSynthesizer
-    from engine.runtime.export import (
+    from engine.synth.export import (
         export_duration_predictor_onnx,
         export_synthesizer_onnx,
     )
@@ -214,9 +216,9 @@ def build_synthesizer(root: Path) -> Path:
 
 
 def _copy_speakers(root: Path) -> None:
-    src = root / "onnx" / "speakers" / VOICE_NAME
+    src = root / layout.speaker_prefix(VOICE_NAME, "onnx")
     for name in EXTRA_SPEAKERS:
-        dst = root / "onnx" / "speakers" / name
+        dst = root / layout.speaker_prefix(name, "onnx")
         if dst.is_dir():
             continue
         tmp = dst.with_name(name + ".partial")

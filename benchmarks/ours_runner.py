@@ -14,14 +14,18 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
+from engine import layout  # noqa: E402 (after the path set-up)
+
 from common import EngineWorker, claim_stdout, serve_commands
 
 
 class _Worker(EngineWorker):
     def make_tts(self, cache_dir: str | None):
-        from engine import TTS
+        from engine import TTS, EngineOptions
 
-        return TTS(device="cpu", cache_dir=cache_dir, bert_source=self.root)
+        # run.py's variants set the documented environment defaults (e.g. first window 0).
+        options = EngineOptions.from_env()
+        return TTS(device="cpu", cache_dir=cache_dir, bert_source=self.root, options=options)
 
     def exactness(self, msg: dict) -> dict:
         """Windowed vs whole-sentence decoding, and our cut graphs vs hayakoe's
@@ -30,16 +34,16 @@ class _Worker(EngineWorker):
 
         import numpy as np
 
-        from engine.runtime.decoder_split import SplitOnnxSynthesizer
-        from engine.runtime.synth_common import NoiseSource, SynthInputs, SynthParams
-        from engine.runtime.synth_onnx import OnnxSynthesizer
-        from engine.runtime.windowed import (
+        from engine.synth.decoder_split import SplitOnnxSynthesizer
+        from engine.synth.common import NoiseSource, SynthInputs, SynthParams
+        from engine.synth.onnx_backend import OnnxSynthesizer
+        from engine.synth.windowed import (
             DecoderGeometry,
             WindowedSentence,
             WindowPlan,
         )
 
-        folder = Path(msg["root"]) / "onnx" / "speakers" / msg["speaker"]
+        folder = Path(msg["root"]) / layout.speaker_prefix(msg["speaker"], "onnx")
         cfg = _json.loads((folder / "config.json").read_text(encoding="utf-8"))
         kw = {"inter_channels": cfg["model"]["inter_channels"], "hop_length": cfg["data"]["hop_length"],
                   "sample_rate": cfg["data"]["sampling_rate"]}

@@ -17,11 +17,14 @@ import re
 from importlib import metadata
 from pathlib import Path
 
+from . import layout
 from .audio import AudioResult
 from .openjtalk import EMBEDDED_VOICE_NAME
 from .speaker import Speaker
-from .tts import DEFAULT_SOURCE, TTS, NeuralEngineMissingError
-from .voice import AudioPiece, SynthesisOptions, Voice
+from .layout import OFFICIAL_SOURCE
+from .options import EngineOptions
+from .tts import TTS
+from .voice_backend import AudioPiece, SynthesisOptions, Voice
 
 
 def _version() -> str:
@@ -47,9 +50,9 @@ _LAZY = {
     "cache_root": ("engine.sources.cache", "cache_root"),
     "parse_source": ("engine.sources", "parse_source"),
     "pre_download": ("engine.download", "pre_download"),
-    "export_bert": ("engine.runtime.bert_export", "export_bert"),
-    "export_voice": ("engine.runtime.export", "export_voice"),
-    "check_export": ("engine.runtime.export", "check_export"),
+    "export_bert": ("engine.bert.export", "export_bert"),
+    "export_voice": ("engine.synth.export", "export_voice"),
+    "check_export": ("engine.synth.export", "check_export"),
 }
 
 
@@ -64,12 +67,12 @@ def __getattr__(name: str):
 
 
 __all__ = [
-    "DEFAULT_SOURCE",
+    "OFFICIAL_SOURCE",
     "EMBEDDED_VOICE_NAME",
     "TTS",
     "AudioPiece",
     "AudioResult",
-    "NeuralEngineMissingError",
+    "EngineOptions",
     "RedactingFilter",
     "cache_root",
     "check_export",
@@ -82,4 +85,5 @@ __all__ = [
     "SynthesisOptions",
     "Voice",
     "__version__",
+    "layout",
 ]

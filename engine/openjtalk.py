@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .voice import AudioPiece, SynthesisOptions
+from .voice_backend import AudioPiece, SynthesisOptions
 
 __all__ = ["DEFAULT_SENTENCE_PAUSE", "EMBEDDED_VOICE_NAME", "STYLES", "OpenJTalkVoice"]
 
@@ -101,7 +101,7 @@ def split_long(sentence: str, limit: int = MAX_PHRASE_CHARS) -> list[str]:
 
 
 class OpenJTalkVoice:
-    """The HTS voice `mei_normal` bundled with pyopenjtalk (48 kHz), as an `engine.voice.Voice`.
+    """The HTS voice `mei_normal` bundled with pyopenjtalk (48 kHz), as an `engine.voice_backend.Voice`.
 
     One `HTSEngine` per instance (not pyopenjtalk's global one), so its speed/pitch settings
     are private; the OpenJTalk text frontend is pyopenjtalk's global instance, which is where

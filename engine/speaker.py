@@ -1,7 +1,7 @@
 """`Speaker`: the public face of one loaded voice.
 
 What is the same for every kind of voice lives here, so a voice backend only turns sentences
-into float audio (`engine.voice.Voice.render`):
+into float audio (`engine.voice_backend.Voice.render`):
 
 - optional rewriting (`engine.text.rewrite`: times, units, Latin words, user dictionary),
 - sentence splitting (`engine.text.split_sentences`, or `SentenceSplitter` for text that
@@ -30,7 +30,9 @@ from typing import Any
 import numpy as np
 
 from .audio import AudioResult
-from .voice import SynthesisOptions, Voice
+from .text.rewriter import rewrite
+from .text.splitter import SentenceSplitter, split_sentences
+from .voice_backend import SynthesisOptions, Voice
 
 __all__ = ["DEFAULT_STREAM_PAUSE", "Speaker", "StreamCancelled"]
 
@@ -47,13 +49,6 @@ _ASYNC_BUFFER = 2  # chunks a worker may run ahead of an async consumer
 
 class StreamCancelled(Exception):
     """Raised inside a worker when its consumer went away; never reaches callers."""
-
-
-def _text_helpers() -> tuple[Any, Any, Any]:
-    """(split_sentences, SentenceSplitter, rewrite or None) from the frontend (`engine.text`)."""
-    from . import text as frontend
-
-    return frontend.split_sentences, frontend.SentenceSplitter, getattr(frontend, "rewrite", None)
 
 
 class Speaker:
@@ -74,7 +69,6 @@ class Speaker:
         self.rewrite = rewrite
         self.defaults = defaults or SynthesisOptions(style=self._default_style(voice))
         self.lock = threading.Lock()
-        self._warned_no_rewrite = False
 
     # -- description -------------------------------------------------------------------
     @property
@@ -103,7 +97,7 @@ class Speaker:
 
     @property
     def version(self) -> str | None:
-        return getattr(self.voice, "version", None)
+        return self.voice.version
 
     @property
     def default_style(self) -> str:
@@ -246,13 +240,8 @@ class Speaker:
     # -- internals ---------------------------------------------------------------------
     def _prepare(self, text: str) -> list[str]:
         """Rewrite (optionally) and split a complete text into sentences."""
-        split_sentences, _, rewrite = _text_helpers()
         if self.rewrite:
-            if rewrite is not None:
-                text = rewrite(text)
-            elif not self._warned_no_rewrite:
-                self._warned_no_rewrite = True
-                _LOGGER.warning("engine.text.rewrite is not available; speaking text as given")
+            text = rewrite(text)
         return [s for s in split_sentences(text) if s.strip()]
 
     def _acquire(self, cancel: threading.Event | None) -> None:
@@ -274,7 +263,6 @@ class Speaker:
             if sentences:
                 yield from self._render(sentences, opts, cancel, pause_before=False)
             return
-        _, SentenceSplitter, _ = _text_helpers()
         splitter = SentenceSplitter()
         spoken = False
         for delta in text:
@@ -336,7 +324,8 @@ class Speaker:
     def _pause_s(self, opts: SynthesisOptions) -> float:
         if opts.sentence_silence is not None:
             return max(0.0, float(opts.sentence_silence))
-        return float(getattr(self.voice, "sentence_pause", DEFAULT_STREAM_PAUSE))
+        pause = self.voice.sentence_pause
+        return DEFAULT_STREAM_PAUSE if pause is None else float(pause)
 
 
 class _Failure:

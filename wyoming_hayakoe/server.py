@@ -38,6 +38,7 @@ def build_tts(settings: Settings) -> TTS:
         bert_source=settings.bert_source,
         hf_token=settings.hf_token,
         rewrite=settings.rewrite,
+        options=settings.engine,
     )
     for spec in settings.voices:
         tts.load(spec.name, source=spec.source)
@@ -177,12 +178,9 @@ def configure_logging(settings: Settings) -> None:
     """Log to stderr (stdout may carry the protocol) with secrets scrubbed."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter(settings.log_format))
-    try:
-        from engine import RedactingFilter
-    except ImportError:  # an engine without sources: nothing to redact
-        pass
-    else:
-        handler.addFilter(RedactingFilter())
+    from engine import RedactingFilter  # loaded on first use (engine.sources)
+
+    handler.addFilter(RedactingFilter())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(logging.DEBUG if settings.debug else logging.INFO)

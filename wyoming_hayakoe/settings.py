@@ -6,14 +6,15 @@ The flag names are a contract: the Home Assistant add-on maps its options to exa
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlparse
 
-from engine import DEFAULT_SOURCE, EMBEDDED_VOICE_NAME, __version__
+from engine import EMBEDDED_VOICE_NAME, OFFICIAL_SOURCE, EngineOptions, __version__
 
 __all__ = [
     "DEFAULT_URI",
@@ -91,7 +92,7 @@ class Settings:
     streaming: bool = True
     device: str = "cpu"
     cache_dir: Path | None = None
-    bert_source: str = DEFAULT_SOURCE
+    bert_source: str = OFFICIAL_SOURCE
     hf_token: str | None = field(default=None, repr=False)
     user_dict: Path | None = None
     rewrite: bool = True
@@ -104,6 +105,9 @@ class Settings:
     """`torch.compile` the neural voices at start; None: on for cuda devices, off otherwise."""
     debug: bool = False
     log_format: str = logging.BASIC_FORMAT
+    engine: EngineOptions = EngineOptions()
+    """Engine tuning (threads, streaming windows, memory, offline): flags, else the documented
+    environment variables (`EngineOptions.from_env`)."""
 
     @property
     def use_compile(self) -> bool:
@@ -147,6 +151,10 @@ def _positive_int(flag: str):
     return _number(flag, int, "an integer", allow_zero=False)
 
 
+def _non_negative_int(flag: str):
+    return _number(flag, int, "an integer", allow_zero=True)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The server's argument parser (wyoming-piper's style)."""
     p = argparse.ArgumentParser(
@@ -174,7 +182,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-streaming", action="store_true", help="do not advertise streaming synthesis (synthesize-start/chunk/stop)")
     p.add_argument("--device", default="cpu", help="cpu (ONNX Runtime) or cuda[:N] (PyTorch) (default: %(default)s)")
     p.add_argument("--cache-dir", type=Path, help="where downloaded voices are kept (default: $HAYAKOE_CACHE or the user cache)")
-    p.add_argument("--bert-source", default=DEFAULT_SOURCE, help="where the BERT comes from (default: %(default)s)")
+    p.add_argument("--bert-source", default=OFFICIAL_SOURCE, help="where the BERT comes from (default: %(default)s)")
     p.add_argument("--hf-token", default=None, help="Hugging Face token for private voices (default: $HF_TOKEN; never logged)")
     p.add_argument("--user-dict", type=Path, help="user dictionary file to load at start")
     p.add_argument("--no-rewrite", action="store_true", help="speak text as given (no times/units/Latin-word rewriting)")
@@ -182,6 +190,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--compile", action=argparse.BooleanOptionalAction, default=None,
         help="torch.compile neural voices at start (PyTorch backend; default: on for cuda devices)",
+    )
+    e = p.add_argument_group("engine tuning (defaults from the environment, see engine/options.py)")
+    e.add_argument(
+        "--threads", type=_positive_int("--threads"), default=None,
+        help="ONNX Runtime threads per session (default: $WYOMING_HAYAKOE_THREADS, else the usable CPUs, at most 8)",
+    )
+    e.add_argument(
+        "--first-window", type=_non_negative_int("--first-window"), default=None, metavar="FRAMES",
+        help="frames in a request's first decoder window; 0 decodes whole sentences (default: $WYOMING_HAYAKOE_FIRST_WINDOW, else 24)",
+    )
+    e.add_argument(
+        "--conv2d", action=argparse.BooleanOptionalAction, default=None,
+        help="run the decoder's 1-D convolutions as 2-D ones (default: on if $WYOMING_HAYAKOE_CONV2D=1)",
+    )
+    e.add_argument(
+        "--release-memory", action=argparse.BooleanOptionalAction, default=None,
+        help="give decoder memory back after long requests (default: on unless $WYOMING_HAYAKOE_RELEASE_MEMORY=0)",
+    )
+    e.add_argument(
+        "--offline", action=argparse.BooleanOptionalAction, default=None,
+        help="never contact a voice store; use the cache only (default: $HAYAKOE_OFFLINE)",
     )
     g = p.add_argument_group("synthesis defaults (per voice when not given)")
     g.add_argument("--speed", type=_positive_float("--speed"), help="speaking rate factor (2.0 = twice as fast)")
@@ -219,7 +248,7 @@ def _check_uri(uri: str) -> str:
     return uri
 
 
-def settings_from_args(args: argparse.Namespace, environ: dict[str, str] | None = None) -> Settings:
+def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> Settings:
     """Validate parsed arguments into `Settings`."""
     env = os.environ if environ is None else environ
     uri = _check_uri(args.uri)
@@ -277,10 +306,25 @@ def settings_from_args(args: argparse.Namespace, environ: dict[str, str] | None 
         compile=args.compile,
         debug=args.debug,
         log_format=args.log_format,
+        engine=_engine_options(args, env),
     )
 
 
-def parse_settings(argv: Sequence[str] | None = None, environ: dict[str, str] | None = None) -> Settings:
+def _engine_options(args: argparse.Namespace, env: Mapping[str, str]) -> EngineOptions:
+    """Flags given on the command line over the environment's documented defaults."""
+    given = {
+        "threads": args.threads,
+        "first_window": args.first_window,
+        "conv2d": args.conv2d,
+        "release_memory": args.release_memory,
+        "offline": args.offline,
+    }
+    return dataclasses.replace(
+        EngineOptions.from_env(env), **{k: v for k, v in given.items() if v is not None}
+    )
+
+
+def parse_settings(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> Settings:
     """Parse the command line into `Settings` (argparse exits with a message on bad flags)."""
     parser = build_parser()
     args = parser.parse_args(list(argv) if argv is not None else None)

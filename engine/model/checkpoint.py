@@ -23,7 +23,7 @@ from pathlib import Path
 
 import torch
 
-from ..config import VoiceConfig
+from ..neural.config import VoiceConfig
 from .synthesizer import JPExtraSynthesizer
 
 _LOGGER = logging.getLogger(__name__)

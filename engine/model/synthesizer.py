@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from ..config import VoiceConfig
+from ..neural.config import VoiceConfig
 from .duration import DurationPredictor, StochasticDurationPredictor
 from .flow import TransformerCouplingBlock
 from .generator import Generator
@@ -120,7 +120,7 @@ class JPExtraSynthesizer(nn.Module):
         noise_scale: torch.Tensor | float,
         z_noise: torch.Tensor | None,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """`decode` without the vocoder (for windowed decoding, `engine.runtime.windowed`).
+        """`decode` without the vocoder (for windowed decoding, `engine.synth.windowed`).
 
         Returns (z_p [b, c, f], z [b, c, f], y_mask [b, 1, f]); the decoder reads z · y_mask."""
         y_lengths = torch.clamp_min(torch.sum(w_ceil, [1, 2]), 1).long()

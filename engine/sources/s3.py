@@ -36,7 +36,6 @@ from .base import (
     SourceNotFoundError,
     SourceUnavailableError,
     normalize_prefix,
-    offline_requested,
     safe_relative_path,
     write_json_atomic,
 )
@@ -132,8 +131,11 @@ class S3Source:
         endpoint_url: str | None = None,
         region: str | None = None,
         client: Any = None,
+        offline: bool = False,
     ) -> None:
         self.bucket = bucket
+        self.offline = offline
+        """Answer from the cache only, never contacting the store (`EngineOptions.offline`)."""
         self.prefix = normalize_prefix(prefix)
         self.endpoint_url = (
             endpoint_url
@@ -148,10 +150,12 @@ class S3Source:
         self.cache_path = base / self.prefix if self.prefix else base
 
     @classmethod
-    def from_uri(cls, uri: str, *, cache_dir: Any = None, token: str | None = None) -> S3Source:
+    def from_uri(
+        cls, uri: str, *, cache_dir: Any = None, token: str | None = None, offline: bool = False
+    ) -> S3Source:
         """Factory for `parse_source` (`token` is for Hub sources and is ignored here)."""
         bucket, prefix = parse_s3_uri(uri)
-        return cls(bucket, prefix, cache_dir=cache_dir)
+        return cls(bucket, prefix, cache_dir=cache_dir, offline=offline)
 
     def __repr__(self) -> str:
         return f"S3Source({self.uri!r})"
@@ -162,8 +166,8 @@ class S3Source:
         """Sync every object under `prefix` into the cache and return that folder."""
         rel = normalize_prefix(prefix)
         local = self.cache_path / rel if rel else self.cache_path
-        if offline_requested():
-            return self._use_cache(local, rel, "HAYAKOE_OFFLINE is set", warn=False)
+        if self.offline:
+            return self._use_cache(local, rel, "offline (HAYAKOE_OFFLINE / --offline)", warn=False)
         try:
             objects = self._list(rel)
         except _Unreachable as exc:
@@ -186,7 +190,7 @@ class S3Source:
         store cannot be reached)."""
         rel = normalize_prefix(prefix)
         local = self.cache_path / rel if rel else self.cache_path
-        if offline_requested():
+        if self.offline:
             return local.exists()
         key = self._key(rel)
         try:

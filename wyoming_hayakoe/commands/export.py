@@ -16,6 +16,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from engine import layout
+
 _LOGGER = logging.getLogger(__name__)
 
 
@@ -26,8 +28,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Export a Style-Bert-VITS2 JP-Extra model folder to hayakoe's ONNX layout.",
     )
     parser.add_argument("src_dir", type=Path, help="model folder: config.json, *.safetensors, style_vectors.npy")
-    parser.add_argument("out_root", type=Path, help="output root (gets onnx/speakers/NAME/)")
-    parser.add_argument("--name", required=True, help="voice name (folder name under onnx/speakers/)")
+    parser.add_argument("out_root", type=Path, help=f"output root (gets {layout.speaker_prefix('NAME', 'onnx')}/)")
+    parser.add_argument("--name", required=True, help="voice name (its folder name in the output root)")
     parser.add_argument("--opset", type=int, default=17, help="ONNX opset (default 17, as hayakoe)")
     parser.add_argument("--no-check", action="store_true", help="skip the ONNX-vs-PyTorch check")
     parser.add_argument("--debug", action="store_true", help="debug logging")
