@@ -10,7 +10,7 @@ For each run, left to right:
    (:data:`engine.text.readings.LATIN_READINGS`; exact spelling first, then ignoring case);
 2. otherwise the word alone, by its shape:
 
-   - possessive ``Kid's`` → the word's reading + ズ (ス after p/t/k/f);
+   - possessive ``Kid's`` → キッズ, ``Matt's`` → マッツ, ``Mike's`` → マイクス, else + ズ;
      other apostrophes (``couldn't`` when not in the table) are dropped;
    - an acronym with one digit glued on says the digit in English (``PS5`` ピーエスファイブ);
      other digits stay digits for the normaliser (``Model 3`` → モデル3);
@@ -35,7 +35,7 @@ import re
 
 from .readings import ENGLISH_DIGITS, LATIN_READINGS, LETTER_READINGS
 
-__all__ = ["read_latin", "kanalizer_reading", "lookup"]
+__all__ = ["kanalizer_reading", "lookup", "read_latin"]
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -100,6 +100,15 @@ def kanalizer_reading(word: str) -> str | None:
     return out or None
 
 
+def _possessive(reading: str) -> str:
+    """``'s`` as Japanese says it: キッド → キッズ, マット → マッツ, マイク → マイクス, else + ズ."""
+    if reading.endswith("ド"):
+        return reading[:-1] + "ズ"
+    if reading.endswith("ト"):
+        return reading[:-1] + "ツ"
+    return reading + ("ス" if reading.endswith(("ク", "プ", "フ")) else "ズ")
+
+
 def _plural_stem(word: str) -> str | None:
     lower = word.lower()
     if len(lower) < 4 or not lower.endswith("s") or lower.endswith(("ss", "us", "is")):
@@ -116,8 +125,7 @@ def _read_word(word: str) -> str:
         return found
     for mark in ("'s", "’s"):
         if word.endswith(mark) and len(word) > 2:
-            stem = word[:-2]
-            return _read_word(stem) + ("ス" if stem[-1].lower() in "ptkf" else "ズ")
+            return _possessive(_read_word(word[:-2]))
     if "'" in word or "’" in word:
         return _read_word(word.replace("'", "").replace("’", ""))
     if any(c.isdigit() for c in word):

@@ -164,6 +164,44 @@ LATIN_READINGS: dict[str, str] = {
     "two": "ツー", "three": "スリー", "by the way": "バイザウェイ", "FYI": "エフワイアイ", "ASAP": "エーエスエーピー",
     "BTW": "ビーティーダブリュー", "etc": "エトセトラ", "vs": "バーサス", "feat": "フィーチャリング",
     "Mr": "ミスター", "Ms": "ミズ", "Mrs": "ミセス", "Dr": "ドクター",
+    # kanalizer's errors on everyday words (its reading in the comment)
+    "can": "キャン",  # カン
+    "have": "ハブ",  # ヘイブ
+    "has": "ハズ",  # ハス
+    "had": "ハド",
+    "do": "ドゥー",  # ドー
+    "does": "ダズ",  # ドーズ
+    "did": "ディド",
+    "now": "ナウ",  # ノウ
+    "here": "ヒア",  # ヘア
+    "would": "ウッド",  # ウールド
+    "could": "クッド",  # コールド
+    "should": "シュッド",  # ショールド
+    "done": "ダン",  # ドーン
+    "any": "エニー",  # アニー
+    "many": "メニー",  # メイニー
+    "status": "ステータス",  # スタタス
+    "device": "デバイス",  # デヴィス
+    "devices": "デバイス",
+    "value": "バリュー",
+    "also": "オールソー",  # アルソ
+    "already": "オールレディ",  # アルレディ
+    "always": "オールウェイズ",  # アルウェイズ
+    "maybe": "メイビー",  # メイベ
+    "minute": "ミニット",  # ミニュート
+    "minutes": "ミニッツ",
+    "second": "セカンド",  # セコンド
+    "usage": "ユーセージ",  # ユーセッジ
+    "tonight": "トゥナイト",  # トナイト
+    "information": "インフォメーション",
+    "available": "アベイラブル",
+    "state": "ステート",  # ステイト
+    "firmware": "ファームウェア",
+    "job": "ジョブ",
+    "help": "ヘルプ",
+    "christmas": "クリスマス",  # クリストマス
+    "tree": "ツリー",  # トリー
+    "baby": "ベビー",  # ベイビー
     # --- acronyms with an established Japanese reading ------------------------------------
     "NG": "エヌジー", "USB": "ユーエスビー", "USB-C": "ユーエスビーシー", "HDMI": "エイチディーエムアイ",
     "CPU": "シーピーユー", "GPU": "ジーピーユー", "PC": "ピーシー", "AI": "エーアイ", "IoT": "アイオーティー",

@@ -38,7 +38,7 @@ from __future__ import annotations
 import logging
 import re
 import unicodedata
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 from .english import read_latin
 from .numbers import dialled, fraction_digits, version
