@@ -322,7 +322,7 @@ class Speaker:
                     spoken = yield from self._render_batch(batch, at(rate), cancel, spoken)
                 rate = seg.rate
             if seg.silence > 0:
-                n = int(round(seg.silence * self.sample_rate))
+                n = round(seg.silence * self.sample_rate)
                 yield AudioResult.from_float(self.sample_rate, np.zeros(n, np.float32))
                 spoken = False  # the break is the pause before what follows
             elif seg.text:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import logging
 
 import pytest
@@ -145,7 +146,7 @@ def test_deltas_cut_anywhere_give_the_same_segments(cuts: list[int]) -> None:
     bounds = [0, *sorted(cuts), len(DOC)]
     parser = SsmlParser()
     segs: list[Segment] = []
-    for a, b in zip(bounds, bounds[1:]):
+    for a, b in itertools.pairwise(bounds):
         segs += parser.feed(DOC[a:b])
     segs += parser.close()
     assert _joined(segs) == parse_ssml(DOC)

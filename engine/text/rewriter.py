@@ -19,15 +19,19 @@ Rules, in order (input is NFKC-normalised first; examples show the rewritten tex
    ``¥1,200``, ``€3`` are left to the normaliser (which reads them)
 7. units after a number: ``5km`` → ``5キロメートル``, ``60km/h`` → ``時速60キロ`` (``時速60km`` → ``時速60キロメートル``), ``kg``,
    ``W``, ``kWh``, ``V``, ``Hz``, ``GB``, ``Mbps``, ``hPa``, ``m2`` (``㎡``), ``μg/m3``, ``min`` …
-8. phone numbers digit by digit, groups joined by の: ``03-1234-5678`` →
-   ``ゼロサンのイチニーサンヨンの…``
+8. phone numbers (also ``09012345678``, ``+81 90-…``) and postal codes (``〒100-0001``)
+   digit by digit, groups joined by の (:mod:`engine.text.numbers`); a hyphen between
+   numbers followed by a unit is a range (``10-20℃`` → ``10から20度``); ratios ``16:9`` →
+   ``16対9`` (after the time rule); fractions ``½``, ``1/100`` (no such date) → ``100分の1``;
+   ordinals ``1st`` → ``ファースト``, ``21st`` → ``21番目``; ``No.5``/``#5`` → ``ナンバー5``;
    signs and operators: ``-3`` → ``マイナス3`` (not after a digit or letter, so phone numbers
-   stay), ``+3`` → ``プラス3``, ``±`` → ``プラスマイナス``, ``1+1=2`` → ``1プラス1イコール2``,
-   ``×``/``÷`` → ``かける``/``わる``
-9. versions: ``2.0.1`` → ``2点0点1``
-10. Latin words and acronyms: :data:`engine.text.readings.LATIN_READINGS` (``Wi-Fi`` →
-    ``ワイファイ``, ``Home Assistant`` → ``ホームアシスタント``, ``OK`` → ``オーケー`` …); other
-    all-capital words of 2–6 letters are spelled with letter names (``ABC`` → ``エービーシー``)
+   stay), ``+3`` → ``プラス3``, ``±``/``+/-`` → ``プラスマイナス``, ``1+1=2`` →
+   ``1プラス1イコール2``, ``×``/``÷`` → ``かける``/``わる``
+9. versions: ``2.0.1`` → ``2点ゼロ点1``, ``v1.2`` → ``バージョン1点2``; decimals with two or
+   more digits after the point digit by digit: ``3.14`` → ``3点イチヨン``
+10. Latin words: table keys with digits or dots (``PM2.5``, ``5G``), then every run of Latin
+    words through :func:`engine.text.english.read_latin` (curated table, then kanalizer;
+    ``Living Room`` → ``リビングルーム``, ``USB`` → ``ユーエスビー``)
 
 Words of the active user dictionary (:mod:`engine.text.userdict`) are protected: no rule
 touches them, so the dictionary's reading and accent apply.
