@@ -53,6 +53,9 @@ _LAZY = {
     "export_bert": ("engine.bert.export", "export_bert"),
     "export_voice": ("engine.synth.export", "export_voice"),
     "check_export": ("engine.synth.export", "check_export"),
+    # user dictionary files: reload on SIGHUP, `dict check`
+    "reload_user_dictionary": ("engine.text.userdict_watch", "reload_user_dictionary"),
+    "check_user_dictionary": ("engine.text.userdict_watch", "check_user_dictionary"),
 }
 
 
@@ -74,16 +77,18 @@ __all__ = [
     "AudioResult",
     "EngineOptions",
     "RedactingFilter",
+    "Speaker",
+    "SynthesisOptions",
+    "Voice",
+    "__version__",
     "cache_root",
     "check_export",
+    "check_user_dictionary",
     "export_bert",
     "export_voice",
     "parse_source",
     "pre_download",
     "redact",
-    "Speaker",
-    "SynthesisOptions",
-    "Voice",
-    "__version__",
     "layout",
+    "reload_user_dictionary",
 ]

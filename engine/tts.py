@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -194,4 +195,12 @@ class TTS:
         from .text.userdict import load_user_dictionary
 
         return int(load_user_dictionary(Path(path)))
+
+    def watch_user_dictionaries(self, paths: Sequence[str | os.PathLike[str]]) -> int:
+        """Load dictionary files and keep them in step: a changed file is reloaded before
+        the next request, bad entries are skipped with a warning naming file and line
+        (`engine.text.userdict_watch`). Returns how many words the files hold."""
+        from .text.userdict_watch import watch_user_dictionaries
+
+        return len(watch_user_dictionaries([Path(p) for p in paths]).surfaces)
 
