@@ -19,6 +19,7 @@ from pathlib import Path
 
 from .audio import AudioResult
 from .openjtalk import EMBEDDED_VOICE_NAME
+from .output import OUTPUT_RATES, Chime, OutputOptions, WavError
 from .speaker import Speaker
 from .tts import DEFAULT_SOURCE, TTS, NeuralEngineMissingError
 from .voice import AudioPiece, SynthesisOptions, Voice
@@ -66,10 +67,13 @@ def __getattr__(name: str):
 __all__ = [
     "DEFAULT_SOURCE",
     "EMBEDDED_VOICE_NAME",
+    "OUTPUT_RATES",
     "TTS",
     "AudioPiece",
     "AudioResult",
+    "Chime",
     "NeuralEngineMissingError",
+    "OutputOptions",
     "RedactingFilter",
     "cache_root",
     "check_export",
@@ -81,5 +85,6 @@ __all__ = [
     "Speaker",
     "SynthesisOptions",
     "Voice",
+    "WavError",
     "__version__",
 ]
