@@ -107,7 +107,11 @@ class Preset:
             raise PresetError(f"--preset {name!r}: a preset name has no ':', ',' or spaces")
         label = f"--preset {name!r}"
         head, *items = body.split(",")
-        voice, _, style = head.strip().rpartition(STYLE_SEPARATOR) if STYLE_SEPARATOR in head else (head.strip(), "", "")
+        voice, _, style = (
+            head.strip().rpartition(STYLE_SEPARATOR)
+            if STYLE_SEPARATOR in head
+            else (head.strip(), "", "")
+        )
         voice, style = voice.strip(), style.strip()
         if not voice:
             raise PresetError(f"{label}: the voice is empty (expected {name}=VOICE[:STYLE],...)")
@@ -128,14 +132,18 @@ class Preset:
                 )
             if key in synthesis or key in output:
                 raise PresetError(f"{label}: key {key!r} is given twice")
-            table, target = (_SYNTHESIS_KEYS, synthesis) if key in _SYNTHESIS_KEYS else (_OUTPUT_KEYS, output)
+            table, target = (
+                (_SYNTHESIS_KEYS, synthesis) if key in _SYNTHESIS_KEYS else (_OUTPUT_KEYS, output)
+            )
             if not value.strip():
                 raise PresetError(f"{label}: key {key!r} has no value")
             try:
                 target[key] = table[key](f"{label}: {key}")(value.strip())
             except argparse.ArgumentTypeError as exc:
                 raise PresetError(str(exc)) from None
-        return Preset(name, voice, style or None, SynthesisDefaults(**synthesis), OutputDefaults(**output))
+        return Preset(
+            name, voice, style or None, SynthesisDefaults(**synthesis), OutputDefaults(**output)
+        )
 
     @property
     def target(self) -> str:
@@ -185,7 +193,9 @@ class PresetVoice:
     description: str = ""
 
 
-def output_options(defaults: OutputDefaults, chimes: dict[Path, Chime] | None = None) -> OutputOptions:
+def output_options(
+    defaults: OutputDefaults, chimes: dict[Path, Chime] | None = None
+) -> OutputOptions:
     """The engine's `OutputOptions` for these values (the server-wide flags, or a preset's
     merged over them); reads the chime file (`SettingsError` naming ``--chime``)."""
     chime = None
@@ -211,8 +221,8 @@ def resolve_presets(
     presets: Iterable[Preset],
     speakers: Mapping[str, Speaker],
     *,
-    synthesis: SynthesisDefaults = SynthesisDefaults(),
-    output: OutputDefaults = OutputDefaults(),
+    synthesis: SynthesisDefaults | None = None,
+    output: OutputDefaults | None = None,
     default_style: Callable[[Speaker], str] | None = None,
     taken: Iterable[str] = (),
 ) -> dict[str, PresetVoice]:
@@ -221,6 +231,8 @@ def resolve_presets(
     `taken` are the voice names already served (a preset may not hide one);
     `default_style` picks the style of a preset that names none.
     """
+    synthesis = synthesis or SynthesisDefaults()
+    output = output or OutputDefaults()
     reserved = {n.casefold() for n in taken}
     chimes: dict[Path, Chime] = {}
     resolved: dict[str, PresetVoice] = {}
@@ -230,21 +242,26 @@ def resolve_presets(
             raise PresetError(f"{label}: the name is already a voice; choose another")
         speaker = speakers.get(preset.voice)
         if speaker is None:
-            raise PresetError(f"{label}: voice {preset.voice!r} is not loaded (loaded: {', '.join(speakers)})")
+            raise PresetError(
+                f"{label}: voice {preset.voice!r} is not loaded (loaded: {', '.join(speakers)})"
+            )
         if preset.style is None:
             style = default_style(speaker) if default_style else speaker.default_style
         elif preset.style in speaker.styles:
             style = preset.style
         else:
+            styles = ", ".join(speaker.styles)
             raise PresetError(
-                f"{label}: voice {speaker.name} has no style {preset.style!r} (styles: {', '.join(speaker.styles)})"
+                f"{label}: voice {speaker.name} has no style {preset.style!r} (styles: {styles})"
             )
         try:
             out = output_options(output.merged(preset.output), chimes)
         except ValueError as exc:  # a chime that is not a WAV file, ...
             raise PresetError(f"{label}: {str(exc).removeprefix('--')}") from None
         summary = preset.summary()
-        description = f"{preset.name}: preset of {speaker.name} [{style}]" + (f" — {summary}" if summary else "")
+        description = f"{preset.name}: preset of {speaker.name} [{style}]" + (
+            f" — {summary}" if summary else ""
+        )
         resolved[preset.name] = PresetVoice(
             name=preset.name,
             speaker=speaker,

@@ -312,7 +312,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--pitch-scale", type=_positive_float("--pitch-scale"))
     g.add_argument("--intonation-scale", type=_non_negative_float("--intonation-scale"))
     o = p.add_argument_group("output (every voice; presets may override)")
-    o.add_argument("--volume", type=_volume("--volume"), help="gain: decibels (6dB, -3dB) or a factor (2, 0.5); peaks are limited, never clipped")
+    o.add_argument("--volume", type=_volume("--volume"), help="gain: decibels (6dB; write --volume=-3dB for a cut) or a factor (2, 0.5); peaks are limited, never clipped")
     o.add_argument("--loudness", type=_loudness("--loudness"), metavar="LUFS", help="normalise to this integrated loudness (e.g. -16); streams are measured on their first sentence")
     o.add_argument("--lead-silence", type=_silence("--lead-silence"), metavar="SECONDS", help="silence before the speech, for speakers that wake up late (default: 0)")
     o.add_argument("--tail-silence", type=_silence("--tail-silence"), metavar="SECONDS", help="silence after the speech (default: 0)")

@@ -32,10 +32,10 @@ DEFAULT_CEILING_DB = -1.0
 """Peak ceiling, dB relative to int16 full scale (EBU R128's true-peak headroom: room left
 for a DAC's inter-sample overshoot)."""
 
-LOOKAHEAD_S = 0.006
+LOOKAHEAD_S = 0.005
 """Look-ahead (and the attack/release ramp length), seconds."""
 
-HOLD_S = 0.05
+HOLD_S = 0.02
 """How long the gain stays down after a peak before it ramps back, seconds."""
 
 

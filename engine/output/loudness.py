@@ -39,7 +39,11 @@ def _biquads(rate: int) -> list[tuple[tuple[float, float, float], tuple[float, f
     vh = 10.0 ** (_SHELF_GAIN_DB / 20.0)
     vb = vh**_SHELF_VB_EXPONENT
     a0 = 1.0 + k / _SHELF_Q + k * k
-    shelf_b = ((vh + vb * k / _SHELF_Q + k * k) / a0, 2.0 * (k * k - vh) / a0, (vh - vb * k / _SHELF_Q + k * k) / a0)
+    shelf_b = (
+        (vh + vb * k / _SHELF_Q + k * k) / a0,
+        2.0 * (k * k - vh) / a0,
+        (vh - vb * k / _SHELF_Q + k * k) / a0,
+    )
     shelf_a = (1.0, 2.0 * (k * k - 1.0) / a0, (1.0 - k / _SHELF_Q + k * k) / a0)
     k = math.tan(math.pi * _HIGHPASS_HZ / rate)
     a0 = 1.0 + k / _HIGHPASS_Q + k * k

@@ -72,13 +72,19 @@ class OutputOptions:
         if not (math.isfinite(self.volume) and self.volume > 0):
             raise ValueError(f"OutputOptions.volume must be a positive factor, got {self.volume!r}")
         if self.loudness is not None and not (-70.0 <= self.loudness <= 0.0):
-            raise ValueError(f"OutputOptions.loudness must be within -70..0 LUFS, got {self.loudness!r}")
+            raise ValueError(
+                f"OutputOptions.loudness must be within -70..0 LUFS, got {self.loudness!r}"
+            )
         for name in ("lead_silence", "tail_silence"):
             value = getattr(self, name)
             if not (0.0 <= value <= MAX_SILENCE_S):
-                raise ValueError(f"OutputOptions.{name} must be within 0..{MAX_SILENCE_S:g} s, got {value!r}")
+                raise ValueError(
+                    f"OutputOptions.{name} must be within 0..{MAX_SILENCE_S:g} s, got {value!r}"
+                )
         if self.sample_rate is not None and not (0 < int(self.sample_rate) <= 384_000):
-            raise ValueError(f"OutputOptions.sample_rate must be a positive rate, got {self.sample_rate!r}")
+            raise ValueError(
+                f"OutputOptions.sample_rate must be a positive rate, got {self.sample_rate!r}"
+            )
 
     def rate_for(self, voice_rate: int) -> int:
         """The rate the listener gets from a voice of `voice_rate`."""

@@ -45,7 +45,9 @@ def _chime_at(chime: Chime, rate: int) -> np.ndarray:
         return chime.samples.astype(np.float32, copy=False)
     import soxr
 
-    return np.asarray(soxr.resample(chime.samples, chime.sample_rate, rate, quality="HQ"), np.float32)
+    return np.asarray(
+        soxr.resample(chime.samples, chime.sample_rate, rate, quality="HQ"), np.float32
+    )
 
 
 class OutputStage:
@@ -56,7 +58,9 @@ class OutputStage:
     measurement hold some back).
     """
 
-    def __init__(self, options: OutputOptions, voice_rate: int, *, measure_whole: bool = False) -> None:
+    def __init__(
+        self, options: OutputOptions, voice_rate: int, *, measure_whole: bool = False
+    ) -> None:
         self.options = options
         self.voice_rate = int(voice_rate)
         self.rate = options.rate_for(voice_rate)
@@ -70,7 +74,9 @@ class OutputStage:
         if self.rate != self.voice_rate:
             import soxr
 
-            self._resampler = soxr.ResampleStream(self.voice_rate, self.rate, 1, dtype="float32", quality="HQ")
+            self._resampler = soxr.ResampleStream(
+                self.voice_rate, self.rate, 1, dtype="float32", quality="HQ"
+            )
         self._limiter = None if self.passthrough else Limiter(self.rate)
         self._started = False
         self._finished = False
@@ -114,12 +120,18 @@ class OutputStage:
         assert self._limiter is not None
         rest: list[np.ndarray] = []
         if self._resampler is not None:
-            rest.append(np.asarray(self._resampler.resample_chunk(np.zeros(0, np.float32), last=True), np.float32))
+            rest.append(
+                np.asarray(
+                    self._resampler.resample_chunk(np.zeros(0, np.float32), last=True), np.float32
+                )
+            )
         rest.append(np.zeros(self._samples(self.options.tail_silence), np.float32))
         out.append(to_int16(self._limiter.process(np.concatenate(rest))))
         out.append(to_int16(self._limiter.flush()))
         if self._limiter.min_gain < 1.0:
-            _LOGGER.debug("Limiter lowered peaks by up to %.1f dB", -20 * np.log10(self._limiter.min_gain))
+            _LOGGER.debug(
+                "Limiter lowered peaks by up to %.1f dB", -20 * np.log10(self._limiter.min_gain)
+            )
         return np.concatenate(out)
 
     # -- internals ---------------------------------------------------------------------

@@ -18,7 +18,9 @@ class WavError(ValueError):
     """A file that cannot be used as a chime; the message names it."""
 
 
-def read_wav(path: str | PathLike[str], *, max_seconds: float = MAX_CHIME_S) -> tuple[int, np.ndarray]:
+def read_wav(
+    path: str | PathLike[str], *, max_seconds: float = MAX_CHIME_S
+) -> tuple[int, np.ndarray]:
     """(sample rate, float32 mono samples in [-1, 1]) of an uncompressed PCM WAV file
     (8, 16, 24 or 32-bit integers; channels are averaged)."""
     file = Path(path)
@@ -31,7 +33,10 @@ def read_wav(path: str | PathLike[str], *, max_seconds: float = MAX_CHIME_S) -> 
             if rate <= 0 or channels <= 0:
                 raise WavError(f"{file}: not a usable WAV file (rate {rate}, {channels} channels)")
             if frames > max_seconds * rate:
-                raise WavError(f"{file}: {frames / rate:.1f} s is too long for a chime (limit {max_seconds:g} s)")
+                seconds = frames / rate
+                raise WavError(
+                    f"{file}: {seconds:.1f} s is too long for a chime (limit {max_seconds:g} s)"
+                )
             raw = wav.readframes(frames)
     except FileNotFoundError:
         raise WavError(f"{file}: file not found") from None
@@ -53,7 +58,9 @@ def read_wav(path: str | PathLike[str], *, max_seconds: float = MAX_CHIME_S) -> 
     elif width == 4:
         data = (np.frombuffer(raw, "<i4").astype(np.float64) / float(1 << 31)).astype(np.float32)
     else:
-        raise WavError(f"{file}: {8 * width}-bit samples are not supported (8, 16, 24 or 32-bit PCM)")
+        raise WavError(
+            f"{file}: {8 * width}-bit samples are not supported (8, 16, 24 or 32-bit PCM)"
+        )
     usable = data.size - data.size % channels
     mono = data[:usable].reshape(-1, channels).mean(axis=1, dtype=np.float32)
     return rate, np.ascontiguousarray(mono, dtype=np.float32)
