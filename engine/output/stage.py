@@ -70,6 +70,7 @@ class OutputStage:
         self._gain: float | None = options.volume if options.loudness is None else None
         self._held: list[np.ndarray] = []
         self._held_samples = 0
+        self._held_sound = False
         self._resampler: Any = None
         if self.rate != self.voice_rate:
             import soxr
@@ -101,9 +102,10 @@ class OutputStage:
         if self._gain is None:
             self._held.append(x)
             self._held_samples += x.size
+            self._held_sound = self._held_sound or bool(np.any(x))
             enough = self._held_samples >= MAX_MEASURE_S * self.voice_rate
-            if self._measure_whole or not ((final and self._held_samples) or enough):
-                return _EMPTY
+            if self._measure_whole or not ((final and self._held_sound) or enough):
+                return _EMPTY  # measured once a sentence with sound is complete
             x = self._measure()
         return self._shape(x)
 
@@ -141,7 +143,7 @@ class OutputStage:
     def _measure(self) -> np.ndarray:
         """Fix the gain from the audio held so far; returns that audio."""
         held = np.concatenate(self._held) if self._held else np.zeros(0, np.float32)
-        self._held, self._held_samples = [], 0
+        self._held, self._held_samples, self._held_sound = [], 0, False
         target = self.options.loudness
         assert target is not None
         self._gain = loudness_gain(held, self.voice_rate, target) * self.options.volume
