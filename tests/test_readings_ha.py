@@ -116,6 +116,10 @@ def test_shapes(text: str, expected: str) -> None:
         ("No.5", "ナンバー5"),
         ("v1.2.3", "バージョン1点2点3"),
         ("ver.2.0", "バージョン2点ゼロ"),
+        ("open for 10 minutes", "オープンフォーテンミニッツ"),  # a number in an English sentence
+        ("I have 121 cats", "アイハブワンハンドレッドトゥエンティーワンキャッツ"),
+        ("iPhone 15 Pro", "アイフォーン 15 プロ"),  # a name: the number stays Japanese
+        ("It is 2026 now", "イットイズ 2026 ナウ"),  # years too
     ],
 )
 def test_numbers_and_signs(text: str, expected: str) -> None:

@@ -202,6 +202,18 @@ LATIN_READINGS: dict[str, str] = {
     "christmas": "クリスマス",  # クリストマス
     "tree": "ツリー",  # トリー
     "baby": "ベビー",  # ベイビー
+    "everyone": "エブリワン",  # エベリョーネ
+    "someone": "サムワン",
+    "anyone": "エニワン",
+    "everybody": "エブリバディ",
+    # number words (a number inside an English sentence is said in English)
+    "zero": "ゼロ", "four": "フォー", "five": "ファイブ", "six": "シックス", "seven": "セブン",
+    "eight": "エイト", "nine": "ナイン", "ten": "テン", "eleven": "イレブン", "twelve": "トゥエルブ",
+    "thirteen": "サーティーン", "fourteen": "フォーティーン", "fifteen": "フィフティーン",
+    "sixteen": "シックスティーン", "seventeen": "セブンティーン", "eighteen": "エイティーン",
+    "nineteen": "ナインティーン", "twenty": "トゥエンティー", "thirty": "サーティー", "forty": "フォーティー",
+    "fifty": "フィフティー", "sixty": "シックスティー", "seventy": "セブンティー", "eighty": "エイティー",
+    "ninety": "ナインティー", "hundred": "ハンドレッド", "thousand": "サウザンド",
     # --- acronyms with an established Japanese reading ------------------------------------
     "NG": "エヌジー", "USB": "ユーエスビー", "USB-C": "ユーエスビーシー", "HDMI": "エイチディーエムアイ",
     "CPU": "シーピーユー", "GPU": "ジーピーユー", "PC": "ピーシー", "AI": "エーアイ", "IoT": "アイオーティー",

@@ -29,7 +29,8 @@ Rules, in order (input is NFKC-normalised first; examples show the rewritten tex
    ``1プラス1イコール2``, ``×``/``÷`` → ``かける``/``わる``
 9. versions: ``2.0.1`` → ``2点ゼロ点1``, ``v1.2`` → ``バージョン1点2``; decimals with two or
    more digits after the point digit by digit: ``3.14`` → ``3点イチヨン``
-10. Latin words: table keys with digits or dots (``PM2.5``, ``5G``), then every run of Latin
+10. a number inside an English sentence in English words (``open for 10 minutes`` → ``ten``);
+    Latin words: table keys with digits or dots (``PM2.5``, ``5G``), then every run of Latin
     words through :func:`engine.text.english.read_latin` (curated table, then kanalizer;
     ``Living Room`` → ``リビングルーム``, ``USB`` → ``ユーエスビー``)
 
@@ -44,7 +45,7 @@ import re
 import unicodedata
 from collections.abc import Callable, Iterable
 
-from .english import read_latin
+from .english import english_number, read_latin
 from .numbers import dialled, fraction_digits, version
 from .readings import ENGLISH_ORDINALS, LATIN_READINGS
 
@@ -165,6 +166,8 @@ _RATIO_RE = re.compile(r"(?<![\d:.])(\d+):(\d+)(?![\d:])")
 _FRACTION_SLASH_RE = re.compile(r"(\d+)⁄(\d+)")
 _FRACTION_RE = re.compile(r"(?<![\d/.])(\d+)/(\d+)(?![\d/.])")
 _PLUS_OR_MINUS_RE = re.compile(r"\+\s*/?\s*[-−](?=\s*\d)")
+_IN_ENGLISH_RE = re.compile(r"(?<=[A-Za-z] )(\d{1,3})(?= [a-z])")
+_ENGLISH_BEFORE_RE = re.compile(r"(?:[A-Za-z']+ ){2,}$")
 _DECIMAL_RE = re.compile(r"(?<![\d.])((?:\d{1,3}(?:,\d{3})+|\d+))\.(\d{2,})(?![\d.])")
 
 _PLACEHOLDER_BASE = 0xF0000  # supplementary private use area: never in real text
@@ -226,6 +229,14 @@ def _ordinal(m: re.Match[str]) -> str:
     return ENGLISH_ORDINALS.get(n, f"{n}番目")
 
 
+def _number_in_english(m: re.Match[str]) -> str:
+    """A number inside an English sentence (two words before it, a lower-case word after
+    it: ``open for 10 minutes``) is said in English; ``iPhone 15 Pro`` stays Japanese."""
+    if _ENGLISH_BEFORE_RE.search(m.string, max(0, m.start() - 40), m.start()) is None:
+        return m.group(0)
+    return english_number(int(m.group(1))) or m.group(0)
+
+
 def _postal(m: re.Match[str]) -> str:
     return dialled([m.group(1), m.group(2)])
 
@@ -263,6 +274,7 @@ _RULES: list[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]]] = [
     (_PREFIXED_VERSION_RE, lambda m: "バージョン" + version(m.group(1).split("."))),
     (_VERSION_RE, lambda m: version(m.group(0).split("."))),
     (_DECIMAL_RE, lambda m: f"{m.group(1)}点{fraction_digits(m.group(2))}"),
+    (_IN_ENGLISH_RE, _number_in_english),
     (_SPECIAL_LATIN_RE, _special_latin),
     (_LATIN_RUN_RE, lambda m: read_latin(m.group(0))),
 ]
