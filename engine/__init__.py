@@ -20,6 +20,7 @@ from pathlib import Path
 from . import layout
 from .audio import AudioResult
 from .openjtalk import EMBEDDED_VOICE_NAME
+from .output import OUTPUT_RATES, Chime, OutputOptions, WavError
 from .speaker import Speaker
 from .layout import OFFICIAL_SOURCE
 from .options import EngineOptions
@@ -72,10 +73,13 @@ def __getattr__(name: str):
 __all__ = [
     "OFFICIAL_SOURCE",
     "EMBEDDED_VOICE_NAME",
+    "OUTPUT_RATES",
     "TTS",
     "AudioPiece",
     "AudioResult",
+    "Chime",
     "EngineOptions",
+    "OutputOptions",
     "RedactingFilter",
     "Speaker",
     "SynthesisOptions",
@@ -91,4 +95,5 @@ __all__ = [
     "redact",
     "layout",
     "reload_user_dictionary",
+    "WavError",
 ]

@@ -12,13 +12,34 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
-from engine import EMBEDDED_VOICE_NAME, OFFICIAL_SOURCE, EngineOptions, __version__
+from engine import EMBEDDED_VOICE_NAME, OFFICIAL_SOURCE, OUTPUT_RATES, EngineOptions, __version__
+
+from .flags import (
+    SettingsError,
+    VoiceSpec,
+    SynthesisDefaults,
+    OutputDefaults,
+    _positive_float,
+    _non_negative_float,
+    _positive_int,
+    _non_negative_int,
+    _volume,
+    _loudness,
+    _silence,
+    _output_rate,
+    _wav_file,
+)
+
+if TYPE_CHECKING:
+    from .presets import Preset
 
 __all__ = [
     "DEFAULT_URI",
     "DEFAULT_ZEROCONF_NAME",
+    "OutputDefaults",
     "Settings",
     "SettingsError",
     "SynthesisDefaults",
@@ -30,51 +51,6 @@ __all__ = [
 DEFAULT_URI = "tcp://0.0.0.0:10200"
 DEFAULT_ZEROCONF_NAME = "hayakoe"
 DEFAULT_MAX_TEXT_LENGTH = 100_000
-
-
-class SettingsError(ValueError):
-    """A command-line value that cannot be used; the message names the flag."""
-
-
-@dataclass(frozen=True)
-class VoiceSpec:
-    """A voice to load: its name, and where it comes from (None: the default source)."""
-
-    name: str
-    source: str | None = None
-
-    @staticmethod
-    def parse(text: str) -> VoiceSpec:
-        """``NAME`` or ``NAME=SOURCE``."""
-        name, sep, source = text.partition("=")
-        name, source = name.strip(), source.strip()
-        if not name:
-            raise SettingsError(f"--voice {text!r}: the voice name is empty")
-        if sep and not source:
-            raise SettingsError(f"--voice {text!r}: the source after '=' is empty")
-        if name == EMBEDDED_VOICE_NAME and source:
-            raise SettingsError(
-                f"--voice {text!r}: {EMBEDDED_VOICE_NAME} is the embedded voice and takes no source"
-            )
-        return VoiceSpec(name, source or None)
-
-
-@dataclass(frozen=True)
-class SynthesisDefaults:
-    """Server-wide synthesis options (None: the voice's own default)."""
-
-    speed: float | None = None
-    sentence_silence: float | None = None
-    sdp_ratio: float | None = None
-    noise: float | None = None
-    noise_w: float | None = None
-    style_weight: float | None = None
-    pitch_scale: float | None = None
-    intonation_scale: float | None = None
-
-    def as_options(self) -> dict[str, float]:
-        """The set values, as keyword options for `Speaker.stream`."""
-        return {k: v for k, v in self.__dict__.items() if v is not None}
 
 
 @dataclass(frozen=True)
@@ -98,6 +74,10 @@ class Settings:
     """User dictionary files (CSV/JSON), later ones win; reloaded when they change and on SIGHUP."""
     rewrite: bool = True
     synthesis: SynthesisDefaults = SynthesisDefaults()
+    output: OutputDefaults = OutputDefaults()
+    """Output shaping for every voice (presets may override)."""
+    presets: tuple[Preset, ...] = ()
+    """Named bundles of voice, style and options, served as voices of their own."""
     max_text_length: int = DEFAULT_MAX_TEXT_LENGTH
     max_event_payload_bytes: int = 1 << 20
     """Largest binary payload accepted in one event (a TTS server receives no audio)."""
@@ -121,39 +101,6 @@ class Settings:
     def max_event_data_bytes(self) -> int:
         """Largest JSON data block accepted in one event (text may be \\u-escaped: 6 B/char)."""
         return max(1 << 20, 8 * self.max_text_length)
-
-
-def _number(flag: str, cast: type, noun: str, *, allow_zero: bool):
-    """An argparse `type` that parses `cast` and refuses negatives (and 0 unless allowed),
-    naming the flag in the message."""
-
-    def convert(text: str):
-        try:
-            value = cast(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{flag} expects {noun}, got {text!r}") from None
-        if (value < 0) if allow_zero else not value > 0:
-            bound = ">= 0" if allow_zero else "> 0"
-            raise argparse.ArgumentTypeError(f"{flag} must be {bound}, got {text!r}")
-        return value
-
-    return convert
-
-
-def _positive_float(flag: str):
-    return _number(flag, float, "a number", allow_zero=False)
-
-
-def _non_negative_float(flag: str):
-    return _number(flag, float, "a number", allow_zero=True)
-
-
-def _positive_int(flag: str):
-    return _number(flag, int, "an integer", allow_zero=False)
-
-
-def _non_negative_int(flag: str):
-    return _number(flag, int, "an integer", allow_zero=True)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -222,6 +169,19 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--style-weight", type=_non_negative_float("--style-weight"))
     g.add_argument("--pitch-scale", type=_positive_float("--pitch-scale"))
     g.add_argument("--intonation-scale", type=_non_negative_float("--intonation-scale"))
+    o = p.add_argument_group("output (every voice; presets may override)")
+    o.add_argument("--volume", type=_volume("--volume"), help="gain: decibels (6dB; write --volume=-3dB for a cut) or a factor (2, 0.5); peaks are limited, never clipped")
+    o.add_argument("--loudness", type=_loudness("--loudness"), metavar="LUFS", help="normalise to this integrated loudness (e.g. -16); streams are measured on their first sentence")
+    o.add_argument("--lead-silence", type=_silence("--lead-silence"), metavar="SECONDS", help="silence before the speech, for speakers that wake up late (default: 0)")
+    o.add_argument("--tail-silence", type=_silence("--tail-silence"), metavar="SECONDS", help="silence after the speech (default: 0)")
+    o.add_argument("--output-rate", type=_output_rate("--output-rate"), metavar="HZ", help=f"sample rate sent to clients: {', '.join(map(str, OUTPUT_RATES))} (default: the voice's own)")
+    o.add_argument("--chime", type=_wav_file("--chime"), metavar="FILE", help="WAV file played before the speech")
+    p.add_argument(
+        "--preset", action="append", default=[], metavar="NAME=VOICE[:STYLE],KEY=VALUE,...",
+        help="a named voice with its own options (repeatable), e.g. alarm=openjtalk-mei:High,volume=6dB,lead_silence=0.5; "
+        "keys: speed, sentence_silence, sdp_ratio, noise, noise_w, style_weight, pitch_scale, intonation_scale, "
+        "volume, loudness, lead_silence, tail_silence, output_rate, chime",
+    )
     p.add_argument(
         "--max-text-length", type=_positive_int("--max-text-length"), default=DEFAULT_MAX_TEXT_LENGTH,
         help="longest text (characters) one request may carry (default: %(default)s)",
@@ -277,6 +237,12 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str] | No
         if not uri.startswith("tcp://"):
             raise SettingsError(f"--zeroconf needs a tcp:// --uri, not {uri!r}")
     token = args.hf_token or env.get("HF_TOKEN") or None
+    from .presets import parse_presets  # presets build on this module's types
+
+    presets = parse_presets(args.preset)
+    for preset in presets:  # a preset's voice is loaded like --default-voice's
+        if all(v.name != preset.voice for v in voices):
+            voices.append(VoiceSpec(preset.voice))
     return Settings(
         uri=uri,
         zeroconf_name=zeroconf_name,
@@ -302,6 +268,15 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str] | No
             pitch_scale=args.pitch_scale,
             intonation_scale=args.intonation_scale,
         ),
+        output=OutputDefaults(
+            volume=args.volume,
+            loudness=args.loudness,
+            lead_silence=args.lead_silence,
+            tail_silence=args.tail_silence,
+            output_rate=args.output_rate,
+            chime=args.chime,
+        ),
+        presets=presets,
         max_text_length=args.max_text_length,
         warmup=not args.no_warmup,
         compile=args.compile,
