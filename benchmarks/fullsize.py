@@ -41,9 +41,9 @@ REPO = HERE.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(HERE))
 
-from engine import layout  # noqa: E402 (after the path set-up)
-
 from common import TEXTS, VOICE_NAME
+
+from engine import layout  # noqa: E402 (after the path set-up)
 
 CACHE = HERE / ".cache"
 ROOT = CACHE / "fullsize"
@@ -51,7 +51,12 @@ EXTRA_SPEAKERS = ("bench2", "bench3")
 FRAMES_PER_PHONE = 2.75
 BUILD_VERSION = 2  # bump when the recipe changes: the cache is rebuilt
 _MARKER = ".complete.json"
-_TOKENIZER_FILES = ("vocab.txt", "tokenizer_config.json", "special_tokens_map.json", "tokenizer.json")
+_TOKENIZER_FILES = (
+    "vocab.txt",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "tokenizer.json",
+)
 
 _LOG = logging.getLogger("fullsize")
 
@@ -59,10 +64,15 @@ _LOG = logging.getLogger("fullsize")
 def _tokenizer_source() -> Path:
     """The real char tokenizer files: the shared reference copy, else the identical copy
     the tests keep (so a fresh clone builds without ../shared)."""
-    for cand in (REPO.parent / "shared" / "reference" / "tokenizer", REPO / "tests" / "data" / "bert_small"):
+    for cand in (
+        REPO.parent / "shared" / "reference" / "tokenizer",
+        REPO / "tests" / "data" / "bert_small",
+    ):
         if all((cand / f).is_file() for f in _TOKENIZER_FILES):
             return cand
-    raise FileNotFoundError("no tokenizer files (vocab.txt, ...) in ../shared/reference/tokenizer or tests/data/bert_small")
+    raise FileNotFoundError(
+        "no tokenizer files (vocab.txt, ...) in ../shared/reference/tokenizer or tests/data/bert_small"
+    )
 
 
 def build_bert(root: Path) -> Path:
@@ -108,8 +118,13 @@ def _voice_config() -> dict:
     cfg = VoiceConfig().to_dict()
     cfg["version"] = "2.5.0-JP-Extra"
     cfg["model_name"] = VOICE_NAME
-    cfg["data"].update(n_speakers=1, spk2id={VOICE_NAME: 0}, num_styles=1,
-                       style2id={"Neutral": 0}, use_jp_extra=True)
+    cfg["data"].update(
+        n_speakers=1,
+        spk2id={VOICE_NAME: 0},
+        num_styles=1,
+        style2id={"Neutral": 0},
+        use_jp_extra=True,
+    )
     cfg["model"].pop("bert_channels", None)  # not an upstream key
     return cfg
 
@@ -128,11 +143,16 @@ def _calibration_inputs(root: Path):
             a = analyze(sentence).with_blanks()
             feats = bert.features([a.bert_text], [a.word2ph])[0]
             n = len(a.phone_ids)
-            out.append((
-                torch.tensor([a.phone_ids]), torch.tensor([n]), torch.tensor([0]),
-                torch.tensor([a.tone_ids]), torch.tensor([a.lang_ids]),
-                torch.from_numpy(feats)[None],
-            ))
+            out.append(
+                (
+                    torch.tensor([a.phone_ids]),
+                    torch.tensor([n]),
+                    torch.tensor([0]),
+                    torch.tensor([a.tone_ids]),
+                    torch.tensor([a.lang_ids]),
+                    torch.from_numpy(feats)[None],
+                )
+            )
     del bert
     return out
 
@@ -153,7 +173,7 @@ def _calibrate_durations(model, inputs, style_vec) -> float:
     hook.remove()
     w = model.dp.proj.weight.detach()[0, :, 0]  # [filter]
     h = torch.cat([c[0] for c in captured], dim=1)  # [filter, all phone ids]
-    proj = (w @ h)
+    proj = w @ h
     spread = 0.25 / max(float(proj.std()), 1e-6)  # log-duration spread of ±0.25
     proj = proj * spread
 
@@ -186,8 +206,8 @@ def build_synthesizer(root: Path) -> Path:
         return out
     import torch
 
-    from engine.neural.config import parse_config
     from engine.model import JPExtraSynthesizer
+    from engine.neural.config import parse_config
     from engine.synth.export import (
         export_duration_predictor_onnx,
         export_synthesizer_onnx,
@@ -206,9 +226,13 @@ def build_synthesizer(root: Path) -> Path:
     t0 = time.perf_counter()
     export_synthesizer_onnx(model, tmp / "synthesizer.onnx")
     export_duration_predictor_onnx(model, tmp / "duration_predictor.onnx")
-    (tmp / "config.json").write_text(json.dumps(raw, ensure_ascii=False, indent=2), encoding="utf-8")
+    (tmp / "config.json").write_text(
+        json.dumps(raw, ensure_ascii=False, indent=2), encoding="utf-8"
+    )
     np.save(tmp / "style_vectors.npy", style_vectors)
-    (tmp / "calibration.json").write_text(json.dumps({"frames_per_phone_id": mean, "parameters": n_params}))
+    (tmp / "calibration.json").write_text(
+        json.dumps({"frames_per_phone_id": mean, "parameters": n_params})
+    )
     shutil.rmtree(out, ignore_errors=True)
     tmp.rename(out)
     _LOG.info("synthesizer exported in %.0f s → %s", time.perf_counter() - t0, out)
@@ -227,7 +251,9 @@ def _copy_speakers(root: Path) -> None:
         cfg = json.loads((tmp / "config.json").read_text(encoding="utf-8"))
         cfg["model_name"] = name
         cfg["data"]["spk2id"] = {name: 0}
-        (tmp / "config.json").write_text(json.dumps(cfg, ensure_ascii=False, indent=2), encoding="utf-8")
+        (tmp / "config.json").write_text(
+            json.dumps(cfg, ensure_ascii=False, indent=2), encoding="utf-8"
+        )
         tmp.rename(dst)
 
 

@@ -19,11 +19,11 @@ from pathlib import Path
 
 from . import layout
 from .audio import AudioResult
+from .layout import OFFICIAL_SOURCE
 from .openjtalk import EMBEDDED_VOICE_NAME
+from .options import EngineOptions
 from .output import OUTPUT_RATES, Chime, OutputOptions, WavError
 from .speaker import Speaker
-from .layout import OFFICIAL_SOURCE
-from .options import EngineOptions
 from .tts import TTS
 from .voice_backend import AudioPiece, SynthesisOptions, Voice
 
@@ -34,7 +34,9 @@ def _version() -> str:
     except metadata.PackageNotFoundError:  # running from a source tree
         pyproject = Path(__file__).resolve().parent.parent / "pyproject.toml"
         try:
-            found = re.search(r'^version\s*=\s*"([^"]+)"', pyproject.read_text("utf-8"), re.MULTILINE)
+            found = re.search(
+                r'^version\s*=\s*"([^"]+)"', pyproject.read_text("utf-8"), re.MULTILINE
+            )
         except OSError:
             found = None
         return found.group(1) if found else "unknown"

@@ -23,17 +23,17 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
-from .openjtalk import EMBEDDED_VOICE_NAME
 from .layout import (
+    BERT_REQUIRED_FILES,
     OFFICIAL_SOURCE,
     PYTORCH_SPEAKER_FILES,
-    BERT_REQUIRED_FILES,
     backend_for,
     bert_prefixes,
     check_voice_name,
     speaker_files,
     speaker_prefix,
 )
+from .openjtalk import EMBEDDED_VOICE_NAME
 from .sources import (
     Source,
     SourceNotFoundError,
@@ -44,6 +44,7 @@ from .sources import (
 )
 
 _LOGGER = logging.getLogger(__name__)
+
 
 def fetch_bert(source: Source, device: str) -> list[Path]:
     """Fetch and check the tokenizer and the BERT model for `device`; return their folders."""
@@ -65,14 +66,19 @@ def fetch_voice(source: Source, name: str, device: str) -> Path:
     preferred = speaker_prefix(name, backend_for(device))
     other_device = "cpu" if backend_for(device) == "pytorch" else "cuda"
     first_error: SourceNotFoundError | None = None
-    for prefix, dev in ((preferred, device), (speaker_prefix(name, backend_for(other_device)), other_device)):
+    for prefix, dev in (
+        (preferred, device),
+        (speaker_prefix(name, backend_for(other_device)), other_device),
+    ):
         try:
             folder = source.fetch(prefix)
         except SourceNotFoundError as exc:
             first_error = first_error or exc
             continue
         if prefix != preferred:
-            _LOGGER.info("%s: no %s/, using %s/ (converted when loaded)", source.uri, preferred, prefix)
+            _LOGGER.info(
+                "%s: no %s/, using %s/ (converted when loaded)", source.uri, preferred, prefix
+            )
         require_files(folder, speaker_files(backend_for(dev)), source.uri, prefix)
         return folder
     try:

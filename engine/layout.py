@@ -86,7 +86,7 @@ def check_voice_name(name: str) -> str:
 
 
 def backend_for(device: str) -> Backend:
-    """"pytorch" for CUDA devices ("cuda", "cuda:1"), "onnx" for everything else
+    """ "pytorch" for CUDA devices ("cuda", "cuda:1"), "onnx" for everything else
     (hayakoe's rule)."""
     text = str(device).strip().lower()
     if not text:

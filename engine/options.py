@@ -59,7 +59,9 @@ class EngineOptions:
 
     def __post_init__(self) -> None:
         if self.threads is not None and (not isinstance(self.threads, int) or self.threads < 1):
-            raise ValueError(f"EngineOptions.threads must be a positive integer, not {self.threads!r}")
+            raise ValueError(
+                f"EngineOptions.threads must be a positive integer, not {self.threads!r}"
+            )
         if not isinstance(self.first_window, int) or self.first_window < 0:
             raise ValueError(
                 f"EngineOptions.first_window must be an integer >= 0, not {self.first_window!r}"

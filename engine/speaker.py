@@ -138,7 +138,9 @@ class Speaker:
         return (output or OutputOptions()).rate_for(self.sample_rate)
 
     # -- sync API ----------------------------------------------------------------------
-    def generate(self, text: str, *, output: OutputOptions | None = None, **options: Any) -> AudioResult:
+    def generate(
+        self, text: str, *, output: OutputOptions | None = None, **options: Any
+    ) -> AudioResult:
         """The whole text as one `AudioResult` (empty for text with nothing to say).
 
         `output` shapes the audio (`engine.output.OutputOptions`: volume, loudness measured
@@ -170,7 +172,9 @@ class Speaker:
         return self._speak(text, opts, None, output, measure_whole=measure_whole)
 
     # -- async API ---------------------------------------------------------------------
-    async def agenerate(self, text: str, *, output: OutputOptions | None = None, **options: Any) -> AudioResult:
+    async def agenerate(
+        self, text: str, *, output: OutputOptions | None = None, **options: Any
+    ) -> AudioResult:
         """`generate` off the event loop (cancelling it stops the synthesis)."""
         extra = {**(options.pop("extra", None) or {}), "whole_sentences": True}  # see generate
         chunks = self.astream(text, extra=extra, output=output, measure_whole=True, **options)
@@ -289,7 +293,9 @@ class Speaker:
         measure_whole: bool,
     ) -> Iterator[AudioResult]:
         """`_stream` through one request's `OutputStage`, then what the stage held back."""
-        stage = OutputStage(output or OutputOptions(), self.sample_rate, measure_whole=measure_whole)
+        stage = OutputStage(
+            output or OutputOptions(), self.sample_rate, measure_whole=measure_whole
+        )
         yield from self._stream(text, opts, cancel, stage)
         rest = stage.finish()
         if rest.size:

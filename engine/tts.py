@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .layout import OFFICIAL_SOURCE
-from .options import EngineOptions
 from .openjtalk import EMBEDDED_VOICE_NAME, OpenJTalkVoice
+from .options import EngineOptions
 from .speaker import Speaker
 from .voice_backend import Voice
 
@@ -181,7 +181,9 @@ class TTS:
         )
 
     # -- dictionary ----------------------------------------------------------------------
-    def add_word(self, *, surface: str, reading: str, accent: int | None = None, **extra: Any) -> Any:
+    def add_word(
+        self, *, surface: str, reading: str, accent: int | None = None, **extra: Any
+    ) -> Any:
         """Teach the frontend a word: surface form, katakana reading, accent nucleus (None:
         guessed). Process-wide (OpenJTalk has one dictionary); `extra` goes to
         `engine.text.add_word` (e.g. ``priority``, ``pos``)."""
@@ -203,4 +205,3 @@ class TTS:
         from .text.userdict_watch import watch_user_dictionaries
 
         return len(watch_user_dictionaries([Path(p) for p in paths]).surfaces)
-

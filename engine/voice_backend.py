@@ -7,8 +7,9 @@ async wrappers — lives in `speaker.py`, so a new kind of voice only implements
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Iterator, Protocol, Sequence, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
@@ -33,7 +34,7 @@ class SynthesisOptions:
     """Seconds of silence between sentences; None lets the voice decide (predicted pauses)."""
     extra: dict = field(default_factory=dict)
 
-    def merged(self, **overrides: object) -> "SynthesisOptions":
+    def merged(self, **overrides: object) -> SynthesisOptions:
         """A copy with the given fields replaced (None values are ignored)."""
         return replace(self, **{k: v for k, v in overrides.items() if v is not None})
 
@@ -68,9 +69,7 @@ class Voice(Protocol):
     """Seconds of silence between batches of sentences rendered separately (text arriving in
     deltas); None leaves the choice to `Speaker` (`DEFAULT_STREAM_PAUSE`)."""
 
-    def render(
-        self, sentences: Sequence[str], options: SynthesisOptions
-    ) -> Iterator[AudioPiece]:
+    def render(self, sentences: Sequence[str], options: SynthesisOptions) -> Iterator[AudioPiece]:
         """Yield audio for `sentences` in order, including any pause the voice wants
         between sentences (at the start of the following sentence's first piece). The
         generator may be closed early; it must then release what it holds."""

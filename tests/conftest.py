@@ -65,7 +65,9 @@ class Wy:
         events: list[Event] = []
         while True:
             event = await client.read_event()
-            assert event is not None, f"connection closed before {event_type}; got {[e.type for e in events]}"
+            assert event is not None, (
+                f"connection closed before {event_type}; got {[e.type for e in events]}"
+            )
             events.append(event)
             if event.type == event_type:
                 return events

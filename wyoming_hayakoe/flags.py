@@ -77,8 +77,14 @@ class OutputDefaults:
     def merged(self, over: OutputDefaults) -> OutputDefaults:
         """These values with every value set in `over` taking precedence."""
         return OutputDefaults(
-            **{f.name: (getattr(over, f.name) if getattr(over, f.name) is not None else getattr(self, f.name))
-               for f in fields(self)}
+            **{
+                f.name: (
+                    getattr(over, f.name)
+                    if getattr(over, f.name) is not None
+                    else getattr(self, f.name)
+                )
+                for f in fields(self)
+            }
         )
 
 
@@ -140,7 +146,9 @@ def _volume(flag: str):
             return 10.0 ** (value / 20.0)
         low, high = 10.0 ** (MIN_VOLUME_DB / 20.0), 10.0 ** (MAX_VOLUME_DB / 20.0)
         if not low <= value <= high:
-            raise argparse.ArgumentTypeError(f"{flag} factor must be within {low:g}..{high:g}, got {text!r}")
+            raise argparse.ArgumentTypeError(
+                f"{flag} factor must be within {low:g}..{high:g}, got {text!r}"
+            )
         return value
 
     return convert
@@ -151,7 +159,9 @@ def _loudness(flag: str):
         try:
             value = float(text.strip().removesuffix("LUFS").removesuffix("lufs"))
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{flag} expects a loudness in LUFS (e.g. -16), got {text!r}") from None
+            raise argparse.ArgumentTypeError(
+                f"{flag} expects a loudness in LUFS (e.g. -16), got {text!r}"
+            ) from None
         if not (math.isfinite(value) and -70.0 <= value <= 0.0):
             raise argparse.ArgumentTypeError(f"{flag} must be within -70..0 LUFS, got {text!r}")
         return value
@@ -165,7 +175,9 @@ def _silence(flag: str):
     def convert(text: str) -> float:
         value = inner(text)
         if value > MAX_ADDED_SILENCE_S:
-            raise argparse.ArgumentTypeError(f"{flag} must be at most {MAX_ADDED_SILENCE_S:g} s, got {text!r}")
+            raise argparse.ArgumentTypeError(
+                f"{flag} must be at most {MAX_ADDED_SILENCE_S:g} s, got {text!r}"
+            )
         return value
 
     return convert
@@ -196,5 +208,3 @@ def _wav_file(flag: str):
         return path
 
     return convert
-
-

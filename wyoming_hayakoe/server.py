@@ -61,11 +61,18 @@ class HayakoeServer:
     def __init__(self, settings: Settings, speakers: Mapping[str, Speaker]) -> None:
         self.settings = settings
         catalog = VoiceCatalog(
-            speakers, settings.default_voice, settings.default_style, output=output_options(settings.output)
+            speakers,
+            settings.default_voice,
+            settings.default_style,
+            output=output_options(settings.output),
         )
         catalog.presets = resolve_presets(  # raises PresetError, naming the preset
-            settings.presets, speakers, synthesis=settings.synthesis, output=settings.output,
-            default_style=catalog.style_for, taken=catalog.voice_names(),
+            settings.presets,
+            speakers,
+            synthesis=settings.synthesis,
+            output=settings.output,
+            default_style=catalog.style_for,
+            taken=catalog.voice_names(),
         )
         self.context = ServerContext(
             catalog=catalog,
@@ -101,7 +108,9 @@ class HayakoeServer:
             path = uri.path
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(path)
-            self._server = await asyncio.start_unix_server(self._on_connection, path=path, limit=limit)
+            self._server = await asyncio.start_unix_server(
+                self._on_connection, path=path, limit=limit
+            )
             _LOGGER.info("Listening on unix://%s", path)
         elif uri.scheme == "stdio":
             self._stdio_task = asyncio.create_task(self._serve_stdio(limit))
@@ -156,7 +165,9 @@ class HayakoeServer:
         return self._zeroconf.service_name if self._zeroconf is not None else None
 
     # -- connections -----------------------------------------------------------------------
-    async def _on_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _on_connection(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
         task = asyncio.current_task()
         if task is not None:
             self._connections.add(task)

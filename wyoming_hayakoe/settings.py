@@ -18,18 +18,18 @@ from urllib.parse import urlparse
 from engine import EMBEDDED_VOICE_NAME, OFFICIAL_SOURCE, OUTPUT_RATES, EngineOptions, __version__
 
 from .flags import (
-    SettingsError,
-    VoiceSpec,
-    SynthesisDefaults,
     OutputDefaults,
-    _positive_float,
-    _non_negative_float,
-    _positive_int,
-    _non_negative_int,
-    _volume,
+    SettingsError,
+    SynthesisDefaults,
+    VoiceSpec,
     _loudness,
-    _silence,
+    _non_negative_float,
+    _non_negative_int,
     _output_rate,
+    _positive_float,
+    _positive_int,
+    _silence,
+    _volume,
     _wav_file,
 )
 
@@ -113,56 +113,128 @@ def build_parser() -> argparse.ArgumentParser:
             "Subcommands: export, download, export-bert (run `wyoming-hayakoe SUBCOMMAND -h`)."
         ),
     )
-    p.add_argument("--uri", default=DEFAULT_URI, help="tcp://HOST:PORT, unix://PATH or stdio:// (default: %(default)s)")
     p.add_argument(
-        "--zeroconf", nargs="?", const=DEFAULT_ZEROCONF_NAME, default=None, metavar="NAME",
+        "--uri",
+        default=DEFAULT_URI,
+        help="tcp://HOST:PORT, unix://PATH or stdio:// (default: %(default)s)",
+    )
+    p.add_argument(
+        "--zeroconf",
+        nargs="?",
+        const=DEFAULT_ZEROCONF_NAME,
+        default=None,
+        metavar="NAME",
         help=f"advertise the server with zeroconf as NAME (default name: {DEFAULT_ZEROCONF_NAME}); tcp:// only",
     )
     p.add_argument("--zeroconf-interface", action="append", default=[], help=argparse.SUPPRESS)
     p.add_argument(
-        "--voice", action="append", default=[], metavar="NAME[=SOURCE]",
+        "--voice",
+        action="append",
+        default=[],
+        metavar="NAME[=SOURCE]",
         help="voice to load (repeatable): a name, or NAME=SOURCE (hf://user/repo, s3://bucket/prefix, "
         f"file:///path, /path); default: {EMBEDDED_VOICE_NAME}",
     )
-    p.add_argument("--default-voice", help="voice used when a request names none (default: the first --voice)")
-    p.add_argument("--default-style", help="style used when a request names none (default: Neutral, else the voice's first)")
-    p.add_argument("--samples-per-chunk", type=_positive_int("--samples-per-chunk"), default=1024, help="samples per audio-chunk event (default: %(default)s)")
-    p.add_argument("--no-streaming", action="store_true", help="do not advertise streaming synthesis (synthesize-start/chunk/stop)")
-    p.add_argument("--device", default="cpu", help="cpu (ONNX Runtime) or cuda[:N] (PyTorch) (default: %(default)s)")
-    p.add_argument("--cache-dir", type=Path, help="where downloaded voices are kept (default: $HAYAKOE_CACHE or the user cache)")
-    p.add_argument("--bert-source", default=OFFICIAL_SOURCE, help="where the BERT comes from (default: %(default)s)")
-    p.add_argument("--hf-token", default=None, help="Hugging Face token for private voices (default: $HF_TOKEN; never logged)")
-    p.add_argument("--user-dict", type=Path, action="append", default=[], help="user dictionary file (CSV or JSON; repeatable, later files win); reloaded when it changes and on SIGHUP")
-    p.add_argument("--no-rewrite", action="store_true", help="speak text as given (no times/units/Latin-word rewriting)")
+    p.add_argument(
+        "--default-voice", help="voice used when a request names none (default: the first --voice)"
+    )
+    p.add_argument(
+        "--default-style",
+        help="style used when a request names none (default: Neutral, else the voice's first)",
+    )
+    p.add_argument(
+        "--samples-per-chunk",
+        type=_positive_int("--samples-per-chunk"),
+        default=1024,
+        help="samples per audio-chunk event (default: %(default)s)",
+    )
+    p.add_argument(
+        "--no-streaming",
+        action="store_true",
+        help="do not advertise streaming synthesis (synthesize-start/chunk/stop)",
+    )
+    p.add_argument(
+        "--device",
+        default="cpu",
+        help="cpu (ONNX Runtime) or cuda[:N] (PyTorch) (default: %(default)s)",
+    )
+    p.add_argument(
+        "--cache-dir",
+        type=Path,
+        help="where downloaded voices are kept (default: $HAYAKOE_CACHE or the user cache)",
+    )
+    p.add_argument(
+        "--bert-source",
+        default=OFFICIAL_SOURCE,
+        help="where the BERT comes from (default: %(default)s)",
+    )
+    p.add_argument(
+        "--hf-token",
+        default=None,
+        help="Hugging Face token for private voices (default: $HF_TOKEN; never logged)",
+    )
+    p.add_argument(
+        "--user-dict",
+        type=Path,
+        action="append",
+        default=[],
+        help="user dictionary file (CSV or JSON; repeatable, later files win); reloaded when it changes and on SIGHUP",
+    )
+    p.add_argument(
+        "--no-rewrite",
+        action="store_true",
+        help="speak text as given (no times/units/Latin-word rewriting)",
+    )
     p.add_argument("--no-warmup", action="store_true", help=argparse.SUPPRESS)
     p.add_argument(
-        "--compile", action=argparse.BooleanOptionalAction, default=None,
+        "--compile",
+        action=argparse.BooleanOptionalAction,
+        default=None,
         help="torch.compile neural voices at start (PyTorch backend; default: on for cuda devices)",
     )
     e = p.add_argument_group("engine tuning (defaults from the environment, see engine/options.py)")
     e.add_argument(
-        "--threads", type=_positive_int("--threads"), default=None,
+        "--threads",
+        type=_positive_int("--threads"),
+        default=None,
         help="ONNX Runtime threads per session (default: $WYOMING_HAYAKOE_THREADS, else the usable CPUs, at most 8)",
     )
     e.add_argument(
-        "--first-window", type=_non_negative_int("--first-window"), default=None, metavar="FRAMES",
+        "--first-window",
+        type=_non_negative_int("--first-window"),
+        default=None,
+        metavar="FRAMES",
         help="frames in a request's first decoder window; 0 decodes whole sentences (default: $WYOMING_HAYAKOE_FIRST_WINDOW, else 24)",
     )
     e.add_argument(
-        "--conv2d", action=argparse.BooleanOptionalAction, default=None,
+        "--conv2d",
+        action=argparse.BooleanOptionalAction,
+        default=None,
         help="run the decoder's 1-D convolutions as 2-D ones (default: on if $WYOMING_HAYAKOE_CONV2D=1)",
     )
     e.add_argument(
-        "--release-memory", action=argparse.BooleanOptionalAction, default=None,
+        "--release-memory",
+        action=argparse.BooleanOptionalAction,
+        default=None,
         help="give decoder memory back after long requests (default: on unless $WYOMING_HAYAKOE_RELEASE_MEMORY=0)",
     )
     e.add_argument(
-        "--offline", action=argparse.BooleanOptionalAction, default=None,
+        "--offline",
+        action=argparse.BooleanOptionalAction,
+        default=None,
         help="never contact a voice store; use the cache only (default: $HAYAKOE_OFFLINE)",
     )
     g = p.add_argument_group("synthesis defaults (per voice when not given)")
-    g.add_argument("--speed", type=_positive_float("--speed"), help="speaking rate factor (2.0 = twice as fast)")
-    g.add_argument("--sentence-silence", type=_non_negative_float("--sentence-silence"), help="seconds of silence between sentences")
+    g.add_argument(
+        "--speed",
+        type=_positive_float("--speed"),
+        help="speaking rate factor (2.0 = twice as fast)",
+    )
+    g.add_argument(
+        "--sentence-silence",
+        type=_non_negative_float("--sentence-silence"),
+        help="seconds of silence between sentences",
+    )
     g.add_argument("--sdp-ratio", type=_non_negative_float("--sdp-ratio"))
     g.add_argument("--noise", type=_non_negative_float("--noise"))
     g.add_argument("--noise-w", type=_non_negative_float("--noise-w"))
@@ -170,25 +242,61 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--pitch-scale", type=_positive_float("--pitch-scale"))
     g.add_argument("--intonation-scale", type=_non_negative_float("--intonation-scale"))
     o = p.add_argument_group("output (every voice; presets may override)")
-    o.add_argument("--volume", type=_volume("--volume"), help="gain: decibels (6dB; write --volume=-3dB for a cut) or a factor (2, 0.5); peaks are limited, never clipped")
-    o.add_argument("--loudness", type=_loudness("--loudness"), metavar="LUFS", help="normalise to this integrated loudness (e.g. -16); streams are measured on their first sentence")
-    o.add_argument("--lead-silence", type=_silence("--lead-silence"), metavar="SECONDS", help="silence before the speech, for speakers that wake up late (default: 0)")
-    o.add_argument("--tail-silence", type=_silence("--tail-silence"), metavar="SECONDS", help="silence after the speech (default: 0)")
-    o.add_argument("--output-rate", type=_output_rate("--output-rate"), metavar="HZ", help=f"sample rate sent to clients: {', '.join(map(str, OUTPUT_RATES))} (default: the voice's own)")
-    o.add_argument("--chime", type=_wav_file("--chime"), metavar="FILE", help="WAV file played before the speech")
+    o.add_argument(
+        "--volume",
+        type=_volume("--volume"),
+        help="gain: decibels (6dB; write --volume=-3dB for a cut) or a factor (2, 0.5); peaks are limited, never clipped",
+    )
+    o.add_argument(
+        "--loudness",
+        type=_loudness("--loudness"),
+        metavar="LUFS",
+        help="normalise to this integrated loudness (e.g. -16); streams are measured on their first sentence",
+    )
+    o.add_argument(
+        "--lead-silence",
+        type=_silence("--lead-silence"),
+        metavar="SECONDS",
+        help="silence before the speech, for speakers that wake up late (default: 0)",
+    )
+    o.add_argument(
+        "--tail-silence",
+        type=_silence("--tail-silence"),
+        metavar="SECONDS",
+        help="silence after the speech (default: 0)",
+    )
+    o.add_argument(
+        "--output-rate",
+        type=_output_rate("--output-rate"),
+        metavar="HZ",
+        help=f"sample rate sent to clients: {', '.join(map(str, OUTPUT_RATES))} (default: the voice's own)",
+    )
+    o.add_argument(
+        "--chime",
+        type=_wav_file("--chime"),
+        metavar="FILE",
+        help="WAV file played before the speech",
+    )
     p.add_argument(
-        "--preset", action="append", default=[], metavar="NAME=VOICE[:STYLE],KEY=VALUE,...",
+        "--preset",
+        action="append",
+        default=[],
+        metavar="NAME=VOICE[:STYLE],KEY=VALUE,...",
         help="a named voice with its own options (repeatable), e.g. alarm=openjtalk-mei:High,volume=6dB,lead_silence=0.5; "
         "keys: speed, sentence_silence, sdp_ratio, noise, noise_w, style_weight, pitch_scale, intonation_scale, "
         "volume, loudness, lead_silence, tail_silence, output_rate, chime",
     )
     p.add_argument(
-        "--max-text-length", type=_positive_int("--max-text-length"), default=DEFAULT_MAX_TEXT_LENGTH,
+        "--max-text-length",
+        type=_positive_int("--max-text-length"),
+        default=DEFAULT_MAX_TEXT_LENGTH,
         help="longest text (characters) one request may carry (default: %(default)s)",
     )
     p.add_argument("--debug", action="store_true", help="log DEBUG messages")
     p.add_argument("--log-format", default=logging.BASIC_FORMAT, help="format of log messages")
-    p.add_argument("--version", action="version", version=__version__, help="print the version and exit")
+    p.add_argument(
+        "--version", action="version", version=__version__, help="print the version and exit"
+    )
     return p
 
 
@@ -200,16 +308,22 @@ def _check_uri(uri: str) -> str:
         except ValueError:
             port = None
         if not parsed.hostname or port is None:
-            raise SettingsError(f"--uri {uri!r}: tcp:// needs a host and a port, e.g. tcp://0.0.0.0:10200")
+            raise SettingsError(
+                f"--uri {uri!r}: tcp:// needs a host and a port, e.g. tcp://0.0.0.0:10200"
+            )
     elif parsed.scheme == "unix":
         if not parsed.path:
-            raise SettingsError(f"--uri {uri!r}: unix:// needs a socket path, e.g. unix:///run/hayakoe.sock")
+            raise SettingsError(
+                f"--uri {uri!r}: unix:// needs a socket path, e.g. unix:///run/hayakoe.sock"
+            )
     elif parsed.scheme != "stdio":
         raise SettingsError(f"--uri {uri!r}: only tcp://, unix:// and stdio:// are supported")
     return uri
 
 
-def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> Settings:
+def settings_from_args(
+    args: argparse.Namespace, environ: Mapping[str, str] | None = None
+) -> Settings:
     """Validate parsed arguments into `Settings`."""
     env = os.environ if environ is None else environ
     uri = _check_uri(args.uri)
@@ -218,13 +332,17 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str] | No
         spec = VoiceSpec.parse(text)
         clash = next((v for v in voices if v.name == spec.name), None)
         if clash is not None and clash != spec:
-            raise SettingsError(f"--voice {text!r}: voice {spec.name!r} is given twice with different sources")
+            raise SettingsError(
+                f"--voice {text!r}: voice {spec.name!r} is given twice with different sources"
+            )
         if clash is None:
             voices.append(spec)
     default_voice = args.default_voice.strip() if args.default_voice else None
     if default_voice:
         if "=" in default_voice:
-            raise SettingsError(f"--default-voice {args.default_voice!r}: give a name; put NAME=SOURCE in --voice")
+            raise SettingsError(
+                f"--default-voice {args.default_voice!r}: give a name; put NAME=SOURCE in --voice"
+            )
         if all(v.name != default_voice for v in voices):
             voices.append(VoiceSpec(default_voice))
     if not voices:
@@ -300,7 +418,9 @@ def _engine_options(args: argparse.Namespace, env: Mapping[str, str]) -> EngineO
     )
 
 
-def parse_settings(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> Settings:
+def parse_settings(
+    argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None
+) -> Settings:
     """Parse the command line into `Settings` (argparse exits with a message on bad flags)."""
     parser = build_parser()
     args = parser.parse_args(list(argv) if argv is not None else None)

@@ -60,7 +60,9 @@ class ExportResult:
     """max |ONNX fp32 − PyTorch| on a padded check batch."""
 
 
-def export_onnx(model_dir: str | Path, onnx_path: str | Path, *, opset: int = DEFAULT_OPSET) -> Path:
+def export_onnx(
+    model_dir: str | Path, onnx_path: str | Path, *, opset: int = DEFAULT_OPSET
+) -> Path:
     """Export the ``AutoModelForMaskedLM`` folder `model_dir` to an fp32 ONNX file at `onnx_path`."""
     import torch
 
@@ -70,7 +72,9 @@ def export_onnx(model_dir: str | Path, onnx_path: str | Path, *, opset: int = DE
     onnx_path.parent.mkdir(parents=True, exist_ok=True)
     model = load_third_from_last(model_dir, dtype=torch.float32)
     # A padded batch of 2 with distinct lengths, so nothing batch- or length-specific is baked in.
-    ids = torch.tensor([[1, 37, 57, 8, 105, 18, 173, 268, 2], [1, 232, 271, 6, 2, 0, 0, 0, 0]], dtype=torch.long)
+    ids = torch.tensor(
+        [[1, 37, 57, 8, 105, 18, 173, 268, 2], [1, 232, 271, 6, 2, 0, 0, 0, 0]], dtype=torch.long
+    )
     mask = (ids != 0).long()
     mask[:, 0] = 1
     with torch.no_grad(), warnings.catch_warnings():
@@ -121,7 +125,9 @@ def _prune_opset_imports(path: Path) -> None:
 
     model = onnx.load(str(path))
     used = {n.domain for n in model.graph.node} | {""}
-    keep = [o for o in model.opset_import if o.domain in used or (o.domain == "ai.onnx" and "" in used)]
+    keep = [
+        o for o in model.opset_import if o.domain in used or (o.domain == "ai.onnx" and "" in used)
+    ]
     if len(keep) != len(model.opset_import):
         del model.opset_import[:]
         model.opset_import.extend(keep)
@@ -178,7 +184,9 @@ def _check_against_torch(model_dir: Path, onnx_path: Path) -> float:
     model = load_third_from_last(model_dir)
     with torch.no_grad():
         want = model(torch.from_numpy(ids), torch.from_numpy(mask)).numpy()
-    sess = ort.InferenceSession(str(onnx_path), sess_options=session_options(), providers=["CPUExecutionProvider"])
+    sess = ort.InferenceSession(
+        str(onnx_path), sess_options=session_options(), providers=["CPUExecutionProvider"]
+    )
     got = sess.run(None, {"input_ids": ids, "attention_mask": mask})[0]
     valid = mask.astype(bool)
     return float(np.abs(got[valid] - want[valid]).max())

@@ -47,7 +47,11 @@ class BertFeatures:
     hidden_size: int
 
     def __init__(
-        self, tokenizer: CharTokenizer, *, max_batch_tokens: int = 16384, max_batch_attention: int = 1 << 20
+        self,
+        tokenizer: CharTokenizer,
+        *,
+        max_batch_tokens: int = 16384,
+        max_batch_attention: int = 1 << 20,
     ) -> None:
         self.tokenizer = tokenizer
         self.max_batch_tokens = max_batch_tokens
@@ -75,7 +79,9 @@ class BertFeatures:
         if len(ids) != len(bert_text) + 2:
             _LOGGER.warning(
                 "BERT text %r gives %d tokens for %d characters; using one token per character",
-                bert_text, len(ids) - 2, len(bert_text),
+                bert_text,
+                len(ids) - 2,
+                len(bert_text),
             )
             ids = self.tokenizer.encode_per_char(bert_text)
         return ids
@@ -114,7 +120,10 @@ class BertFeatures:
         for i in order:
             longest = len(id_lists[i])
             rows = len(batch) + 1
-            if batch and (rows * longest > self.max_batch_tokens or rows * longest * longest > self.max_batch_attention):
+            if batch and (
+                rows * longest > self.max_batch_tokens
+                or rows * longest * longest > self.max_batch_attention
+            ):
                 flush()
             batch.append(i)
         flush()
@@ -140,9 +149,7 @@ class BertFeatures:
         if isinstance(bert_texts, str):
             raise TypeError("bert_texts must be a list of strings, not one string")
         if len(bert_texts) != len(word2phs):
-            raise ValueError(
-                f"got {len(bert_texts)} BERT texts but {len(word2phs)} word2ph lists"
-            )
+            raise ValueError(f"got {len(bert_texts)} BERT texts but {len(word2phs)} word2ph lists")
         for n, (text, w2p) in enumerate(zip(bert_texts, word2phs)):
             if len(w2p) != len(text) + 2:
                 raise ValueError(
@@ -165,9 +172,10 @@ class BertFeatures:
         feats = []
         for h, w2p in zip(hidden, word2phs):
             if assist_mean is not None:
-                h = (h * np.float32(1 - assist_text_weight) + assist_mean * np.float32(assist_text_weight)).astype(
-                    np.float32
-                )
+                h = (
+                    h * np.float32(1 - assist_text_weight)
+                    + assist_mean * np.float32(assist_text_weight)
+                ).astype(np.float32)
             counts = np.asarray(w2p, dtype=np.int64)
             feats.append(np.ascontiguousarray(np.repeat(h, counts, axis=0).T, dtype=np.float32))
         return feats

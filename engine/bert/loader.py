@@ -45,11 +45,15 @@ def _resolve(root: Any, prefix: str) -> Path:
     if isinstance(root, (str, Path)):
         path = Path(root) / prefix
         if not path.is_dir():
-            raise FileNotFoundError(f"BERT: {path} not found (expected hayakoe's layout under {root})")
+            raise FileNotFoundError(
+                f"BERT: {path} not found (expected hayakoe's layout under {root})"
+            )
         return path
     if isinstance(root, _FetchingSource):
         return Path(root.fetch(prefix))
-    raise TypeError(f"load_bert: root must be a path or a Source with fetch(prefix), not {type(root).__name__}")
+    raise TypeError(
+        f"load_bert: root must be a path or a Source with fetch(prefix), not {type(root).__name__}"
+    )
 
 
 def _tokenizer_dir(root: Any, model_dir: Path | None) -> Path:

@@ -98,12 +98,20 @@ class CharTokenizer:
                 config = json.loads(config_path.read_text(encoding="utf-8"))
             except json.JSONDecodeError as exc:
                 raise ValueError(f"{config_path}: invalid JSON ({exc})") from exc
-            for key, want in (("word_tokenizer_type", "basic"), ("subword_tokenizer_type", "character")):
+            for key, want in (
+                ("word_tokenizer_type", "basic"),
+                ("subword_tokenizer_type", "character"),
+            ):
                 got = config.get(key, want)
                 if got != want:
                     raise ValueError(f"{config_path}: {key} is {got!r}; only {want!r} is supported")
-            if config.get("do_word_tokenize", True) is False or config.get("do_subword_tokenize", True) is False:
-                raise ValueError(f"{config_path}: do_word_tokenize/do_subword_tokenize must be true")
+            if (
+                config.get("do_word_tokenize", True) is False
+                or config.get("do_subword_tokenize", True) is False
+            ):
+                raise ValueError(
+                    f"{config_path}: do_word_tokenize/do_subword_tokenize must be true"
+                )
             do_lower_case = bool(config.get("do_lower_case", False))
         return cls(load_vocab(vocab_path), do_lower_case=do_lower_case)
 
@@ -120,7 +128,9 @@ class CharTokenizer:
         for word in text.split():
             if self.do_lower_case and word not in SPECIAL_TOKENS:
                 word = "".join(
-                    c for c in unicodedata.normalize("NFD", word.lower()) if unicodedata.category(c) != "Mn"
+                    c
+                    for c in unicodedata.normalize("NFD", word.lower())
+                    if unicodedata.category(c) != "Mn"
                 )
             current = ""
             for ch in word:

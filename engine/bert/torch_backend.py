@@ -44,12 +44,16 @@ class ThirdFromLast(nn.Module):
         self.hidden_size = int(base.config.hidden_size)
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        out = self.base(input_ids=input_ids, attention_mask=attention_mask, output_hidden_states=True)
+        out = self.base(
+            input_ids=input_ids, attention_mask=attention_mask, output_hidden_states=True
+        )
         # hidden_states = (embeddings, layer_1, ..., layer_{N-2}); the last is the full model's [-3].
         return out.hidden_states[-1]
 
 
-def load_third_from_last(model_dir: str | Path, *, dtype: torch.dtype = torch.float32) -> ThirdFromLast:
+def load_third_from_last(
+    model_dir: str | Path, *, dtype: torch.dtype = torch.float32
+) -> ThirdFromLast:
     """Load an ``AutoModelForMaskedLM`` folder (config.json + weights) as `ThirdFromLast`, eval mode."""
     from transformers import AutoModelForMaskedLM
 

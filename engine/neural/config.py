@@ -187,7 +187,7 @@ def _check(cfg: VoiceConfig, source: str) -> None:
     if m.inter_channels % 2:
         raise ConfigError(f"{source}: model.inter_channels must be even")
     if m.resblock not in ("1", "2"):
-        raise ConfigError(f"{source}: model.resblock must be \"1\" or \"2\" (got {m.resblock!r})")
+        raise ConfigError(f'{source}: model.resblock must be "1" or "2" (got {m.resblock!r})')
     if len(m.upsample_rates) != len(m.upsample_kernel_sizes):
         raise ConfigError(
             f"{source}: model.upsample_rates and model.upsample_kernel_sizes differ in length"
@@ -202,7 +202,9 @@ def _check(cfg: VoiceConfig, source: str) -> None:
     if product != cfg.data.hop_length:
         _LOGGER.warning(
             "%s: product of upsample_rates (%d) differs from data.hop_length (%d)",
-            source, product, cfg.data.hop_length,
+            source,
+            product,
+            cfg.data.hop_length,
         )
     if not cfg.data.style2id:
         raise ConfigError(f"{source}: data.style2id is empty")

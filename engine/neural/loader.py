@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..bert.features import BertBackend
 from ..layout import (
     OnnxFolderFiles,
     PlainFolderFiles,
@@ -39,13 +40,13 @@ from ..layout import (
     plain_folder_files,
     speaker_prefix,
 )
-from ..bert.features import BertBackend
 from ..options import EngineOptions
 from ..synth.common import SynthBackend
 from .config import load_config
 from .voice import NeuralVoice
 
 _LOGGER = logging.getLogger(__name__)
+
 
 def _local_root(src: Any) -> Path | None:
     if isinstance(src, (str, os.PathLike)):
@@ -189,16 +190,24 @@ def load_neural_voice(
             from ..synth.torch_backend import TorchSynthesizer
 
             synth = TorchSynthesizer(
-                load_config(plain.config), plain.checkpoint, device=device if cuda else "cpu",
-                compile=compile, quantize=quantize,
+                load_config(plain.config),
+                plain.checkpoint,
+                device=device if cuda else "cpu",
+                compile=compile,
+                quantize=quantize,
             )
         else:
             out = exported_onnx_dir(name, plain, cache_dir)
             synth = _onnx_backend(onnx_folder_files(out), options)
     _LOGGER.info("Voice %s: %s from %s", name, synth.kind, loc.directory)
     return NeuralVoice.from_files(
-        name, config_path, style_path, synth, bert,
-        source=str(loc.directory), first_window=options.first_window,
+        name,
+        config_path,
+        style_path,
+        synth,
+        bert,
+        source=str(loc.directory),
+        first_window=options.first_window,
     )
 
 
@@ -211,16 +220,23 @@ def _onnx_backend(files: OnnxFolderFiles, options: EngineOptions) -> SynthBacken
         from ..synth.windowed import DecoderGeometry
 
         return SplitOnnxSynthesizer(
-            files.synthesizer, files.duration_predictor,
-            inter_channels=cfg.model.inter_channels, hop_length=cfg.hop_length,
-            sample_rate=cfg.sample_rate, threads=options.threads,
+            files.synthesizer,
+            files.duration_predictor,
+            inter_channels=cfg.model.inter_channels,
+            hop_length=cfg.hop_length,
+            sample_rate=cfg.sample_rate,
+            threads=options.threads,
             geometry=DecoderGeometry.from_config(dataclasses.asdict(cfg.model)),
-            conv2d=options.conv2d, release_memory=options.release_memory,
+            conv2d=options.conv2d,
+            release_memory=options.release_memory,
         )
     except (ImportError, OSError, ValueError) as exc:  # SplitError is a ValueError
         _LOGGER.warning("%s: whole-sentence decoding only (%s)", files.synthesizer, exc)
     return OnnxSynthesizer(
-        files.synthesizer, files.duration_predictor,
-        inter_channels=cfg.model.inter_channels, hop_length=cfg.hop_length,
-        sample_rate=cfg.sample_rate, threads=options.threads,
+        files.synthesizer,
+        files.duration_predictor,
+        inter_channels=cfg.model.inter_channels,
+        hop_length=cfg.hop_length,
+        sample_rate=cfg.sample_rate,
+        threads=options.threads,
     )

@@ -24,7 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from .config import VoiceConfig, load_config
+from ..bert.features import BertBackend
+from ..options import DEFAULT_FIRST_WINDOW
 from ..synth.common import (
     NoiseSource,
     SynthBackend,
@@ -38,9 +39,8 @@ from ..synth.windowed import (
     WindowedSentence,
     WindowPlan,
 )
-from ..bert.features import BertBackend
-from ..options import DEFAULT_FIRST_WINDOW
 from ..voice_backend import AudioPiece, SynthesisOptions
+from .config import VoiceConfig, load_config
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -149,11 +149,25 @@ class NeuralVoice:
 
     @classmethod
     def from_files(
-        cls, name: str, config_path: Path, style_path: Path, synth: SynthBackend, bert: BertBackend,
-        *, source: str = "", first_window: int = DEFAULT_FIRST_WINDOW,
+        cls,
+        name: str,
+        config_path: Path,
+        style_path: Path,
+        synth: SynthBackend,
+        bert: BertBackend,
+        *,
+        source: str = "",
+        first_window: int = DEFAULT_FIRST_WINDOW,
     ) -> NeuralVoice:
-        return cls(name, load_config(config_path), load_style_vectors(style_path), synth, bert,
-                   source=source, first_window=first_window)
+        return cls(
+            name,
+            load_config(config_path),
+            load_style_vectors(style_path),
+            synth,
+            bert,
+            source=source,
+            first_window=first_window,
+        )
 
     # -- options ---------------------------------------------------------------------
     def _check(self, options: SynthesisOptions) -> tuple[np.ndarray, SynthParams]:
@@ -190,7 +204,11 @@ class NeuralVoice:
         (backend without `latent`/`decode`, windows turned off, or a caller that wants
         the whole text at once: `options.extra["whole_sentences"]`)."""
         plans = self.window_plans
-        if plans is None or options.extra.get("whole_sentences") or not hasattr(self.synth, "latent"):
+        if (
+            plans is None
+            or options.extra.get("whole_sentences")
+            or not hasattr(self.synth, "latent")
+        ):
             return None
         return plans.later if started else plans.first
 
@@ -207,8 +225,9 @@ class NeuralVoice:
         for i in range(len(analyses)):
             if i in speech and i not in feats:
                 batch = next(b for b in batches if i in b)
-                out = self.bert.features([analyses[k].bert_text for k in batch],
-                                         [analyses[k].word2ph for k in batch])
+                out = self.bert.features(
+                    [analyses[k].bert_text for k in batch], [analyses[k].word2ph for k in batch]
+                )
                 feats.update(zip(batch, out))
             yield feats.pop(i, None)
 
@@ -235,12 +254,19 @@ class NeuralVoice:
                 np.asarray(analysis.phone_ids, np.int64),
                 np.asarray(analysis.tone_ids, np.int64),
                 np.asarray(analysis.lang_ids, np.int64),
-                feat, style_vec, options.speaker_id,
+                feat,
+                style_vec,
+                options.speaker_id,
             )
             plan = self._window_plan(options, started)
             if plan is not None:  # sub-sentence streaming (engine.synth.windowed)
                 win = WindowedSentence(
-                    self.synth, inputs, params, noise.for_sentence(i), plan, sample_rate=sr,
+                    self.synth,
+                    inputs,
+                    params,
+                    noise.for_sentence(i),
+                    plan,
+                    sample_rate=sr,
                     trim_lead=fixed is not None or not started,
                     trim_trail=fixed is not None or i == last_speech,
                     margin=int(EDGE_MARGIN_S * sr),
@@ -279,5 +305,7 @@ class NeuralVoice:
 
 def _has_speech(analysis: Any) -> bool:
     """True when the analysis has a phone besides pads and punctuation."""
-    return any(p not in ("_", "SP", "UNK") and p not in BOUNDARY_PHONES and p not in (",", "'", "-")
-               for p in analysis.phones)
+    return any(
+        p not in ("_", "SP", "UNK") and p not in BOUNDARY_PHONES and p not in (",", "'", "-")
+        for p in analysis.phones
+    )

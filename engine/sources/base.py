@@ -159,4 +159,3 @@ def write_json_atomic(path: Path, data: object) -> None:
         except FileNotFoundError:
             pass
         raise
-

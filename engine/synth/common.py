@@ -94,7 +94,9 @@ class SynthBackend(Protocol):
     hop_length: int
     sample_rate: int
 
-    def synthesize(self, inputs: SynthInputs, params: SynthParams, noise: NoiseSource) -> SynthOutput: ...
+    def synthesize(
+        self, inputs: SynthInputs, params: SynthParams, noise: NoiseSource
+    ) -> SynthOutput: ...
 
     def predict_durations(
         self, inputs: SynthInputs, params: SynthParams, noise: NoiseSource

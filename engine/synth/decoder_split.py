@@ -141,7 +141,9 @@ def split_synthesizer(model: Any) -> tuple[Any, Any, DecoderCut]:
     cut = find_decoder_cut(model)
     graph = model.graph
     z_vi = helper.make_tensor_value_info(cut.z, TensorProto.FLOAT, [1, cut.channels, "frames"])
-    g_vi = helper.make_tensor_value_info(cut.g, TensorProto.FLOAT, [1, cut.gin, 1]) if cut.g else None
+    g_vi = (
+        helper.make_tensor_value_info(cut.g, TensorProto.FLOAT, [1, cut.gin, 1]) if cut.g else None
+    )
     audio_vi = graph.output[0]
     extra = [o for o in graph.output[1:] if o.name == "durations"]
     front = _subgraph(model, list(graph.input), [z_vi] + ([g_vi] if g_vi else []) + extra, "front")
@@ -188,12 +190,18 @@ def conv1d_as_conv2d(model: Any) -> int:
     nodes = []
     count = 0
     for node in graph.node:
-        weight = inits.get(node.input[1]) if node.op_type in ("Conv", "ConvTranspose") and len(node.input) > 1 else None
+        weight = (
+            inits.get(node.input[1])
+            if node.op_type in ("Conv", "ConvTranspose") and len(node.input) > 1
+            else None
+        )
         if weight is None or len(weight.dims) != 3:
             nodes.append(node)
             continue
         arr = numpy_helper.to_array(weight)
-        weight.CopyFrom(numpy_helper.from_array(np.ascontiguousarray(arr[:, :, None, :]), weight.name))
+        weight.CopyFrom(
+            numpy_helper.from_array(np.ascontiguousarray(arr[:, :, None, :]), weight.name)
+        )
         for a in node.attribute:  # a new leading spatial axis of size 1
             if a.name in ("kernel_shape", "strides", "dilations", "output_shape"):
                 a.ints[:] = [1] + list(a.ints)
@@ -256,13 +264,18 @@ def derived_graphs(
 
     source = Path(source)
     variant = _variant(conv2d)
-    front_name, decoder_name, stamp_name = (f.format(variant) for f in (FRONT_FILE, DECODER_FILE, STAMP_FILE))
+    front_name, decoder_name, stamp_name = (
+        f.format(variant) for f in (FRONT_FILE, DECODER_FILE, STAMP_FILE)
+    )
     want = _stamp(source)
     dirs = _candidates(source, cache_dir)
     for d in dirs:
         try:
-            if json.loads((d / stamp_name).read_text(encoding="utf-8")) == want and \
-                    (d / front_name).is_file() and (d / decoder_name).is_file():
+            if (
+                json.loads((d / stamp_name).read_text(encoding="utf-8")) == want
+                and (d / front_name).is_file()
+                and (d / decoder_name).is_file()
+            ):
                 return d / front_name, d / decoder_name
         except (OSError, ValueError):
             continue
@@ -332,19 +345,29 @@ class SplitOnnxSynthesizer(OnnxSynthesizer):
         self.geometry = geometry
         self.context = geometry.context_frames()
         if geometry.hop != hop_length:
-            raise SplitError(f"decoder upsamples by {geometry.hop}, config hop_length is {hop_length}")
+            raise SplitError(
+                f"decoder upsamples by {geometry.hop}, config hop_length is {hop_length}"
+            )
         front, decoder = derived_graphs(Path(synthesizer), cache_dir, conv2d=conv2d)
         opts = session_options(threads)
-        self._synth = ort.InferenceSession(str(front), sess_options=opts, providers=["CPUExecutionProvider"])
-        self._decoder = ort.InferenceSession(str(decoder), sess_options=opts, providers=["CPUExecutionProvider"])
+        self._synth = ort.InferenceSession(
+            str(front), sess_options=opts, providers=["CPUExecutionProvider"]
+        )
+        self._decoder = ort.InferenceSession(
+            str(decoder), sess_options=opts, providers=["CPUExecutionProvider"]
+        )
         self._has_g = G_NAME in {i.name for i in self._decoder.get_inputs()}
         self._synth_inputs = {i.name for i in self._synth.get_inputs()}
-        self._synth_noise = sum(1 for n in self._synth_inputs if n.startswith(NOISE_INPUT.format("")))
+        self._synth_noise = sum(
+            1 for n in self._synth_inputs if n.startswith(NOISE_INPUT.format(""))
+        )
         self._has_durations = any(o.name == "durations" for o in self._synth.get_outputs())
         # After a request, give decoder activation memory back (`release_memory`).
         self._release = release_memory
         self._used = 0  # largest decoder run (frames) since the last release
-        self._gin = next((int(i.shape[1]) for i in self._decoder.get_inputs() if i.name == G_NAME), 0)
+        self._gin = next(
+            (int(i.shape[1]) for i in self._decoder.get_inputs() if i.name == G_NAME), 0
+        )
         self._shrink = ort.RunOptions()
         self._shrink.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
         self._dp_path = Path(duration_predictor) if duration_predictor is not None else None
@@ -410,7 +433,9 @@ class SplitOnnxSynthesizer(OnnxSynthesizer):
         self._used = 0
         release_free_memory()
 
-    def synthesize(self, inputs: SynthInputs, params: SynthParams, noise: NoiseSource) -> SynthOutput:
+    def synthesize(
+        self, inputs: SynthInputs, params: SynthParams, noise: NoiseSource
+    ) -> SynthOutput:
         lat = self.latent(inputs, params, noise)
         audio = self.decode(lat, lat.z)
         return SynthOutput(np.asarray(audio, np.float32), lat.durations)

@@ -27,21 +27,38 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from ..neural.config import VoiceConfig, load_config
 from ..model import JPExtraSynthesizer, load_synthesizer
+from ..neural.config import VoiceConfig, load_config
 
 _LOGGER = logging.getLogger(__name__)
 
 OPSET = 17
 
 SYNTH_INPUTS = [
-    "x", "x_lengths", "sid", "tone", "language", "bert", "style_vec",
-    "noise_scale", "length_scale", "noise_scale_w", "sdp_ratio",
+    "x",
+    "x_lengths",
+    "sid",
+    "tone",
+    "language",
+    "bert",
+    "style_vec",
+    "noise_scale",
+    "length_scale",
+    "noise_scale_w",
+    "sdp_ratio",
 ]
 SYNTH_OUTPUTS = ["audio", "durations"]
 DP_INPUTS = [
-    "x", "x_lengths", "sid", "tone", "language", "bert", "style_vec",
-    "length_scale", "noise_scale_w", "sdp_ratio",
+    "x",
+    "x_lengths",
+    "sid",
+    "tone",
+    "language",
+    "bert",
+    "style_vec",
+    "length_scale",
+    "noise_scale_w",
+    "sdp_ratio",
 ]
 DP_OUTPUTS = ["durations"]
 _PHONE_AXES = {
@@ -59,12 +76,32 @@ class SynthesizerGraph(nn.Module):
         super().__init__()
         self.model = model
 
-    def forward(self, x, x_lengths, sid, tone, language, bert, style_vec,
-                noise_scale, length_scale, noise_scale_w, sdp_ratio):
+    def forward(
+        self,
+        x,
+        x_lengths,
+        sid,
+        tone,
+        language,
+        bert,
+        style_vec,
+        noise_scale,
+        length_scale,
+        noise_scale_w,
+        sdp_ratio,
+    ):
         audio, durations = self.model.infer(
-            x, x_lengths, sid, tone, language, bert, style_vec,
-            noise_scale=noise_scale, length_scale=length_scale,
-            noise_scale_w=noise_scale_w, sdp_ratio=sdp_ratio,
+            x,
+            x_lengths,
+            sid,
+            tone,
+            language,
+            bert,
+            style_vec,
+            noise_scale=noise_scale,
+            length_scale=length_scale,
+            noise_scale_w=noise_scale_w,
+            sdp_ratio=sdp_ratio,
         )
         return audio, durations
 
@@ -76,8 +113,19 @@ class DurationGraph(nn.Module):
         super().__init__()
         self.model = model
 
-    def forward(self, x, x_lengths, sid, tone, language, bert, style_vec,
-                length_scale, noise_scale_w, sdp_ratio):
+    def forward(
+        self,
+        x,
+        x_lengths,
+        sid,
+        tone,
+        language,
+        bert,
+        style_vec,
+        length_scale,
+        noise_scale_w,
+        sdp_ratio,
+    ):
         enc = self.model.encode(x, x_lengths, sid, tone, language, bert, style_vec)
         logw = self.model.log_durations(enc, sdp_ratio, noise_scale_w, None)
         return self.model.frames(logw, enc.x_mask, length_scale)[:, 0]
@@ -96,36 +144,67 @@ def _dummy_inputs(config: VoiceConfig, length: int = 20) -> tuple[torch.Tensor, 
     )
 
 
-def _export(module: nn.Module, args: tuple, path: Path, inputs: list[str],
-            outputs: list[str], axes: dict, opset: int) -> None:
+def _export(
+    module: nn.Module,
+    args: tuple,
+    path: Path,
+    inputs: list[str],
+    outputs: list[str],
+    axes: dict,
+    opset: int,
+) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     module.eval()
     with warnings.catch_warnings(), torch.no_grad():
         warnings.simplefilter("ignore")
         torch.onnx.export(
-            module, args, str(path),
-            input_names=inputs, output_names=outputs, dynamic_axes=axes,
-            opset_version=opset, do_constant_folding=True, dynamo=False,
+            module,
+            args,
+            str(path),
+            input_names=inputs,
+            output_names=outputs,
+            dynamic_axes=axes,
+            opset_version=opset,
+            do_constant_folding=True,
+            dynamo=False,
         )
 
 
-def export_synthesizer_onnx(model: JPExtraSynthesizer, path: str | Path, opset: int = OPSET) -> Path:
+def export_synthesizer_onnx(
+    model: JPExtraSynthesizer, path: str | Path, opset: int = OPSET
+) -> Path:
     """Write hayakoe's `synthesizer.onnx` for `model`."""
     path = Path(path)
     scalars = (torch.tensor([0.6]), torch.tensor([1.0]), torch.tensor([0.8]), torch.tensor([0.2]))
     axes = dict(_PHONE_AXES, audio={2: "audio_len"}, durations={1: "phone_len"})
-    _export(SynthesizerGraph(model), _dummy_inputs(model.config) + scalars, path,
-            SYNTH_INPUTS, SYNTH_OUTPUTS, axes, opset)
+    _export(
+        SynthesizerGraph(model),
+        _dummy_inputs(model.config) + scalars,
+        path,
+        SYNTH_INPUTS,
+        SYNTH_OUTPUTS,
+        axes,
+        opset,
+    )
     return path
 
 
-def export_duration_predictor_onnx(model: JPExtraSynthesizer, path: str | Path, opset: int = OPSET) -> Path:
+def export_duration_predictor_onnx(
+    model: JPExtraSynthesizer, path: str | Path, opset: int = OPSET
+) -> Path:
     """Write hayakoe's `duration_predictor.onnx` for `model`."""
     path = Path(path)
     scalars = (torch.tensor([1.0]), torch.tensor([0.8]), torch.tensor([0.0]))
     axes = dict(_PHONE_AXES, durations={1: "phone_len"})
-    _export(DurationGraph(model), _dummy_inputs(model.config) + scalars, path,
-            DP_INPUTS, DP_OUTPUTS, axes, opset)
+    _export(
+        DurationGraph(model),
+        _dummy_inputs(model.config) + scalars,
+        path,
+        DP_INPUTS,
+        DP_OUTPUTS,
+        axes,
+        opset,
+    )
     return path
 
 
@@ -181,15 +260,21 @@ def check_export(src_dir: str | Path, out_dir: str | Path) -> float:
     phones = rng.integers(1, cfg.n_vocab, t)
     phones[::2] = 0
     inputs = SynthInputs(
-        phones, np.where(phones > 0, 7, 0), np.where(phones > 0, 1, 0),
+        phones,
+        np.where(phones > 0, 7, 0),
+        np.where(phones > 0, 1, 0),
         rng.standard_normal((cfg.model.bert_channels, t)).astype(np.float32),
-        np.load(files.style_vectors)[0].astype(np.float32), 0,
+        np.load(files.style_vectors)[0].astype(np.float32),
+        0,
     )
     params = SynthParams(noise_scale=0.0, length_scale=1.0, noise_scale_w=0.0, sdp_ratio=0.0)
     ref = TorchSynthesizer(cfg, files.checkpoint).synthesize(inputs, params, NoiseSource(0))
     ort = OnnxSynthesizer(
-        Path(out_dir) / "synthesizer.onnx", None, inter_channels=cfg.model.inter_channels,
-        hop_length=cfg.hop_length, sample_rate=cfg.sample_rate,
+        Path(out_dir) / "synthesizer.onnx",
+        None,
+        inter_channels=cfg.model.inter_channels,
+        hop_length=cfg.hop_length,
+        sample_rate=cfg.sample_rate,
     ).synthesize(inputs, params, NoiseSource(0))
     if ref.audio.shape != ort.audio.shape:
         return float("inf")

@@ -72,23 +72,33 @@ def make_noise_inputs(model) -> int:  # model: onnx.ModelProto, edited in place
         like, out = node.input[0], node.output[0]
         name = NOISE_INPUT.format(count)
         p = f"__noise{count}_"
-        graph.input.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, [f"noise_len_{count}"]))
+        graph.input.append(
+            helper.make_tensor_value_info(name, TensorProto.FLOAT, [f"noise_len_{count}"])
+        )
         nodes = [
             helper.make_node("Shape", [like], [p + "shape"]),
             helper.make_node("Size", [like], [p + "size"]),
             helper.make_node("Reshape", [p + "size", one], [p + "size1"]),
             helper.make_node(
-                "ConstantOfShape", [p + "size1"], [p + "zeros"],
+                "ConstantOfShape",
+                [p + "size1"],
+                [p + "zeros"],
                 value=numpy_helper.from_array(np.zeros(1, np.float32)),
             ),
             helper.make_node("Concat", [name, p + "zeros"], [p + "padded"], axis=0),
             helper.make_node("Slice", [p + "padded", p + "start", p + "size1"], [p + "flat"]),
-            helper.make_node("Reshape", [p + "flat", p + "shape"], [p + "std" if (mean or scale != 1.0) else out]),
+            helper.make_node(
+                "Reshape", [p + "flat", p + "shape"], [p + "std" if (mean or scale != 1.0) else out]
+            ),
         ]
         graph.initializer.append(numpy_helper.from_array(np.zeros(1, np.int64), p + "start"))
         if mean or scale != 1.0:
-            graph.initializer.append(numpy_helper.from_array(np.array(scale, np.float32), p + "scale"))
-            graph.initializer.append(numpy_helper.from_array(np.array(mean, np.float32), p + "mean"))
+            graph.initializer.append(
+                numpy_helper.from_array(np.array(scale, np.float32), p + "scale")
+            )
+            graph.initializer.append(
+                numpy_helper.from_array(np.array(mean, np.float32), p + "mean")
+            )
             nodes.append(helper.make_node("Mul", [p + "std", p + "scale"], [p + "scaled"]))
             nodes.append(helper.make_node("Add", [p + "scaled", p + "mean"], [out]))
         new_nodes.extend(nodes)
@@ -131,8 +141,9 @@ def _new_session(path: Path, threads: int | None):
     n = make_noise_inputs(model)
     data = model.SerializeToString()
     del model
-    sess = ort.InferenceSession(data, sess_options=session_options(threads),
-                                providers=["CPUExecutionProvider"])
+    sess = ort.InferenceSession(
+        data, sess_options=session_options(threads), providers=["CPUExecutionProvider"]
+    )
     return sess, n
 
 
@@ -199,7 +210,9 @@ class OnnxSynthesizer:
     def release_memory(self) -> None:
         """Nothing to give back between requests (see `SynthBackend.release_memory`)."""
 
-    def synthesize(self, inputs: SynthInputs, params: SynthParams, noise: NoiseSource) -> SynthOutput:
+    def synthesize(
+        self, inputs: SynthInputs, params: SynthParams, noise: NoiseSource
+    ) -> SynthOutput:
         feeds = self._synth_feeds(inputs, params)
         t = inputs.length
         guess = math.ceil(t * self.prior_frames_per_id * max(params.length_scale, 0.1)) + 16

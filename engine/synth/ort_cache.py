@@ -47,7 +47,12 @@ def _stamp(source: Path) -> dict[str, Any]:
     import onnxruntime as ort
 
     st = source.stat()
-    return {"format": FORMAT, "ort": ort.__version__, "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+    return {
+        "format": FORMAT,
+        "ort": ort.__version__,
+        "size": st.st_size,
+        "mtime_ns": st.st_mtime_ns,
+    }
 
 
 def _candidates(source: Path, cache_dir: Any = None) -> list[Path]:
@@ -55,7 +60,10 @@ def _candidates(source: Path, cache_dir: Any = None) -> list[Path]:
 
     digest = hashlib.sha1(str(source.resolve()).encode("utf-8")).hexdigest()[:16]
     name = source.stem + SUFFIX
-    return [cache_root(cache_dir) / "derived" / f"{source.stem}-{digest}" / name, source.parent / name]
+    return [
+        cache_root(cache_dir) / "derived" / f"{source.stem}-{digest}" / name,
+        source.parent / name,
+    ]
 
 
 def _stamp_path(target: Path) -> Path:
@@ -68,8 +76,12 @@ def _optimize(source: Path, target: Path) -> None:
     tmp = target.with_name(f".{target.name}.partial")
     tmp.unlink(missing_ok=True)
     try:
-        subprocess.run([sys.executable, "-c", _CHILD, str(source), str(tmp)], check=True,
-                       capture_output=True, timeout=3600)
+        subprocess.run(
+            [sys.executable, "-c", _CHILD, str(source), str(tmp)],
+            check=True,
+            capture_output=True,
+            timeout=3600,
+        )
     except (OSError, subprocess.SubprocessError) as exc:
         _LOGGER.debug("child optimisation failed (%s); optimising in this process", exc)
         import onnxruntime as ort
@@ -93,7 +105,10 @@ def optimized_model(source: str | os.PathLike[str], cache_dir: Any = None) -> Pa
     targets = _candidates(source, cache_dir)
     for target in targets:
         try:
-            if target.is_file() and json.loads(_stamp_path(target).read_text(encoding="utf-8")) == want:
+            if (
+                target.is_file()
+                and json.loads(_stamp_path(target).read_text(encoding="utf-8")) == want
+            ):
                 return target
         except (OSError, ValueError):
             continue

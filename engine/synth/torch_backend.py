@@ -23,8 +23,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..neural.config import VoiceConfig
 from ..model import JPExtraSynthesizer, load_synthesizer
+from ..neural.config import VoiceConfig
 from .common import NoiseSource, SynthInputs, SynthOutput, SynthParams
 
 _LOGGER = logging.getLogger(__name__)
@@ -35,7 +35,9 @@ ARM_MACHINES = ("aarch64", "arm64", "armv7l", "armv8l", "armv6l")
 def quantized_engine(machine: str | None = None, supported: list[str] | None = None) -> str:
     """The quantized-kernel engine for this CPU: qnnpack on ARM, x86/fbgemm otherwise."""
     machine = (machine or platform.machine()).lower()
-    supported = supported if supported is not None else list(torch.backends.quantized.supported_engines)
+    supported = (
+        supported if supported is not None else list(torch.backends.quantized.supported_engines)
+    )
     if machine in ARM_MACHINES or machine.startswith("arm"):
         wanted = ["qnnpack"]
     else:
@@ -69,7 +71,9 @@ class _UnfoldLinear(nn.Module):
         super().__init__()
         self.kernel_size = conv.kernel_size[0]
         c_in = conv.in_channels
-        self.linear = nn.Linear(c_in * self.kernel_size, conv.out_channels, bias=conv.bias is not None)
+        self.linear = nn.Linear(
+            c_in * self.kernel_size, conv.out_channels, bias=conv.bias is not None
+        )
         self.linear.weight.data.copy_(conv.weight.data.reshape(conv.out_channels, -1))
         if conv.bias is not None:
             self.linear.bias.data.copy_(conv.bias.data)
@@ -86,7 +90,12 @@ def _linearize(module: nn.Module) -> int:
     Linear equivalents (in place). The HiFi-GAN decoder is left in float."""
     count = 0
     for name, child in list(module.named_children()):
-        if isinstance(child, nn.Conv1d) and child.groups == 1 and child.stride == (1,) and child.dilation == (1,):
+        if (
+            isinstance(child, nn.Conv1d)
+            and child.groups == 1
+            and child.stride == (1,)
+            and child.dilation == (1,)
+        ):
             if child.kernel_size == (1,) and child.padding == (0,):
                 setattr(module, name, _PointwiseLinear(child))
                 count += 1
@@ -107,8 +116,13 @@ def quantize_int8(model: JPExtraSynthesizer, engine: str | None = None) -> JPExt
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # torch's deprecation notices for quantized tensors
         for part in ("enc_p", "flow", "dp", "sdp"):
-            setattr(model, part, torch.ao.quantization.quantize_dynamic(
-                getattr(model, part), {nn.Linear}, dtype=torch.qint8))
+            setattr(
+                model,
+                part,
+                torch.ao.quantization.quantize_dynamic(
+                    getattr(model, part), {nn.Linear}, dtype=torch.qint8
+                ),
+            )
     _LOGGER.info("int8 dynamic quantization (%s engine): %d convolutions as linear", engine, n)
     return model
 
@@ -177,7 +191,9 @@ class TorchSynthesizer:
             torch.as_tensor(np.asarray(inputs.style_vec, np.float32), device=dev).view(1, -1),
         )
 
-    def _durations(self, enc, inputs: SynthInputs, params: SynthParams, noise: NoiseSource) -> torch.Tensor:
+    def _durations(
+        self, enc, inputs: SynthInputs, params: SynthParams, noise: NoiseSource
+    ) -> torch.Tensor:
         sdp_noise = torch.from_numpy(noise.sdp(inputs.length)).to(self.device)
         logw = self.model.log_durations(enc, params.sdp_ratio, params.noise_scale_w, sdp_noise)
         return self.model.frames(logw, enc.x_mask, params.length_scale)
@@ -200,7 +216,9 @@ class TorchSynthesizer:
     def release_memory(self) -> None:
         """Nothing to give back between requests (see `SynthBackend.release_memory`)."""
 
-    def synthesize(self, inputs: SynthInputs, params: SynthParams, noise: NoiseSource) -> SynthOutput:
+    def synthesize(
+        self, inputs: SynthInputs, params: SynthParams, noise: NoiseSource
+    ) -> SynthOutput:
         enc, w_ceil, z_noise = self._encode_and_align(inputs, params, noise)
         audio, _, _ = self.model.decode(enc, w_ceil, params.noise_scale, z_noise)
         return SynthOutput(

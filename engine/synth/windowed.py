@@ -70,8 +70,7 @@ class DecoderGeometry:
         """Raise ValueError when the shapes are not a decoder this module understands."""
         if len(self.upsample_rates) != len(self.upsample_kernel_sizes):
             raise ValueError(
-                "config.json: model.upsample_rates and model.upsample_kernel_sizes "
-                "differ in length"
+                "config.json: model.upsample_rates and model.upsample_kernel_sizes differ in length"
             )
         for u, k in zip(self.upsample_rates, self.upsample_kernel_sizes):
             if u < 1 or k < u or (k - u) % 2:
@@ -233,6 +232,7 @@ def decode_window(
 
 # --------------------------------------------------------------------- sentence streaming ---
 
+
 @dataclass(frozen=True)
 class StreamingPlans:
     """Window plans for the first sentence of a render call and for the sentences after it.
@@ -253,7 +253,9 @@ class StreamingPlans:
             return None
         if first == cls.first.first:
             return cls()
-        return cls(first=WindowPlan(first=first, growth=2.0, largest=512, min_tail=16, adaptive=True))
+        return cls(
+            first=WindowPlan(first=first, growth=2.0, largest=512, min_tail=16, adaptive=True)
+        )
 
 
 def _silent_run(audio: np.ndarray, sample_rate: int, peak: float, from_end: bool) -> int:
@@ -381,7 +383,9 @@ class WindowedSentence:
             end = plan.end_of(start, size, n)
             t0 = time.perf_counter()
             audio = decode_window(latent.z, decode, (left, right), start, end, hop)
-            clock.per_frame = (time.perf_counter() - t0) / max(1, min(n, end + right) - max(0, start - left))
+            clock.per_frame = (time.perf_counter() - t0) / max(
+                1, min(n, end + right) - max(0, start - left)
+            )
             clock.last_size = end - start
             self.windows.append((start, end))
             audio = np.clip(np.asarray(audio, np.float32), -1.0, 1.0)

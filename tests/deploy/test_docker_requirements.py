@@ -14,16 +14,17 @@ import os
 import re
 import subprocess
 import sys
-import tomllib
 import urllib.error
 import urllib.request
 from functools import lru_cache
 from pathlib import Path
 
 import pytest
+import tomllib
 import yaml
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name, parse_wheel_filename
+
 from tests.helpers.paths import REPO_ROOT
 
 DOCKER = REPO_ROOT / "docker"
@@ -57,7 +58,9 @@ def pyproject() -> dict:
 
 def _requirements(specs: list[str]) -> dict[str, Requirement]:
     reqs = [Requirement(s) for s in specs]
-    return {canonicalize_name(r.name): r for r in reqs if canonicalize_name(r.name) != "wyoming-hayakoe"}
+    return {
+        canonicalize_name(r.name): r for r in reqs if canonicalize_name(r.name) != "wyoming-hayakoe"
+    }
 
 
 # --- in step with pyproject.toml ----------------------------------------------------------------
@@ -68,13 +71,17 @@ def test_cpu_requirements_pin_exactly_the_project_dependencies():
     deps = _requirements(pyproject()["dependencies"])
     assert set(cpu) == set(deps), "docker/requirements-cpu.txt and [project.dependencies] differ"
     for name, req in deps.items():
-        assert req.specifier.contains(cpu[name], prereleases=True), f"{name}=={cpu[name]} violates {req}"
+        assert req.specifier.contains(cpu[name], prereleases=True), (
+            f"{name}=={cpu[name]} violates {req}"
+        )
 
 
 def test_cuda_requirements_add_pytorch_within_the_torch_extra():
     cpu = pins(DOCKER / "requirements-cpu.txt")
     cuda = pins(DOCKER / "requirements-cuda.txt")
-    assert {k: v for k, v in cuda.items() if k in cpu} == cpu, "the CUDA image must build on the CPU set"
+    assert {k: v for k, v in cuda.items() if k in cpu} == cpu, (
+        "the CUDA image must build on the CPU set"
+    )
     extra = _requirements(pyproject()["optional-dependencies"]["torch"])
     added = set(cuda) - set(cpu)
     assert {"torch", "transformers"} <= added <= set(extra)
@@ -104,7 +111,9 @@ def test_source_only_pins_are_needed_by_a_pinned_dependency():
             continue
     for name, version in sdist.items():
         assert name in needed, f"{name} is pinned in requirements-sdist.txt but nothing needs it"
-        assert needed[name].specifier.contains(version), f"{name}=={version} violates {needed[name]}"
+        assert needed[name].specifier.contains(version), (
+            f"{name}=={version} violates {needed[name]}"
+        )
 
 
 def test_bake_requirements_satisfy_the_s3_extra():
@@ -135,7 +144,11 @@ def targets() -> list[tuple[str, tuple[str, ...], str, str, int]]:
 
     for name, arch, variants in (
         ("Dockerfile.arm64", "aarch64", {"cpu": ("requirements-cpu.txt",)}),
-        ("Dockerfile.amd64", "x86_64", {"cpu": ("requirements-cpu.txt",), "cuda": ("requirements-cuda.txt",)}),
+        (
+            "Dockerfile.amd64",
+            "x86_64",
+            {"cpu": ("requirements-cpu.txt",), "cuda": ("requirements-cuda.txt",)},
+        ),
     ):
         text = (REPO_ROOT / name).read_text()
         python, release = _arg(text, "PYTHON_VERSION"), _arg(text, "DEBIAN_RELEASE")
@@ -146,7 +159,13 @@ def targets() -> list[tuple[str, tuple[str, ...], str, str, int]]:
     for arch_name, image in build["build_from"].items():
         release = image.rsplit(":", 1)[1]
         arch = {"aarch64": "aarch64", "amd64": "x86_64"}[arch_name]
-        add(f"addon:{arch_name}", ("../addon/requirements.txt",), arch, DEBIAN_PYTHON[release], release)
+        add(
+            f"addon:{arch_name}",
+            ("../addon/requirements.txt",),
+            arch,
+            DEBIAN_PYTHON[release],
+            release,
+        )
     return [(label, *key) for key, label in found.items()]
 
 
@@ -188,16 +207,32 @@ def sdist_wheels(tmp_path_factory) -> Path:
         pytest.skip(reason)
     folder = tmp_path_factory.mktemp("sdist-wheels")
     proc = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--wheel-dir", str(folder),
-         "-r", str(DOCKER / "requirements-sdist.txt")],
-        env=_isolated_pip_env(), capture_output=True, text=True, timeout=600, check=False,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--quiet",
+            "--wheel-dir",
+            str(folder),
+            "-r",
+            str(DOCKER / "requirements-sdist.txt"),
+        ],
+        env=_isolated_pip_env(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     built = sorted(folder.glob("*.whl"))
     assert len(built) == len(pins(DOCKER / "requirements-sdist.txt"))
     for wheel in built:
         _, _, _, tags = parse_wheel_filename(wheel.name)
-        assert all(t.abi == "none" and t.platform == "any" for t in tags), f"{wheel.name} is not pure"
+        assert all(t.abi == "none" and t.platform == "any" for t in tags), (
+            f"{wheel.name} is not pure"
+        )
     return folder
 
 
@@ -209,25 +244,51 @@ def test_every_image_target_is_checked():
 
 
 @pytest.mark.parametrize(("label", "files", "arch", "python", "glibc"), _resolvable_targets())
-def test_dependencies_resolve_to_binary_wheels(tmp_path, sdist_wheels, label, files, arch, python, glibc):
-    platforms = [f"manylinux_2_{n}_{arch}" for n in range(17, glibc + 1)] + [f"manylinux2014_{arch}"]
+def test_dependencies_resolve_to_binary_wheels(
+    tmp_path, sdist_wheels, label, files, arch, python, glibc
+):
+    platforms = [f"manylinux_2_{n}_{arch}" for n in range(17, glibc + 1)] + [
+        f"manylinux2014_{arch}"
+    ]
     abi = "cp" + python.replace(".", "")
     cmd = [
-        sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--quiet",
-        "--only-binary=:all:", "--python-version", python, "--implementation", "cp",
-        "--abi", abi, "--abi", "abi3", "--abi", "none",
+        sys.executable,
+        "-m",
+        "pip",
+        "install",
+        "--dry-run",
+        "--ignore-installed",
+        "--quiet",
+        "--only-binary=:all:",
+        "--python-version",
+        python,
+        "--implementation",
+        "cp",
+        "--abi",
+        abi,
+        "--abi",
+        "abi3",
+        "--abi",
+        "none",
         *[a for p in platforms for a in ("--platform", p)],
-        "--find-links", str(sdist_wheels),
-        "--target", str(tmp_path / "target"), "--report", str(tmp_path / "report.json"),
+        "--find-links",
+        str(sdist_wheels),
+        "--target",
+        str(tmp_path / "target"),
+        "--report",
+        str(tmp_path / "report.json"),
     ]
     heavy = any("cuda" in f for f in files)
     if heavy:
         cmd.append("--no-cache-dir")  # gigabytes of CUDA wheels: do not keep them around
     for f in files:
         cmd += ["-r", str(DOCKER / f)]
-    proc = subprocess.run(cmd, env=_isolated_pip_env(), capture_output=True, text=True,
-                          timeout=1500, check=False)
-    assert proc.returncode == 0, f"{label}: no binary wheels for {arch}/{python}:\n{proc.stderr[-3000:]}"
+    proc = subprocess.run(
+        cmd, env=_isolated_pip_env(), capture_output=True, text=True, timeout=1500, check=False
+    )
+    assert proc.returncode == 0, (
+        f"{label}: no binary wheels for {arch}/{python}:\n{proc.stderr[-3000:]}"
+    )
     report = json.loads((tmp_path / "report.json").read_text())
     installed = {}
     for item in report["install"]:
@@ -236,7 +297,9 @@ def test_dependencies_resolve_to_binary_wheels(tmp_path, sdist_wheels, label, fi
         assert filename.endswith(".whl"), f"{label}: {filename} is not a wheel"
         _, _, _, tags = parse_wheel_filename(filename)
         assert any(t.platform == "any" or t.platform.endswith(arch) for t in tags), filename
-        assert any(t.interpreter in ("py3", "py2.py3") or t.interpreter.startswith("cp3") for t in tags)
+        assert any(
+            t.interpreter in ("py3", "py2.py3") or t.interpreter.startswith("cp3") for t in tags
+        )
         installed[canonicalize_name(item["metadata"]["name"])] = item["metadata"]["version"]
     wanted = {}
     for f in files:
@@ -244,6 +307,8 @@ def test_dependencies_resolve_to_binary_wheels(tmp_path, sdist_wheels, label, fi
     for name, version in wanted.items():
         assert installed.get(name) == version, f"{label}: {name} resolved to {installed.get(name)}"
     if heavy:
-        assert any(n.startswith(("nvidia-", "cuda-")) for n in installed), "torch must be the CUDA build"
+        assert any(n.startswith(("nvidia-", "cuda-")) for n in installed), (
+            "torch must be the CUDA build"
+        )
     else:
         assert "torch" not in installed, f"{label}: PyTorch crept into a CPU image"

@@ -13,23 +13,27 @@ import socket
 import subprocess
 import sys
 import threading
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Awaitable, Callable
 
 import pytest
 from wyoming.event import async_read_event, async_write_event
 from wyoming.info import Attribution, Describe, Info, TtsProgram, TtsVoice
 
+from tests.helpers.paths import REPO_ROOT
 from wyoming_hayakoe.commands.download import build_parser as download_parser
 from wyoming_hayakoe.settings import VoiceSpec, parse_settings
-from tests.helpers.paths import REPO_ROOT
 
 DOCKER = REPO_ROOT / "docker"
 STUBS = REPO_ROOT / "tests" / "stubs"
 
 
 def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "HAYAKOE_", "VOICES", "AWS_"))}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("HF_", "HAYAKOE_", "VOICES", "AWS_"))
+    }
     env["PATH"] = f"{STUBS / 'bin'}{os.pathsep}{env.get('PATH', '')}"
     env["STUB_RECORD"] = str(tmp_path / "record")
     env.update(extra)
@@ -41,7 +45,9 @@ def _recorded(tmp_path: Path) -> tuple[list[str], dict[str, str]] | None:
         return None
     argv = [a.decode() for a in (tmp_path / "record.argv").read_bytes().split(b"\0")[:-1]]
     env = dict(
-        e.decode().split("=", 1) for e in (tmp_path / "record.env").read_bytes().split(b"\0") if b"=" in e
+        e.decode().split("=", 1)
+        for e in (tmp_path / "record.env").read_bytes().split(b"\0")
+        if b"=" in e
     )
     return argv, env
 
@@ -51,15 +57,25 @@ def _recorded(tmp_path: Path) -> tuple[list[str], dict[str, str]] | None:
 
 def _entrypoint(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [str(DOCKER / "entrypoint.sh"), *args], env=_env(tmp_path, **env),
-        capture_output=True, text=True, timeout=30, check=False,
+        [str(DOCKER / "entrypoint.sh"), *args],
+        env=_env(tmp_path, **env),
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
     )
 
 
 def test_entrypoint_starts_the_server_with_the_baked_voices_then_the_given_flags(tmp_path):
     proc = _entrypoint(
-        tmp_path, "--default-style", "Happy", "--speed", "1.2",
-        HAYAKOE_URI="tcp://0.0.0.0:10200", HAYAKOE_DEVICE="cuda", HAYAKOE_CACHE="/var/lib/hayakoe",
+        tmp_path,
+        "--default-style",
+        "Happy",
+        "--speed",
+        "1.2",
+        HAYAKOE_URI="tcp://0.0.0.0:10200",
+        HAYAKOE_DEVICE="cuda",
+        HAYAKOE_CACHE="/var/lib/hayakoe",
         HAYAKOE_VOICES="jvnv-F1-jp, mine=hf://someone/voices",
     )
     assert proc.returncode == 0, proc.stderr
@@ -98,13 +114,21 @@ def test_entrypoint_passes_the_server_exit_code(tmp_path):
 
 
 def _bake(tmp_path: Path, stub_dir: Path | None = None, **env: str) -> subprocess.CompletedProcess:
-    environ = _env(tmp_path, HAYAKOE_CACHE=str(tmp_path / "cache"),
-                   HAYAKOE_SECRETS_DIR=str(tmp_path / "secrets"), **env)
+    environ = _env(
+        tmp_path,
+        HAYAKOE_CACHE=str(tmp_path / "cache"),
+        HAYAKOE_SECRETS_DIR=str(tmp_path / "secrets"),
+        **env,
+    )
     if stub_dir is not None:
         environ["PATH"] = f"{stub_dir}{os.pathsep}{environ['PATH']}"
     return subprocess.run(
-        [str(DOCKER / "bake-voices.sh")], env=environ,
-        capture_output=True, text=True, timeout=30, check=False,
+        [str(DOCKER / "bake-voices.sh")],
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
     )
 
 
@@ -113,8 +137,12 @@ def test_bake_downloads_every_voice_for_the_device_with_the_token_from_the_secre
     secrets.mkdir()
     (secrets / "hf_token").write_text("hf_build_secret_42\n")
     (secrets / "aws").write_text("[default]\naws_access_key_id = x\n")
-    proc = _bake(tmp_path, VOICES="jvnv-F1-jp,mine=s3://bucket/voices  other=hf://a/b",
-                 DEVICE="cuda", BERT_SOURCE="hf://someone/bert")
+    proc = _bake(
+        tmp_path,
+        VOICES="jvnv-F1-jp,mine=s3://bucket/voices  other=hf://a/b",
+        DEVICE="cuda",
+        BERT_SOURCE="hf://someone/bert",
+    )
     assert proc.returncode == 0, proc.stderr
     argv, env = _recorded(tmp_path)
     assert argv[0] == "download"
@@ -180,12 +208,28 @@ Behaviour = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[Non
 def _info(installed_voices: int) -> Info:
     attribution = Attribution(name="test", url="https://example.invalid")
     voices = [
-        TtsVoice(name=f"v{i}", attribution=attribution, installed=True, description=None,
-                 version=None, languages=["ja"])
+        TtsVoice(
+            name=f"v{i}",
+            attribution=attribution,
+            installed=True,
+            description=None,
+            version=None,
+            languages=["ja"],
+        )
         for i in range(installed_voices)
     ]
-    return Info(tts=[TtsProgram(name="hayakoe", attribution=attribution, installed=True,
-                                description=None, version="0", voices=voices)])
+    return Info(
+        tts=[
+            TtsProgram(
+                name="hayakoe",
+                attribution=attribution,
+                installed=True,
+                description=None,
+                version="0",
+                voices=voices,
+            )
+        ]
+    )
 
 
 def _answers(info: Info) -> Behaviour:
@@ -240,8 +284,12 @@ def _healthcheck(*args: str, **env: str) -> subprocess.CompletedProcess:
     environ = {k: v for k, v in os.environ.items() if k != "HAYAKOE_URI"}
     environ.update(env)
     return subprocess.run(
-        [sys.executable, str(DOCKER / "healthcheck.py"), *args], env=environ,
-        capture_output=True, text=True, timeout=60, check=False,
+        [sys.executable, str(DOCKER / "healthcheck.py"), *args],
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
 
 

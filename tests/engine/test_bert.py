@@ -23,11 +23,13 @@ from engine.bert.onnx_backend import OnnxBert
 from engine.bert.torch_backend import TorchBert
 from tests.helpers.paths import BERT_SMALL, REPO_ROOT
 
-RECORDS = [json.loads(line) for line in (BERT_SMALL / "bert_golden.jsonl").read_text(encoding="utf-8").splitlines()]
+RECORDS = [
+    json.loads(line)
+    for line in (BERT_SMALL / "bert_golden.jsonl").read_text(encoding="utf-8").splitlines()
+]
 GOLDEN = dict(np.load(BERT_SMALL / "bert_golden.npz"))
 PLAIN = [r for r in RECORDS if not r["assist_text"]]
 ASSIST = [r for r in RECORDS if r["assist_text"]]
-
 
 
 def _golden(rec: dict, key: str) -> np.ndarray:
@@ -67,18 +69,24 @@ def onnx_fp32(bert_root: Path) -> OnnxBert:
 
 @pytest.fixture(scope="module")
 def onnx_q8(bert_root: Path) -> OnnxBert:
-    return OnnxBert(bert_root / "onnx/bert/q8/bert_q8.onnx", bert_root / "bert/tokenizer", threads=1)
+    return OnnxBert(
+        bert_root / "onnx/bert/q8/bert_q8.onnx", bert_root / "bert/tokenizer", threads=1
+    )
 
 
 # -- PyTorch ---------------------------------------------------------------------------------
 
 
 def test_torch_features_match_golden_batched(torch_bert: TorchBert) -> None:
-    feats = torch_bert.features([r["bert_text"] for r in PLAIN], [r["word2ph_blank"] for r in PLAIN])
+    feats = torch_bert.features(
+        [r["bert_text"] for r in PLAIN], [r["word2ph_blank"] for r in PLAIN]
+    )
     assert torch_bert.hidden_size == 64
     for rec, feat in zip(PLAIN, feats):
         want = _golden(rec, "feat_blank")
-        assert feat.dtype == np.float32 and feat.shape == want.shape == tuple(rec["feat_blank_shape"])
+        assert feat.dtype == np.float32 and feat.shape == want.shape == tuple(
+            rec["feat_blank_shape"]
+        )
         assert np.abs(feat - want).max() <= 1e-4, rec["idx"]
 
 
@@ -108,8 +116,10 @@ def test_torch_relative_position_projections_are_cached(torch_bert: TorchBert) -
 def test_torch_assist_text(torch_bert: TorchBert) -> None:
     for rec in ASSIST:
         (feat,) = torch_bert.features(
-            [rec["bert_text"]], [rec["word2ph_blank"]],
-            assist_text=rec["assist_text"], assist_text_weight=rec["assist_text_weight"],
+            [rec["bert_text"]],
+            [rec["word2ph_blank"]],
+            assist_text=rec["assist_text"],
+            assist_text_weight=rec["assist_text_weight"],
         )
         want = _golden(rec, "feat_blank")
         assert np.abs(feat - want).max() <= 1e-4
@@ -121,7 +131,9 @@ def test_torch_assist_text(torch_bert: TorchBert) -> None:
 
 
 def test_exported_layout_and_graph_contract(bert_root: Path) -> None:
-    assert (bert_root / "bert/tokenizer/vocab.txt").read_bytes() == (BERT_SMALL / "vocab.txt").read_bytes()
+    assert (bert_root / "bert/tokenizer/vocab.txt").read_bytes() == (
+        BERT_SMALL / "vocab.txt"
+    ).read_bytes()
     assert (bert_root / "bert/tokenizer/tokenizer_config.json").is_file()
     model = onnx.load(str(bert_root / "onnx/bert/fp32/bert.onnx"))
     assert max(o.version for o in model.opset_import if o.domain in ("", "ai.onnx")) == 17
@@ -148,8 +160,10 @@ def test_onnx_fp32_matches_golden_batched(onnx_fp32: OnnxBert) -> None:
         assert np.abs(feat - want).max() <= 1e-3, rec["idx"]
     for rec in ASSIST:
         (feat,) = onnx_fp32.features(
-            [rec["bert_text"]], [rec["word2ph_blank"]],
-            assist_text=rec["assist_text"], assist_text_weight=rec["assist_text_weight"],
+            [rec["bert_text"]],
+            [rec["word2ph_blank"]],
+            assist_text=rec["assist_text"],
+            assist_text_weight=rec["assist_text_weight"],
         )
         assert np.abs(feat - _golden(rec, "feat_blank")).max() <= 1e-3
 
@@ -174,7 +188,9 @@ def test_batch_equals_one_by_one(onnx_fp32: OnnxBert, torch_bert: TorchBert) -> 
     ids=["tokens", "attention"],
 )
 def test_batches_split_by_budget(bert_root: Path, onnx_fp32: OnnxBert, budget: dict, fits) -> None:
-    small = OnnxBert(bert_root / "onnx/bert/fp32/bert.onnx", bert_root / "bert/tokenizer", threads=1, **budget)
+    small = OnnxBert(
+        bert_root / "onnx/bert/fp32/bert.onnx", bert_root / "bert/tokenizer", threads=1, **budget
+    )
     calls: list[tuple[int, int]] = []
     inner = small._hidden
 
@@ -236,7 +252,9 @@ def test_int8_loads_and_is_close(onnx_q8: OnnxBert, bert_root: Path) -> None:
         assert feat.shape == want.shape
         cosines.append(_cosine(feat, want))
         diffs.append(float(np.abs(feat - want).max()))
-    print(f"int8 vs reference fp32 (tiny random model): min cosine {min(cosines):.6f}, max abs {max(diffs):.4f}")
+    print(
+        f"int8 vs reference fp32 (tiny random model): min cosine {min(cosines):.6f}, max abs {max(diffs):.4f}"
+    )
     assert min(cosines) > 0.99  # loose: int8 is approximate, but must still be the same feature
 
 
@@ -248,24 +266,37 @@ def test_hayakoe_style_full_graph_loads(tmp_path: Path) -> None:
     class FullModelMinus3(torch.nn.Module):
         def __init__(self) -> None:
             super().__init__()
-            self.model = AutoModelForMaskedLM.from_pretrained(str(BERT_SMALL), dtype=torch.float32).eval()
+            self.model = AutoModelForMaskedLM.from_pretrained(
+                str(BERT_SMALL), dtype=torch.float32
+            ).eval()
 
         def forward(self, input_ids, attention_mask):
-            return self.model(input_ids=input_ids, attention_mask=attention_mask,
-                              output_hidden_states=True).hidden_states[-3]
+            return self.model(
+                input_ids=input_ids, attention_mask=attention_mask, output_hidden_states=True
+            ).hidden_states[-3]
 
     ids = torch.tensor([PLAIN[0]["input_ids"]])
     path = tmp_path / "bert.onnx"
     with torch.no_grad():
         torch.onnx.export(
-            FullModelMinus3(), (ids, torch.ones_like(ids)), str(path),
-            input_names=["input_ids", "attention_mask"], output_names=["hidden_states"],
-            dynamic_axes={"input_ids": {0: "batch", 1: "seq_len"}, "attention_mask": {0: "batch", 1: "seq_len"},
-                          "hidden_states": {0: "batch", 1: "seq_len"}},
-            opset_version=17, do_constant_folding=True, dynamo=False,
+            FullModelMinus3(),
+            (ids, torch.ones_like(ids)),
+            str(path),
+            input_names=["input_ids", "attention_mask"],
+            output_names=["hidden_states"],
+            dynamic_axes={
+                "input_ids": {0: "batch", 1: "seq_len"},
+                "attention_mask": {0: "batch", 1: "seq_len"},
+                "hidden_states": {0: "batch", 1: "seq_len"},
+            },
+            opset_version=17,
+            do_constant_folding=True,
+            dynamo=False,
         )
     bert = OnnxBert(path, BERT_SMALL, threads=1)
-    feats = bert.features([r["bert_text"] for r in PLAIN[:3]], [r["word2ph_blank"] for r in PLAIN[:3]])
+    feats = bert.features(
+        [r["bert_text"] for r in PLAIN[:3]], [r["word2ph_blank"] for r in PLAIN[:3]]
+    )
     for rec, feat in zip(PLAIN[:3], feats):
         assert np.abs(feat - _golden(rec, "feat_blank")).max() <= 1e-3
 
@@ -274,7 +305,9 @@ def test_our_graph_runs_as_hayakoe_feeds_it(bert_root: Path) -> None:
     """hayakoe feeds only input_ids/attention_mask (padded batch) and reads output 0."""
     import onnxruntime as ort
 
-    sess = ort.InferenceSession(str(bert_root / "onnx/bert/q8/bert_q8.onnx"), providers=["CPUExecutionProvider"])
+    sess = ort.InferenceSession(
+        str(bert_root / "onnx/bert/q8/bert_q8.onnx"), providers=["CPUExecutionProvider"]
+    )
     a, b = PLAIN[0]["input_ids"], PLAIN[1]["input_ids"]
     n = max(len(a), len(b))
     ids = np.zeros((2, n), dtype=np.int64)
@@ -293,7 +326,9 @@ def test_our_graph_runs_as_hayakoe_feeds_it(bert_root: Path) -> None:
 def _hayakoe_root(tmp_path: Path, bert_root: Path) -> Path:
     root = tmp_path / "root"
     (root / "onnx/bert/q8").mkdir(parents=True)
-    (root / "onnx/bert/q8/bert_q8.onnx").write_bytes((bert_root / "onnx/bert/q8/bert_q8.onnx").read_bytes())
+    (root / "onnx/bert/q8/bert_q8.onnx").write_bytes(
+        (bert_root / "onnx/bert/q8/bert_q8.onnx").read_bytes()
+    )
     (root / "bert/tokenizer").mkdir(parents=True)
     for name in ("vocab.txt", "tokenizer_config.json", "special_tokens_map.json"):
         (root / "bert/tokenizer" / name).write_bytes((BERT_SMALL / name).read_bytes())
@@ -390,7 +425,12 @@ def test_cpu_path_imports_neither_torch_nor_transformers(bert_root: Path) -> Non
         "assert not bad, bad\n"
     )
     proc = subprocess.run(
-        [sys.executable, "-c", code], check=False, cwd=REPO_ROOT, capture_output=True, text=True, timeout=120
+        [sys.executable, "-c", code],
+        check=False,
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert proc.returncode == 0, proc.stderr
 

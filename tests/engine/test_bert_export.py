@@ -14,8 +14,8 @@ pytest.importorskip("transformers")
 pytest.importorskip("onnx")
 
 from engine.bert import load_bert
-from wyoming_hayakoe.commands.export_bert import main
 from tests.helpers.paths import BERT_SMALL
+from wyoming_hayakoe.commands.export_bert import main
 
 REC = json.loads((BERT_SMALL / "bert_golden.jsonl").read_text(encoding="utf-8").splitlines()[1])
 GOLDEN = np.load(BERT_SMALL / "bert_golden.npz")

@@ -12,7 +12,10 @@ from hypothesis import strategies as st
 from engine.bert.tokenizer import CharTokenizer
 from tests.helpers.paths import BERT_SMALL
 
-RECORDS = [json.loads(line) for line in (BERT_SMALL / "bert_golden.jsonl").read_text(encoding="utf-8").splitlines()]
+RECORDS = [
+    json.loads(line)
+    for line in (BERT_SMALL / "bert_golden.jsonl").read_text(encoding="utf-8").splitlines()
+]
 
 
 @pytest.fixture(scope="module")
@@ -57,8 +60,29 @@ _ALPHABET = st.one_of(
     st.characters(min_codepoint=0x3000, max_codepoint=0x30FF),
     st.characters(min_codepoint=0x4E00, max_codepoint=0x4FFF),
     st.characters(min_codepoint=0xFF00, max_codepoint=0xFFEF),
-    st.sampled_from(["\x00", "\x01", "\ufffd", "\x85", "\xa0", "\u3000", "\u2028", "\u0301", "\u3099",
-                     "\u2026", "\u337b", "\U0001f600", "[CLS]", "[SEP]", "[UNK]", "[MASK]", "[PAD]", "\n", "\t"]),
+    st.sampled_from(
+        [
+            "\x00",
+            "\x01",
+            "\ufffd",
+            "\x85",
+            "\xa0",
+            "\u3000",
+            "\u2028",
+            "\u0301",
+            "\u3099",
+            "\u2026",
+            "\u337b",
+            "\U0001f600",
+            "[CLS]",
+            "[SEP]",
+            "[UNK]",
+            "[MASK]",
+            "[PAD]",
+            "\n",
+            "\t",
+        ]
+    ),
 )
 
 
@@ -76,6 +100,8 @@ def test_missing_vocab_names_the_file(tmp_path: Path) -> None:
 
 def test_other_subword_tokenizer_is_refused(tmp_path: Path) -> None:
     (tmp_path / "vocab.txt").write_bytes((BERT_SMALL / "vocab.txt").read_bytes())
-    (tmp_path / "tokenizer_config.json").write_text(json.dumps({"subword_tokenizer_type": "wordpiece"}))
+    (tmp_path / "tokenizer_config.json").write_text(
+        json.dumps({"subword_tokenizer_type": "wordpiece"})
+    )
     with pytest.raises(ValueError, match="subword_tokenizer_type"):
         CharTokenizer.from_dir(tmp_path)

@@ -10,13 +10,6 @@ import uuid
 from pathlib import Path
 
 import pytest
-from tests.helpers.stores import (
-    COMMIT,
-    FakeHub,
-    hayakoe_tree,
-    moto_server,
-    write_tree,
-)
 
 from engine.download import fetch_voice, pre_download
 from engine.layout import backend_for, bert_prefixes, speaker_prefix
@@ -26,8 +19,15 @@ from engine.sources import (
     SourceUnavailableError,
     parse_source,
 )
-from tests.helpers.paths import REPO_ROOT
 from tests.helpers.net import closed_endpoint
+from tests.helpers.paths import REPO_ROOT
+from tests.helpers.stores import (
+    COMMIT,
+    FakeHub,
+    hayakoe_tree,
+    moto_server,
+    write_tree,
+)
 
 REPO = "lemondouble/hayakoe"  # the official name, served by the loopback stand-in
 TOKEN = "hf_DownloadCommandSecret0123456789abcdef"
@@ -40,7 +40,13 @@ EXPECTED = {
 
 @pytest.fixture(autouse=True)
 def _env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    for key in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HAYAKOE_OFFLINE", "HF_TOKEN", "HAYAKOE_CACHE"):
+    for key in (
+        "HF_HUB_OFFLINE",
+        "TRANSFORMERS_OFFLINE",
+        "HAYAKOE_OFFLINE",
+        "HF_TOKEN",
+        "HAYAKOE_CACHE",
+    ):
         monkeypatch.delenv(key, raising=False)
     monkeypatch.setenv("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
@@ -75,10 +81,14 @@ def test_prefixes_per_device() -> None:
 def test_pre_download_fetches_exactly_the_device_files_then_works_offline(
     hub: FakeHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, device: str
 ) -> None:
-    folders = pre_download([("alpha", None)], bert_source=f"hf://{REPO}", device=device, cache_dir=tmp_path)
+    folders = pre_download(
+        [("alpha", None)], bert_source=f"hf://{REPO}", device=device, cache_dir=tmp_path
+    )
     snapshot = tmp_path / "hf" / "models--lemondouble--hayakoe" / "snapshots" / COMMIT
     assert folders == [snapshot / p for p in EXPECTED[device]]
-    wanted = sorted(k for k in hayakoe_tree() if any(k.startswith(p + "/") for p in EXPECTED[device]))
+    wanted = sorted(
+        k for k in hayakoe_tree() if any(k.startswith(p + "/") for p in EXPECTED[device])
+    )
     assert sorted(hub.downloaded()) == wanted  # nothing else was fetched
     on_disk = sorted(p.relative_to(snapshot).as_posix() for p in snapshot.rglob("*") if p.is_file())
     assert on_disk == wanted
@@ -89,11 +99,18 @@ def test_pre_download_fetches_exactly_the_device_files_then_works_offline(
     for prefix in EXPECTED[device]:
         assert bert.fetch(prefix) == snapshot / prefix
     # ...and so does a second pre_download (a container restart, an idempotent build step).
-    assert pre_download([("alpha", None)], bert_source=f"hf://{REPO}", device=device, cache_dir=tmp_path) == folders
+    assert (
+        pre_download(
+            [("alpha", None)], bert_source=f"hf://{REPO}", device=device, cache_dir=tmp_path
+        )
+        == folders
+    )
     # The other device's files were never fetched.
     other = "cuda" if device == "cpu" else "cpu"
     with pytest.raises(SourceUnavailableError):
-        pre_download([("alpha", None)], bert_source=f"hf://{REPO}", device=other, cache_dir=tmp_path)
+        pre_download(
+            [("alpha", None)], bert_source=f"hf://{REPO}", device=other, cache_dir=tmp_path
+        )
 
 
 def test_pre_download_imports_no_model_library(hub: FakeHub, tmp_path: Path) -> None:
@@ -105,7 +122,14 @@ def test_pre_download_imports_no_model_library(hub: FakeHub, tmp_path: Path) -> 
         "print(sorted(m for m in ('torch', 'onnxruntime', 'transformers', 'pyopenjtalk') if m in sys.modules))"
     )
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=180, check=False)
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=180,
+        check=False,
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip().splitlines()[-1] == "[]"
     assert len([p for p in hub.downloaded() if "/speakers/" in p]) == 6
@@ -115,7 +139,11 @@ def test_local_voices_are_checked_not_copied(hub: FakeHub, tmp_path: Path) -> No
     root = write_tree(tmp_path / "mine", hayakoe_tree(("delta",)))
     plain = write_tree(
         tmp_path / "plain",
-        {"config.json": b"{}", "style_vectors.npy": b"npy", "mine_e10_s100.safetensors": b"weights"},
+        {
+            "config.json": b"{}",
+            "style_vectors.npy": b"npy",
+            "mine_e10_s100.safetensors": b"weights",
+        },
     )
     folders = pre_download(
         [("delta", str(root)), ("plainvoice", f"file://{plain}")],
@@ -123,11 +151,18 @@ def test_local_voices_are_checked_not_copied(hub: FakeHub, tmp_path: Path) -> No
         device="cpu",
         cache_dir=tmp_path / "cache",
     )
-    assert folders == [root / "bert/tokenizer", root / "onnx/bert/q8", root / "onnx/speakers/delta", plain]
+    assert folders == [
+        root / "bert/tokenizer",
+        root / "onnx/bert/q8",
+        root / "onnx/speakers/delta",
+        plain,
+    ]
     assert hub.requests == []
     assert not (tmp_path / "cache").exists()
     with pytest.raises(SourceNotFoundError) as info:
-        pre_download([("nobody", str(root))], bert_source=str(root), device="cpu", cache_dir=tmp_path)
+        pre_download(
+            [("nobody", str(root))], bert_source=str(root), device="cpu", cache_dir=tmp_path
+        )
     assert "onnx/speakers/nobody" in str(info.value) and "Style-Bert-VITS2" in str(info.value)
 
 
@@ -143,11 +178,15 @@ def test_incomplete_voice_folder_is_reported(tmp_path: Path) -> None:
 
 def test_unknown_official_voice_is_a_clear_error(hub: FakeHub, tmp_path: Path) -> None:
     with pytest.raises(SourceNotFoundError) as info:
-        pre_download([("no-such-voice", None)], bert_source=f"hf://{REPO}", device="cpu", cache_dir=tmp_path)
+        pre_download(
+            [("no-such-voice", None)], bert_source=f"hf://{REPO}", device="cpu", cache_dir=tmp_path
+        )
     assert "hf://lemondouble/hayakoe/onnx/speakers/no-such-voice" in str(info.value)
 
 
-def test_s3_voices_then_offline(hub: FakeHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog) -> None:
+def test_s3_voices_then_offline(
+    hub: FakeHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog
+) -> None:
     boto3 = pytest.importorskip("boto3")
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
     for key, value in {
@@ -166,9 +205,17 @@ def test_s3_voices_then_offline(hub: FakeHub, tmp_path: Path, monkeypatch: pytes
         layout = parse_source(f"s3://{bucket}/hayakoe", cache_dir=tmp_path)
         layout.upload("", write_tree(tmp_path / "src", hayakoe_tree(("zeta",))))
         plain = parse_source(f"s3://{bucket}/plain", cache_dir=tmp_path)
-        plain.upload("", write_tree(tmp_path / "p", {"config.json": b"{}", "style_vectors.npy": b"n", "m.safetensors": b"w"}))
+        plain.upload(
+            "",
+            write_tree(
+                tmp_path / "p",
+                {"config.json": b"{}", "style_vectors.npy": b"n", "m.safetensors": b"w"},
+            ),
+        )
         voices = [("zeta", f"s3://{bucket}/hayakoe"), ("plainvoice", f"s3://{bucket}/plain")]
-        folders = pre_download(voices, bert_source=f"s3://{bucket}/hayakoe", device="cpu", cache_dir=tmp_path)
+        folders = pre_download(
+            voices, bert_source=f"s3://{bucket}/hayakoe", device="cpu", cache_dir=tmp_path
+        )
         assert folders[2] == layout.cache_path / "onnx/speakers/zeta"
         assert folders[3] == plain.cache_path
         assert not (layout.cache_path / "pytorch").exists()
@@ -177,7 +224,9 @@ def test_s3_voices_then_offline(hub: FakeHub, tmp_path: Path, monkeypatch: pytes
     monkeypatch.delenv("AWS_ACCESS_KEY_ID")
     monkeypatch.delenv("AWS_SECRET_ACCESS_KEY")
     with caplog.at_level(logging.INFO, logger="engine.sources.s3"):
-        again = pre_download(voices, bert_source=f"s3://{bucket}/hayakoe", device="cpu", cache_dir=tmp_path)
+        again = pre_download(
+            voices, bert_source=f"s3://{bucket}/hayakoe", device="cpu", cache_dir=tmp_path
+        )
     assert again == folders
     assert "using the cached copy" in caplog.text
 
@@ -189,17 +238,28 @@ def _cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     code = "import sys; from wyoming_hayakoe.commands.download import main; sys.exit(main(sys.argv[1:]))"
     full_env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), **(env or {})}
     return subprocess.run(
-        [sys.executable, "-c", code, *args], capture_output=True, text=True, env=full_env, timeout=180, check=False
+        [sys.executable, "-c", code, *args],
+        capture_output=True,
+        text=True,
+        env=full_env,
+        timeout=180,
+        check=False,
     )
 
 
 def test_cli_downloads_both_devices_with_progress(hub: FakeHub, tmp_path: Path) -> None:
     local = write_tree(tmp_path / "mine", hayakoe_tree(("omega",)))
     out = _cli(
-        "--voice", "alpha",
-        "--voice", f"omega={local}",
-        "--device", "cpu", "--device", "cuda",
-        "--cache-dir", str(tmp_path / "cache"),
+        "--voice",
+        "alpha",
+        "--voice",
+        f"omega={local}",
+        "--device",
+        "cpu",
+        "--device",
+        "cuda",
+        "--cache-dir",
+        str(tmp_path / "cache"),
         env={"HF_ENDPOINT": hub.endpoint},
     )
     assert out.returncode == 0, out.stderr
@@ -220,15 +280,32 @@ def test_cli_token_file_is_used_and_never_shown(tmp_path: Path) -> None:
         token_file = tmp_path / "hf_token"
         token_file.write_text(TOKEN + "\n")
         common = ["--voice", "gamma=hf://someone/private", "--bert-source", "hf://someone/private"]
-        denied = _cli(*common, "--cache-dir", str(tmp_path / "c1"), "--debug", env={"HF_ENDPOINT": hub.endpoint})
+        denied = _cli(
+            *common,
+            "--cache-dir",
+            str(tmp_path / "c1"),
+            "--debug",
+            env={"HF_ENDPOINT": hub.endpoint},
+        )
         assert denied.returncode == 1
         assert "download failed" in denied.stderr and "HF_TOKEN" in denied.stderr
         ok = _cli(
-            *common, "--cache-dir", str(tmp_path / "c2"), "--hf-token-file", str(token_file), "--debug",
+            *common,
+            "--cache-dir",
+            str(tmp_path / "c2"),
+            "--hf-token-file",
+            str(token_file),
+            "--debug",
             env={"HF_ENDPOINT": hub.endpoint},
         )
         assert ok.returncode == 0, ok.stderr
-        from_env = _cli(*common, "--cache-dir", str(tmp_path / "c3"), "--debug", env={"HF_ENDPOINT": hub.endpoint, "HF_TOKEN": TOKEN})
+        from_env = _cli(
+            *common,
+            "--cache-dir",
+            str(tmp_path / "c3"),
+            "--debug",
+            env={"HF_ENDPOINT": hub.endpoint, "HF_TOKEN": TOKEN},
+        )
         assert from_env.returncode == 0, from_env.stderr
     finally:
         hub.stop()
@@ -246,7 +323,10 @@ def test_cli_failures(tmp_path: Path) -> None:
     bad = _cli("--device", "tpu")
     assert bad.returncode == 2
     gone = _cli(
-        "--voice", "alpha", "--cache-dir", str(tmp_path),
+        "--voice",
+        "alpha",
+        "--cache-dir",
+        str(tmp_path),
         env={"HF_ENDPOINT": closed_endpoint(), "HF_HUB_DISABLE_PROGRESS_BARS": "1"},
     )
     assert gone.returncode == 1
@@ -256,12 +336,18 @@ def test_cli_failures(tmp_path: Path) -> None:
     assert unsupported.returncode == 1 and "supported are" in unsupported.stderr
 
 
-def test_voice_in_the_other_backends_layout_is_fetched_as_the_loader_reads_it(tmp_path: Path) -> None:
-    files = {k: v for k, v in hayakoe_tree(("kappa",)).items() if not k.startswith("onnx/speakers/")}
+def test_voice_in_the_other_backends_layout_is_fetched_as_the_loader_reads_it(
+    tmp_path: Path,
+) -> None:
+    files = {
+        k: v for k, v in hayakoe_tree(("kappa",)).items() if not k.startswith("onnx/speakers/")
+    }
     root = write_tree(tmp_path / "r", files)
     folder = fetch_voice(parse_source(str(root)), "kappa", "cpu")
     assert folder == root / "pytorch/speakers/kappa"  # the loader converts it to ONNX
-    files = {k: v for k, v in hayakoe_tree(("iota",)).items() if not k.startswith("pytorch/speakers/")}
+    files = {
+        k: v for k, v in hayakoe_tree(("iota",)).items() if not k.startswith("pytorch/speakers/")
+    }
     root = write_tree(tmp_path / "s", files)
     assert fetch_voice(parse_source(str(root)), "iota", "cuda") == root / "onnx/speakers/iota"
 
@@ -270,11 +356,23 @@ def test_embedded_voice_needs_no_download(tmp_path: Path) -> None:
     from engine import EMBEDDED_VOICE_NAME
 
     root = write_tree(tmp_path / "r", hayakoe_tree(()))
-    assert pre_download([(EMBEDDED_VOICE_NAME, None)], bert_source="hf://nobody/nothing", device="cpu") == []
+    assert (
+        pre_download([(EMBEDDED_VOICE_NAME, None)], bert_source="hf://nobody/nothing", device="cpu")
+        == []
+    )
     folders = pre_download(
         [(EMBEDDED_VOICE_NAME, None), ("x", str(write_tree(tmp_path / "v", hayakoe_tree(("x",)))))],
-        bert_source=str(root), device="cpu", cache_dir=tmp_path / "c",
+        bert_source=str(root),
+        device="cpu",
+        cache_dir=tmp_path / "c",
     )
-    assert folders == [root / "bert/tokenizer", root / "onnx/bert/q8", tmp_path / "v/onnx/speakers/x"]
+    assert folders == [
+        root / "bert/tokenizer",
+        root / "onnx/bert/q8",
+        tmp_path / "v/onnx/speakers/x",
+    ]
     # No voices at all: the BERT alone (e.g. for voices added later from local folders).
-    assert pre_download([], bert_source=str(root), device="cpu") == [root / "bert/tokenizer", root / "onnx/bert/q8"]
+    assert pre_download([], bert_source=str(root), device="cpu") == [
+        root / "bert/tokenizer",
+        root / "onnx/bert/q8",
+    ]

@@ -46,7 +46,13 @@ def test_generate_is_int16_at_48k_and_wav_is_valid(embedded: Speaker, tmp_path) 
 
 
 def test_fixed_scale_conversion_clips_without_normalising() -> None:
-    assert to_int16(np.array([0.5, 1.5, -2.0, 0.0, np.nan])).tolist() == [16384, 32767, -32768, 0, 0]
+    assert to_int16(np.array([0.5, 1.5, -2.0, 0.0, np.nan])).tolist() == [
+        16384,
+        32767,
+        -32768,
+        0,
+        0,
+    ]
     quiet = AudioResult.from_float(16000, np.full(10, 0.01))
     assert quiet.data.max() == 328  # a quiet chunk stays quiet
     with pytest.raises(TypeError, match="int16"):
@@ -115,7 +121,9 @@ def test_same_speaker_is_serial_and_other_speakers_are_not(embedded: Speaker) ->
         speaker.generate("こんにちは。")
         done[name] = time.monotonic()
 
-    threads = [threading.Thread(target=run, args=(n, s)) for n, s in (("same", embedded), ("other", other))]
+    threads = [
+        threading.Thread(target=run, args=(n, s)) for n, s in (("same", embedded), ("other", other))
+    ]
     for t in threads:
         t.start()
     threads[1].join(timeout=10)
@@ -181,8 +189,6 @@ async def test_astream_close_and_cancel_release_the_lock(embedded: Speaker) -> N
     assert len((await embedded.agenerate("はい。")).data) > 0  # still usable
 
 
-
-
 async def test_astream_waiting_for_the_lock_can_be_cancelled(embedded: Speaker) -> None:
     gen = embedded.stream(THREE)
     next(gen)  # another user holds the lock
@@ -213,7 +219,9 @@ def test_tts_registration_rules() -> None:
 
 
 def test_a_missing_neural_voice_fails_naming_what_is_missing(tmp_path) -> None:
-    tts = TTS(bert_source=str(tmp_path / "no-such-bert")).load("mine", source=str(tmp_path / "no-such-voice"))
+    tts = TTS(bert_source=str(tmp_path / "no-such-bert")).load(
+        "mine", source=str(tmp_path / "no-such-voice")
+    )
     with pytest.raises(Exception) as info:
         tts.prepare()
     assert "no-such-bert" in str(info.value) or "no-such-voice" in str(info.value)
@@ -257,12 +265,21 @@ def test_pre_download_delegates_voices_and_options(monkeypatch, tmp_path) -> Non
     import engine.download
 
     calls = []
-    monkeypatch.setattr(engine.download, "pre_download", lambda voices, **kw: calls.append((voices, kw)) or ["x"])
+    monkeypatch.setattr(
+        engine.download, "pre_download", lambda voices, **kw: calls.append((voices, kw)) or ["x"]
+    )
     tts = TTS("cpu", cache_dir=tmp_path, bert_source="hf://me/bert", hf_token="hf_tok_tok_tok")
     tts.load(EMBEDDED_VOICE_NAME).load("a").load("b", source="s3://bucket/v")
     assert tts.pre_download(device="cuda") == ["x"]
-    assert calls == [(
-        [("a", "hf://lemondouble/hayakoe"), ("b", "s3://bucket/v")],
-        {"device": "cuda", "cache_dir": tmp_path, "bert_source": "hf://me/bert", "token": "hf_tok_tok_tok",
-         "offline": False},
-    )]
+    assert calls == [
+        (
+            [("a", "hf://lemondouble/hayakoe"), ("b", "s3://bucket/v")],
+            {
+                "device": "cuda",
+                "cache_dir": tmp_path,
+                "bert_source": "hf://me/bert",
+                "token": "hf_tok_tok_tok",
+                "offline": False,
+            },
+        )
+    ]

@@ -10,13 +10,13 @@ import onnx
 import onnxruntime as ort
 import pytest
 import torch
-from tests.helpers.voices import SMALL, copy_small
 
 from engine.neural.config import load_config
-from engine.synth.export import DP_INPUTS, SYNTH_INPUTS
 from engine.synth.common import NoiseSource, SynthInputs, SynthParams
+from engine.synth.export import DP_INPUTS, SYNTH_INPUTS
 from engine.synth.onnx_backend import OnnxSynthesizer, make_noise_inputs
 from engine.synth.torch_backend import TorchSynthesizer
+from tests.helpers.voices import SMALL, copy_small
 from wyoming_hayakoe.commands.export import main as export_main
 
 CASES = sorted((SMALL / "cases").glob("case_*.npz"))
@@ -32,16 +32,27 @@ def exported_voice(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _case_inputs(case) -> SynthInputs:
-    return SynthInputs(case["x"], case["tones"], case["lang_ids"], case["bert"],
-                       case["style_vec"], int(case["sid"]))
+    return SynthInputs(
+        case["x"],
+        case["tones"],
+        case["lang_ids"],
+        case["bert"],
+        case["style_vec"],
+        int(case["sid"]),
+    )
 
 
 def test_layout_and_files(exported_voice: Path) -> None:
     assert sorted(p.name for p in exported_voice.iterdir()) == [
-        "config.json", "duration_predictor.onnx", "style_vectors.npy", "synthesizer.onnx",
+        "config.json",
+        "duration_predictor.onnx",
+        "style_vectors.npy",
+        "synthesizer.onnx",
     ]
     assert (exported_voice / "config.json").read_bytes() == (SMALL / "config.json").read_bytes()
-    assert (exported_voice / "style_vectors.npy").read_bytes() == (SMALL / "style_vectors.npy").read_bytes()
+    assert (exported_voice / "style_vectors.npy").read_bytes() == (
+        SMALL / "style_vectors.npy"
+    ).read_bytes()
 
 
 def _dims(value_info) -> list:
@@ -78,11 +89,17 @@ def test_hayakoe_names_dtypes_and_axes(exported_voice: Path) -> None:
 def test_onnx_runtime_matches_reference(exported_voice: Path, path: Path) -> None:
     """The graph as hayakoe would run it (plain session, hayakoe's feeds)."""
     case = np.load(path)
-    sess = ort.InferenceSession(str(exported_voice / "synthesizer.onnx"), providers=["CPUExecutionProvider"])
+    sess = ort.InferenceSession(
+        str(exported_voice / "synthesizer.onnx"), providers=["CPUExecutionProvider"]
+    )
     t = len(case["x"])
     feeds = {
-        "x": case["x"][None], "x_lengths": np.array([t]), "sid": np.array([int(case["sid"])]),
-        "tone": case["tones"][None], "language": case["lang_ids"][None], "bert": case["bert"][None],
+        "x": case["x"][None],
+        "x_lengths": np.array([t]),
+        "sid": np.array([int(case["sid"])]),
+        "tone": case["tones"][None],
+        "language": case["lang_ids"][None],
+        "bert": case["bert"][None],
         "style_vec": case["style_vec"][None],
         "noise_scale": np.array([0.0], np.float32),
         "length_scale": np.array([case["length_scale"]], np.float32),
@@ -94,15 +111,23 @@ def test_onnx_runtime_matches_reference(exported_voice: Path, path: Path) -> Non
     assert audio.shape == (1, 1, len(case["audio"]))
     np.testing.assert_allclose(audio[0, 0], case["audio"], atol=1e-4, rtol=0)
 
-    dp = ort.InferenceSession(str(exported_voice / "duration_predictor.onnx"), providers=["CPUExecutionProvider"])
+    dp = ort.InferenceSession(
+        str(exported_voice / "duration_predictor.onnx"), providers=["CPUExecutionProvider"]
+    )
     dp_feeds = {k: v for k, v in feeds.items() if k != "noise_scale"}
     np.testing.assert_array_equal(dp.run(None, dp_feeds)[0][0].astype(np.int64), case["durations"])
 
 
 def test_onnx_vs_pytorch_noise_off_and_seeded(exported_voice: Path) -> None:
     cfg = load_config(SMALL / "config.json")
-    onnx_synth = OnnxSynthesizer(exported_voice / "synthesizer.onnx", exported_voice / "duration_predictor.onnx",
-                                 inter_channels=32, hop_length=512, sample_rate=44100, threads=1)
+    onnx_synth = OnnxSynthesizer(
+        exported_voice / "synthesizer.onnx",
+        exported_voice / "duration_predictor.onnx",
+        inter_channels=32,
+        hop_length=512,
+        sample_rate=44100,
+        threads=1,
+    )
     torch_synth = TorchSynthesizer(cfg, SMALL / "model.safetensors")
     case = np.load(CASES[3])
     inputs = _case_inputs(case)
@@ -122,8 +147,14 @@ def test_onnx_vs_pytorch_noise_off_and_seeded(exported_voice: Path) -> None:
 
 
 def test_seeds_on_onnx(exported_voice: Path) -> None:
-    synth = OnnxSynthesizer(exported_voice / "synthesizer.onnx", None, inter_channels=32,
-                            hop_length=512, sample_rate=44100, threads=1)
+    synth = OnnxSynthesizer(
+        exported_voice / "synthesizer.onnx",
+        None,
+        inter_channels=32,
+        hop_length=512,
+        sample_rate=44100,
+        threads=1,
+    )
     inputs = _case_inputs(np.load(CASES[0]))
     params = SynthParams(noise_scale=0.667, length_scale=1.0, noise_scale_w=0.8, sdp_ratio=1.0)
     first = synth.synthesize(inputs, params, NoiseSource(7))
@@ -137,8 +168,14 @@ def test_prior_noise_redrawn_when_guess_too_small(exported_voice: Path) -> None:
     """When the first guess of frames is too small, the second run must give what exactly
     enough noise gives (PyTorch draws exactly F frames)."""
     cfg = load_config(SMALL / "config.json")
-    synth = OnnxSynthesizer(exported_voice / "synthesizer.onnx", None, inter_channels=32,
-                            hop_length=512, sample_rate=44100, threads=1)
+    synth = OnnxSynthesizer(
+        exported_voice / "synthesizer.onnx",
+        None,
+        inter_channels=32,
+        hop_length=512,
+        sample_rate=44100,
+        threads=1,
+    )
     synth.prior_frames_per_id = 0.05
     torch_synth = TorchSynthesizer(cfg, SMALL / "model.safetensors")
     inputs = _case_inputs(np.load(CASES[0]))
@@ -165,7 +202,10 @@ def test_export_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
     assert export_main([str(src), str(tmp_path / "out"), "--name", "x"]) == 2
     err = capsys.readouterr().err
     assert str(src) in err and "*.safetensors" in err and "style_vectors.npy" in err
-    assert export_main([str(copy_small(tmp_path / "ok")), str(tmp_path / "out"), "--name", "../x"]) == 1
+    assert (
+        export_main([str(copy_small(tmp_path / "ok")), str(tmp_path / "out"), "--name", "../x"])
+        == 1
+    )
     assert "invalid voice name" in capsys.readouterr().err
 
 

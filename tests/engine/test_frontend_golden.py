@@ -10,9 +10,13 @@ from engine.text import Analysis, analyze
 from engine.text.symbols import LANGUAGE_ID_MAP, LANGUAGE_TONE_START_MAP, PUNCTUATIONS, SYMBOLS
 from tests.helpers.paths import DATA
 
-GOLDEN = [json.loads(line) for line in (DATA / "frontend_golden.jsonl").read_text(encoding="utf-8").splitlines()]
+GOLDEN = [
+    json.loads(line)
+    for line in (DATA / "frontend_golden.jsonl").read_text(encoding="utf-8").splitlines()
+]
 BERT_GOLDEN = [
-    json.loads(line) for line in (DATA / "bert_golden_frontend.jsonl").read_text(encoding="utf-8").splitlines()
+    json.loads(line)
+    for line in (DATA / "bert_golden_frontend.jsonl").read_text(encoding="utf-8").splitlines()
 ]
 FIELDS = ("norm_text", "phones", "tones", "word2ph", "phone_ids", "tone_ids", "lang_ids")
 
@@ -56,14 +60,21 @@ def test_bert_text_and_word2ph(record: dict) -> None:
     assert r.word2ph == record["word2ph"]
     assert r.with_blanks().word2ph == record["word2ph_blank"]
     # The character tokenizer gives [CLS], one token per character of bert_text, [SEP].
-    assert record["tokens"][1:-1] == list(r.bert_text) or len(record["tokens"]) == len(r.bert_text) + 2
+    assert (
+        record["tokens"][1:-1] == list(r.bert_text) or len(record["tokens"]) == len(r.bert_text) + 2
+    )
 
 
 def test_with_blanks_is_idempotent_and_keeps_the_rest() -> None:
     r = analyze("こんにちは。")
     b = r.with_blanks()
     assert b.with_blanks() is b
-    assert (b.phones, b.tones, b.norm_text, b.bert_text) == (r.phones, r.tones, r.norm_text, r.bert_text)
+    assert (b.phones, b.tones, b.norm_text, b.bert_text) == (
+        r.phones,
+        r.tones,
+        r.norm_text,
+        r.bert_text,
+    )
     assert not r.blanks and b.blanks
     assert b.phone_ids[0::2] == [0] * (len(r.phone_ids) + 1)
     assert b.phone_ids[1::2] == r.phone_ids

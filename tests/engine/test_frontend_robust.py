@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from engine.text import analyze
 from engine.text.g2p import char_token_count, distribute_phones

@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 import torch
 
-from engine.neural.config import ConfigError, VoiceConfig, load_config, parse_config
 from engine.model import (
     CheckpointError,
     JPExtraSynthesizer,
@@ -18,6 +17,7 @@ from engine.model import (
     load_synthesizer,
     prepare_state_dict,
 )
+from engine.neural.config import ConfigError, VoiceConfig, load_config, parse_config
 from tests.helpers.paths import DATA
 
 SMALL = DATA / "model_small"
@@ -143,12 +143,16 @@ def test_missing_and_unexpected_keys_are_errors(small_model: JPExtraSynthesizer)
     broken = dict(tensors)
     del broken["dp.proj.bias"]
     broken["dp.extra"] = torch.zeros(1)
-    with pytest.raises(CheckpointError, match=r"missing keys \['dp.proj.bias'\].*unexpected keys \['dp.extra'\]"):
+    with pytest.raises(
+        CheckpointError, match=r"missing keys \['dp.proj.bias'\].*unexpected keys \['dp.extra'\]"
+    ):
         load_state(fresh, broken, "x.safetensors")
 
 
 def test_config_rules(tmp_path: Path) -> None:
-    cfg = parse_config({"version": "2.5.0-JP-Extra", "model": {"hidden_channels": 64, "whatever": 1}, "extra": {}})
+    cfg = parse_config(
+        {"version": "2.5.0-JP-Extra", "model": {"hidden_channels": 64, "whatever": 1}, "extra": {}}
+    )
     assert cfg.model.hidden_channels == 64 and cfg.model.inter_channels == 192
     assert cfg.data.style2id == {"Neutral": 0} and cfg.n_layers_trans_flow == 6
     assert VoiceConfig().model.upsample_initial_channel == 512

@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from tests.helpers.voices import ONE_THREAD, SMALL, FakeBert, shared_small_root
 
+from engine.neural.loader import load_neural_voice
 from engine.neural.voice import (
     MIN_PAUSE_S,
     NeuralVoice,
@@ -21,7 +21,7 @@ from engine.neural.voice import (
     style_vector,
 )
 from engine.voice_backend import SynthesisOptions
-from engine.neural.loader import load_neural_voice
+from tests.helpers.voices import ONE_THREAD, SMALL, FakeBert, shared_small_root
 
 SR = 44100
 TEXT = ["今日はいい天気ですね。", "散歩に行きましょう！", "さようなら。"]
@@ -123,7 +123,9 @@ def test_fixed_sentence_silence(voice: NeuralVoice) -> None:
 
 def test_predicted_pause_grows_with_slower_speech(voice: NeuralVoice) -> None:
     def gap(speed: float) -> int:
-        pieces = _by_sentence(voice.render(TEXT[:2], SynthesisOptions(seed=3, speed=speed, noise=0, noise_w=0)))
+        pieces = _by_sentence(
+            voice.render(TEXT[:2], SynthesisOptions(seed=3, speed=speed, noise=0, noise_w=0))
+        )
         return silent_edges(pieces[0].samples, SR)[1] + silent_edges(pieces[1].samples, SR)[0]
 
     assert gap(0.5) > gap(2.0) >= int(MIN_PAUSE_S * SR) - 0.011 * SR
@@ -134,7 +136,9 @@ def test_seed_reproducible_on_each_backend(root: Path) -> None:
         voice = load_neural_voice("small", root, bert=FakeBert(), backend=backend)
 
         def run(seed, voice=voice):
-            return [p.samples for p in voice.render(TEXT, SynthesisOptions(seed=seed, sdp_ratio=0.8))]
+            return [
+                p.samples for p in voice.render(TEXT, SynthesisOptions(seed=seed, sdp_ratio=0.8))
+            ]
 
         a, b, c = run(11), run(11), run(12)
         assert all(np.array_equal(x, y) for x, y in zip(a, b)), backend
@@ -224,8 +228,14 @@ def test_torch_compile_stages_trace_and_match() -> None:
     case = np.load(SMALL / "cases" / "case_01.npz")
     params = SynthParams(noise_scale=0.6, length_scale=1.0, noise_scale_w=0.8, sdp_ratio=0.3)
     for t in (len(case["x"]), 41):  # a second length must not need a new trace to be right
-        inputs = SynthInputs(case["x"][:t], case["tones"][:t], case["lang_ids"][:t],
-                             case["bert"][:, :t], case["style_vec"], 1)
+        inputs = SynthInputs(
+            case["x"][:t],
+            case["tones"][:t],
+            case["lang_ids"][:t],
+            case["bert"][:, :t],
+            case["style_vec"],
+            1,
+        )
         a = compiled.synthesize(inputs, params, NoiseSource(1))
         b = eager.synthesize(inputs, params, NoiseSource(1))
         np.testing.assert_array_equal(a.durations, b.durations)

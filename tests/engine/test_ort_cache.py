@@ -21,25 +21,37 @@ def _model(path: Path) -> Path:
     rng = np.random.default_rng(0)
     w = numpy_helper.from_array(rng.standard_normal((8, 8)).astype(np.float32), "w")
     b = numpy_helper.from_array(rng.standard_normal(8).astype(np.float32), "b")
-    nodes = [helper.make_node("MatMul", ["x", "w"], ["h"]), helper.make_node("Add", ["h", "b"], ["a"]),
-             helper.make_node("Relu", ["a"], ["y"])]
+    nodes = [
+        helper.make_node("MatMul", ["x", "w"], ["h"]),
+        helper.make_node("Add", ["h", "b"], ["a"]),
+        helper.make_node("Relu", ["a"], ["y"]),
+    ]
     graph = helper.make_graph(
-        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 8])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 8])], initializer=[w, b])
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 8])],
+        initializer=[w, b],
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     onnx.save(model, str(path))
     return path
 
 
 def _run(path: Path, x: np.ndarray) -> np.ndarray:
-    return ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    return ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, {"x": x})[
+        0
+    ]
 
 
 def test_optimised_copy_is_made_once_and_equal(tmp_path: Path) -> None:
     src = _model(tmp_path / "m.onnx")
     out = optimized_model(src, cache_dir=tmp_path / "cache")
     assert (tmp_path / "cache") in out.parents and out.name == "m" + SUFFIX and out.is_file()
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["cache", "m.onnx"]  # source folder untouched
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "cache",
+        "m.onnx",
+    ]  # source folder untouched
     x = np.random.default_rng(1).standard_normal((3, 8)).astype(np.float32)
     np.testing.assert_allclose(_run(out, x), _run(src, x), rtol=0, atol=1e-6)
     mtime = out.stat().st_mtime_ns

@@ -17,9 +17,10 @@ from engine.text.english import kanalizer_reading, read_latin
 from tests.helpers.paths import REPO_ROOT
 
 
-
 def _score_module():
-    spec = importlib.util.spec_from_file_location("readings_score", REPO_ROOT / "benchmarks" / "readings_score.py")
+    spec = importlib.util.spec_from_file_location(
+        "readings_score", REPO_ROOT / "benchmarks" / "readings_score.py"
+    )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
@@ -40,7 +41,9 @@ def test_phrase_set_reads_as_expected() -> None:
     phrases = score.load_phrases()
     wrong = score.misses(phrases)
     share = 1 - len(wrong) / len(phrases)
-    report = "\n".join(f"line {p.line}: {p.text!r} -> {got!r}, expected {p.expected!r}" for p, got in wrong)
+    report = "\n".join(
+        f"line {p.line}: {p.text!r} -> {got!r}, expected {p.expected!r}" for p, got in wrong
+    )
     assert share >= 0.95, f"{share:.1%} read as expected\n{report}"
 
 
@@ -52,7 +55,12 @@ def test_the_comparison_can_fail() -> None:
 
 @pytest.mark.parametrize(
     ("word", "kanalizer_says"),
-    [("garage", "ガラージュ"), ("solar", "ソラー"), ("hello", "ヘロ"), ("chromecast", "クロメキャスト")],
+    [
+        ("garage", "ガラージュ"),
+        ("solar", "ソラー"),
+        ("hello", "ヘロ"),
+        ("chromecast", "クロメキャスト"),
+    ],
 )
 def test_table_fixes_kanalizer_errors(word: str, kanalizer_says: str) -> None:
     assert kanalizer_reading(word) == kanalizer_says  # the error the table exists for

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from engine.text import analyze, rewrite
 
@@ -119,7 +120,14 @@ def test_protected_words_are_left_alone() -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.text(alphabet=st.sampled_from(list("0123456789:/-+.,%℃°F$¥ kmgWhAVLBCOKPMUSDabc時日(曜)〜~±×=あ漢")), max_size=20))
+@given(
+    st.text(
+        alphabet=st.sampled_from(
+            list("0123456789:/-+.,%℃°F$¥ kmgWhAVLBCOKPMUSDabc時日(曜)〜~±×=あ漢")
+        ),
+        max_size=20,
+    )
+)
 def test_rewrite_never_raises_and_output_analyzes(text: str) -> None:
     out = rewrite(text)
     assert isinstance(out, str)

@@ -29,7 +29,13 @@ from engine.sources import (
 
 @pytest.fixture(autouse=True)
 def _clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    for name in ("HAYAKOE_CACHE", "HF_ENDPOINT", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "HF_TOKEN"):
+    for name in (
+        "HAYAKOE_CACHE",
+        "HF_ENDPOINT",
+        "AWS_ENDPOINT_URL_S3",
+        "AWS_ENDPOINT_URL",
+        "HF_TOKEN",
+    ):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
 
@@ -46,25 +52,47 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
         ("hf://datasets/user/data", "user/data", None, "", "dataset"),
         ("https://huggingface.co/user/repo", "user/repo", None, "", "model"),
         ("https://huggingface.co/user/repo/tree/dev", "user/repo", "dev", "", "model"),
-        ("https://huggingface.co/user/repo/tree/refs%2Fpr%2F1/sub/dir", "user/repo", "refs/pr/1", "sub/dir", "model"),
+        (
+            "https://huggingface.co/user/repo/tree/refs%2Fpr%2F1/sub/dir",
+            "user/repo",
+            "refs/pr/1",
+            "sub/dir",
+            "model",
+        ),
         ("https://hf.co/user/repo/", "user/repo", None, "", "model"),
     ],
 )
-def test_hub_uris(uri: str, repo_id: str, revision: str | None, subdir: str, repo_type: str) -> None:
+def test_hub_uris(
+    uri: str, repo_id: str, revision: str | None, subdir: str, repo_type: str
+) -> None:
     src = parse_source(uri)
     assert isinstance(src, HFSource)
-    assert (src.repo_id, src.revision, src.subdir, src.repo_type) == (repo_id, revision, subdir, repo_type)
+    assert (src.repo_id, src.revision, src.subdir, src.repo_type) == (
+        repo_id,
+        revision,
+        subdir,
+        repo_type,
+    )
     assert src.is_local is False
     assert isinstance(src, Source)
     # The canonical URI parses back to the same source.
     again = parse_source(src.uri)
-    assert (again.repo_id, again.revision, again.subdir, again.repo_type) == (repo_id, revision, subdir, repo_type)
+    assert (again.repo_id, again.revision, again.subdir, again.repo_type) == (
+        repo_id,
+        revision,
+        subdir,
+        repo_type,
+    )
 
 
 def test_s3_uri_and_cache_location(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     src = parse_source("s3://company-voices/hayakoe/v2/", cache_dir=tmp_path)
     assert isinstance(src, S3Source)
-    assert (src.bucket, src.prefix, src.uri) == ("company-voices", "hayakoe/v2", "s3://company-voices/hayakoe/v2")
+    assert (src.bucket, src.prefix, src.uri) == (
+        "company-voices",
+        "hayakoe/v2",
+        "s3://company-voices/hayakoe/v2",
+    )
     assert src.cache_path == tmp_path / "s3" / "aws" / "company-voices" / "hayakoe" / "v2"
     monkeypatch.setenv("AWS_ENDPOINT_URL_S3", "http://minio.local:9000")
     other = parse_source("s3://company-voices", cache_dir=tmp_path)
@@ -75,7 +103,10 @@ def test_s3_uri_and_cache_location(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 
 def test_s3_generic_endpoint_variable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AWS_ENDPOINT_URL", "https://acc.r2.cloudflarestorage.com")
-    assert parse_source("s3://b/p", cache_dir=tmp_path).endpoint_url == "https://acc.r2.cloudflarestorage.com"
+    assert (
+        parse_source("s3://b/p", cache_dir=tmp_path).endpoint_url
+        == "https://acc.r2.cloudflarestorage.com"
+    )
     monkeypatch.setenv("AWS_ENDPOINT_URL_S3", "http://127.0.0.1:9000")
     assert parse_source("s3://b/p", cache_dir=tmp_path).endpoint_url == "http://127.0.0.1:9000"
 
@@ -97,7 +128,9 @@ def test_local_uris(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert parse_source(f"file://localhost{tmp_path}/a%20b").root == tmp_path / "a b"
 
 
-def test_relative_path_is_fixed_at_parse_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_relative_path_is_fixed_at_parse_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     (tmp_path / "v").mkdir()
     monkeypatch.chdir(tmp_path)
     src = parse_source("v")
@@ -162,7 +195,10 @@ def test_register_scheme_plugs_in_a_new_store(tmp_path: Path) -> None:
         src = parse_source("memtest://x/y", cache_dir="/c", token="t0ken")
         assert isinstance(src, MemorySource) and isinstance(src, Source)
         parse_source("memtest://x/z", offline=True)
-        assert calls == [("memtest://x/y", "/c", "t0ken", False), ("memtest://x/z", None, None, True)]
+        assert calls == [
+            ("memtest://x/y", "/c", "t0ken", False),
+            ("memtest://x/z", None, None, True),
+        ]
         with pytest.raises(ValueError, match="already registered"):
             register_scheme("memtest", factory)
         with pytest.raises(ValueError, match="memtest://"):
@@ -196,7 +232,13 @@ def test_parsing_imports_no_network_library() -> None:
 
 @pytest.mark.parametrize(
     "prefix, expected",
-    [("", ""), ("/", ""), ("onnx/speakers/a/", "onnx/speakers/a"), ("./a//b", "a/b"), ("a\\b", "a/b")],
+    [
+        ("", ""),
+        ("/", ""),
+        ("onnx/speakers/a/", "onnx/speakers/a"),
+        ("./a//b", "a/b"),
+        ("a\\b", "a/b"),
+    ],
 )
 def test_normalize_prefix(prefix: str, expected: str) -> None:
     assert normalize_prefix(prefix) == expected
@@ -277,7 +319,12 @@ def test_require_files_names_uri_and_every_missing_file(tmp_path: Path) -> None:
     with pytest.raises(IncompleteSourceError) as info:
         require_files(
             tmp_path,
-            ["config.json", "style_vectors.npy", ("synthesizer.onnx", "synthesizer_q8.onnx"), "*.safetensors"],
+            [
+                "config.json",
+                "style_vectors.npy",
+                ("synthesizer.onnx", "synthesizer_q8.onnx"),
+                "*.safetensors",
+            ],
             "s3://bucket/voices",
             "onnx/speakers/x",
         )
@@ -287,11 +334,20 @@ def test_require_files_names_uri_and_every_missing_file(tmp_path: Path) -> None:
     assert "s3://bucket/voices/onnx/speakers/x" in text
     assert "style_vectors.npy" in text and "synthesizer.onnx or synthesizer_q8.onnx" in text
     assert "*.safetensors" in text and "config.json," not in text
-    assert err.missing == ["style_vectors.npy", "synthesizer.onnx or synthesizer_q8.onnx", "*.safetensors"]
+    assert err.missing == [
+        "style_vectors.npy",
+        "synthesizer.onnx or synthesizer_q8.onnx",
+        "*.safetensors",
+    ]
 
 
 def test_require_files_accepts_alternatives_and_globs(tmp_path: Path) -> None:
-    names = ["config.json", "style_vectors.npy", ("synthesizer.onnx", "synthesizer_q8.onnx"), "*.safetensors"]
+    names = [
+        "config.json",
+        "style_vectors.npy",
+        ("synthesizer.onnx", "synthesizer_q8.onnx"),
+        "*.safetensors",
+    ]
     present = ("config.json", "style_vectors.npy", "synthesizer_q8.onnx", "v_e10_s100.safetensors")
     for name in present:
         (tmp_path / name).write_bytes(b"x")

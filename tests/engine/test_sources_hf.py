@@ -14,8 +14,6 @@ import pytest
 
 pytest.importorskip("huggingface_hub")
 
-from tests.helpers.stores import COMMIT, FakeHub, hayakoe_tree
-
 from engine.sources import (
     HFSource,
     SourceAccessError,
@@ -23,8 +21,9 @@ from engine.sources import (
     SourceUnavailableError,
     parse_source,
 )
-from tests.helpers.paths import REPO_ROOT
 from tests.helpers.net import closed_endpoint
+from tests.helpers.paths import REPO_ROOT
+from tests.helpers.stores import COMMIT, FakeHub, hayakoe_tree
 
 REPO = "someone/voices"
 TOKEN = "hf_StandInSecretTokenNeverToBeSeen12345"
@@ -32,7 +31,13 @@ TOKEN = "hf_StandInSecretTokenNeverToBeSeen12345"
 
 @pytest.fixture(autouse=True)
 def _env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for key in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HAYAKOE_OFFLINE", "HF_TOKEN", "HAYAKOE_CACHE"):
+    for key in (
+        "HF_HUB_OFFLINE",
+        "TRANSFORMERS_OFFLINE",
+        "HAYAKOE_OFFLINE",
+        "HF_TOKEN",
+        "HAYAKOE_CACHE",
+    ):
         monkeypatch.delenv(key, raising=False)
     monkeypatch.setenv("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     monkeypatch.setenv("HF_HUB_DISABLE_TELEMETRY", "1")
@@ -41,11 +46,15 @@ def _env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _files(folder: Path) -> dict[str, bytes]:
-    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+    return {
+        p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*") if p.is_file()
+    }
 
 
 def _expected(prefix: str) -> dict[str, bytes]:
-    return {k[len(prefix) + 1 :]: v for k, v in hayakoe_tree().items() if k.startswith(prefix + "/")}
+    return {
+        k[len(prefix) + 1 :]: v for k, v in hayakoe_tree().items() if k.startswith(prefix + "/")
+    }
 
 
 def test_fetch_downloads_only_the_prefix_then_uses_the_cache(hub: FakeHub, tmp_path: Path) -> None:
@@ -53,13 +62,17 @@ def test_fetch_downloads_only_the_prefix_then_uses_the_cache(hub: FakeHub, tmp_p
     folder = src.fetch("onnx/speakers/alpha")
     assert _files(folder) == _expected("onnx/speakers/alpha")
     assert folder.is_relative_to(tmp_path / "hf" / "models--someone--voices" / "snapshots" / COMMIT)
-    assert sorted(hub.downloaded()) == sorted(f"onnx/speakers/alpha/{n}" for n in _expected("onnx/speakers/alpha"))
+    assert sorted(hub.downloaded()) == sorted(
+        f"onnx/speakers/alpha/{n}" for n in _expected("onnx/speakers/alpha")
+    )
     hub.requests.clear()
     assert src.fetch("onnx/speakers/alpha") == folder
     assert hub.requests == []  # cache first: no network at all
 
 
-def test_offline_after_download(hub: FakeHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_offline_after_download(
+    hub: FakeHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     src = HFSource(REPO, cache_dir=tmp_path, endpoint=hub.endpoint)
     folder = src.fetch("bert/tokenizer")
     hub.stop()
@@ -69,10 +82,14 @@ def test_offline_after_download(hub: FakeHub, tmp_path: Path, monkeypatch: pytes
     assert again.exists("bert/tokenizer") and not again.exists("onnx/bert/q8")
     with pytest.raises(SourceUnavailableError) as info:
         again.fetch("onnx/bert/q8")
-    assert "HF_HUB_OFFLINE" in str(info.value) and "hf://someone/voices/onnx/bert/q8" in str(info.value)
+    assert "HF_HUB_OFFLINE" in str(info.value) and "hf://someone/voices/onnx/bert/q8" in str(
+        info.value
+    )
 
 
-def _fill_like_snapshot_download(cache: Path, repo_id: str, files: dict[str, bytes], ref: str = "main") -> Path:
+def _fill_like_snapshot_download(
+    cache: Path, repo_id: str, files: dict[str, bytes], ref: str = "main"
+) -> Path:
     """The layout snapshot_download leaves: blobs/<oid>, snapshots/<commit>/<path> → symlink to
     the blob, refs/<ref> holding the commit (no tree listing, as older versions and copies)."""
     repo_dir = cache / "hf" / ("models--" + repo_id.replace("/", "--"))
@@ -90,8 +107,12 @@ def _fill_like_snapshot_download(cache: Path, repo_id: str, files: dict[str, byt
     return snapshot
 
 
-@pytest.mark.parametrize("uri", ["hf://someone/voices", f"hf://someone/voices@{COMMIT}", "hf://someone/voices/onnx"])
-def test_hand_filled_cache_loads_offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, uri: str) -> None:
+@pytest.mark.parametrize(
+    "uri", ["hf://someone/voices", f"hf://someone/voices@{COMMIT}", "hf://someone/voices/onnx"]
+)
+def test_hand_filled_cache_loads_offline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, uri: str
+) -> None:
     files = hayakoe_tree()
     snapshot = _fill_like_snapshot_download(tmp_path, REPO, files)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
@@ -110,15 +131,29 @@ def test_offline_set_before_import_in_a_fresh_process(tmp_path: Path) -> None:
         "print(src.fetch('pytorch/speakers/alpha'));"
         "print(src.exists('onnx/bert/q8'), src.exists('onnx/speakers/zeta'))"
     )
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_ENDPOINT": closed_endpoint(), "PYTHONPATH": str(REPO_ROOT)}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120, check=False)
+    env = {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "HF_ENDPOINT": closed_endpoint(),
+        "PYTHONPATH": str(REPO_ROOT),
+    }
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
     assert out.returncode == 0, out.stderr
     lines = out.stdout.split()
     assert lines[0].endswith(f"snapshots/{COMMIT}/pytorch/speakers/alpha")
     assert lines[1:] == ["True", "False"]
 
 
-def test_half_finished_snapshot_is_not_taken_as_whole(hub: FakeHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_half_finished_snapshot_is_not_taken_as_whole(
+    hub: FakeHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     src = HFSource(REPO, cache_dir=tmp_path, endpoint=hub.endpoint)
     folder = src.fetch("onnx/speakers/beta")
     # As if the download stopped before this file: neither its blob nor its link exist.
@@ -143,7 +178,9 @@ def test_unreachable_hub_without_cache(tmp_path: Path) -> None:
 
 def test_missing_repo_and_missing_folder(hub: FakeHub, tmp_path: Path) -> None:
     with pytest.raises(SourceNotFoundError, match="repository not found"):
-        HFSource("nobody/nothing", cache_dir=tmp_path, endpoint=hub.endpoint).fetch("onnx/speakers/alpha")
+        HFSource("nobody/nothing", cache_dir=tmp_path, endpoint=hub.endpoint).fetch(
+            "onnx/speakers/alpha"
+        )
     src = HFSource(REPO, cache_dir=tmp_path, endpoint=hub.endpoint)
     with pytest.raises(SourceNotFoundError, match="no files in that folder"):
         src.fetch("onnx/speakers/zeta")
@@ -151,7 +188,9 @@ def test_missing_repo_and_missing_folder(hub: FakeHub, tmp_path: Path) -> None:
     assert not src.exists("config.json")
 
 
-def test_endpoint_from_environment(hub: FakeHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_endpoint_from_environment(
+    hub: FakeHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("HF_ENDPOINT", hub.endpoint)
     folder = parse_source(f"hf://{REPO}", cache_dir=tmp_path).fetch("bert/tokenizer")
     assert _files(folder) == _expected("bert/tokenizer")
@@ -161,13 +200,17 @@ def test_endpoint_from_environment(hub: FakeHub, tmp_path: Path, monkeypatch: py
     assert _files(src.fetch("bert/q8")) == _expected("onnx/bert/q8")
 
 
-def test_private_repo_token_is_used_but_never_shown(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+def test_private_repo_token_is_used_but_never_shown(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     hub = FakeHub({REPO: hayakoe_tree()}, required_token=TOKEN).start()
     texts: list[str] = []
     try:
         with caplog.at_level(logging.DEBUG):
             with pytest.raises((SourceAccessError, SourceNotFoundError)) as info:  # no token
-                HFSource(REPO, cache_dir=tmp_path / "a", endpoint=hub.endpoint).fetch("bert/tokenizer")
+                HFSource(REPO, cache_dir=tmp_path / "a", endpoint=hub.endpoint).fetch(
+                    "bert/tokenizer"
+                )
             texts.append(str(info.value))
             assert "HF_TOKEN" in texts[-1]
             src = parse_source(f"hf://{REPO}", cache_dir=tmp_path / "b", token=TOKEN)

@@ -17,8 +17,6 @@ import pytest
 boto3 = pytest.importorskip("boto3")
 pytest.importorskip("moto.server")
 
-from tests.helpers.stores import hayakoe_tree, moto_server, write_tree
-
 from engine.sources import (
     S3Source,
     SourceNotFoundError,
@@ -26,8 +24,9 @@ from engine.sources import (
     parse_source,
     require_files,
 )
-from tests.helpers.paths import REPO_ROOT
 from tests.helpers.net import closed_endpoint
+from tests.helpers.paths import REPO_ROOT
+from tests.helpers.stores import hayakoe_tree, moto_server, write_tree
 
 SECRET_KEY = "S3cretKeyThatMustNeverBeLogged0123456789"
 
@@ -52,7 +51,13 @@ def s3env(endpoint: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dic
     }
     for key, value in env.items():
         monkeypatch.setenv(key, value)
-    for key in ("AWS_ENDPOINT_URL", "AWS_PROFILE", "AWS_SESSION_TOKEN", "HAYAKOE_OFFLINE", "HAYAKOE_CACHE"):
+    for key in (
+        "AWS_ENDPOINT_URL",
+        "AWS_PROFILE",
+        "AWS_SESSION_TOKEN",
+        "HAYAKOE_OFFLINE",
+        "HAYAKOE_CACHE",
+    ):
         monkeypatch.delenv(key, raising=False)
     return env
 
@@ -90,12 +95,25 @@ def _expected(files: dict[str, bytes], prefix: str) -> dict[str, bytes]:
     return {k[len(prefix) + 1 :]: v for k, v in files.items() if k.startswith(prefix + "/")}
 
 
-def test_upload_then_fetch_gives_the_same_files(uploaded, client, bucket: str, tmp_path: Path) -> None:
+def test_upload_then_fetch_gives_the_same_files(
+    uploaded, client, bucket: str, tmp_path: Path
+) -> None:
     src, files = uploaded
     keys = {o["Key"] for o in client.list_objects_v2(Bucket=bucket)["Contents"]}
     assert keys == {f"hayakoe/{k}" for k in files}
     folder = src.fetch("onnx/speakers/alpha")
-    assert folder == tmp_path / "cache" / "s3" / src.cache_path.parts[-3] / bucket / "hayakoe" / "onnx" / "speakers" / "alpha"
+    assert (
+        folder
+        == tmp_path
+        / "cache"
+        / "s3"
+        / src.cache_path.parts[-3]
+        / bucket
+        / "hayakoe"
+        / "onnx"
+        / "speakers"
+        / "alpha"
+    )
     assert _read_all(folder) == _expected(files, "onnx/speakers/alpha")
     assert (folder / ".hayakoe_synced").is_file()
     manifest = json.loads((folder / ".hayakoe_manifest.json").read_text())["files"]
@@ -106,10 +124,14 @@ def test_upload_then_fetch_gives_the_same_files(uploaded, client, bucket: str, t
     assert not (folder.parents[2] / "pytorch").exists()
 
 
-def test_unchanged_objects_are_not_fetched_again_and_changed_ones_are(uploaded, client, bucket: str) -> None:
+def test_unchanged_objects_are_not_fetched_again_and_changed_ones_are(
+    uploaded, client, bucket: str
+) -> None:
     src, files = uploaded
     folder = src.fetch("onnx/speakers/alpha")
-    inodes = {name: (folder / name).stat().st_ino for name in _expected(files, "onnx/speakers/alpha")}
+    inodes = {
+        name: (folder / name).stat().st_ino for name in _expected(files, "onnx/speakers/alpha")
+    }
     again = src.fetch("onnx/speakers/alpha")
     assert {n: (again / n).stat().st_ino for n in inodes} == inodes  # nothing rewritten
 
@@ -119,7 +141,11 @@ def test_unchanged_objects_are_not_fetched_again_and_changed_ones_are(uploaded, 
     assert len(new) == len(old) and new != old
     client.put_object(Bucket=bucket, Key="hayakoe/onnx/speakers/alpha/synthesizer.onnx", Body=new)
     # New size.
-    client.put_object(Bucket=bucket, Key="hayakoe/onnx/speakers/alpha/config.json", Body=b'{"v": 2, "longer": true}')
+    client.put_object(
+        Bucket=bucket,
+        Key="hayakoe/onnx/speakers/alpha/config.json",
+        Body=b'{"v": 2, "longer": true}',
+    )
     # Gone from the store.
     client.delete_object(Bucket=bucket, Key="hayakoe/onnx/speakers/alpha/duration_predictor.onnx")
 
@@ -157,8 +183,12 @@ CRASH_SCRIPT = textwrap.dedent(
 
 
 def _crash_fetch(uri: str, cache: Path, prefix: str, crash_on: int) -> subprocess.CompletedProcess:
-    script = CRASH_SCRIPT.format(root=str(REPO_ROOT), uri=uri, cache=str(cache), prefix=prefix, crash_on=crash_on)
-    return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False)
+    script = CRASH_SCRIPT.format(
+        root=str(REPO_ROOT), uri=uri, cache=str(cache), prefix=prefix, crash_on=crash_on
+    )
+    return subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False
+    )
 
 
 def test_interrupted_download_is_never_taken_as_whole_and_recovers(
@@ -198,7 +228,9 @@ def test_interrupted_download_is_never_taken_as_whole_and_recovers(
     assert (folder / ".hayakoe_synced").is_file()
 
 
-def test_interrupted_update_keeps_the_old_whole_file(uploaded, client, bucket: str, tmp_path: Path) -> None:
+def test_interrupted_update_keeps_the_old_whole_file(
+    uploaded, client, bucket: str, tmp_path: Path
+) -> None:
     src, _ = uploaded
     prefix = "onnx/speakers/beta"
     folder = src.fetch(prefix)
@@ -227,7 +259,9 @@ def test_wrong_bucket_is_a_clear_error(s3env: dict, tmp_path: Path) -> None:
 
 def test_missing_prefix_is_a_clear_error(uploaded) -> None:
     src, _ = uploaded
-    with pytest.raises(SourceNotFoundError, match="no objects under s3://.*/hayakoe/onnx/speakers/gamma/"):
+    with pytest.raises(
+        SourceNotFoundError, match="no objects under s3://.*/hayakoe/onnx/speakers/gamma/"
+    ):
         src.fetch("onnx/speakers/gamma")
 
 
@@ -261,16 +295,22 @@ def test_unreachable_store_uses_a_complete_cached_copy_and_says_so(
     assert offline.fetch("bert/tokenizer") == folder
 
 
-def test_unreachable_endpoint_without_cache(s3env: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_unreachable_endpoint_without_cache(
+    s3env: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("AWS_ENDPOINT_URL_S3", closed_endpoint())
     src = parse_source("s3://bucket/voices", cache_dir=tmp_path)
     with pytest.raises(SourceUnavailableError) as info:
         src.fetch("onnx/speakers/alpha")
     text = str(info.value)
-    assert "cannot connect to 127.0.0.1:" in text and "s3://bucket/voices/onnx/speakers/alpha" in text
+    assert (
+        "cannot connect to 127.0.0.1:" in text and "s3://bucket/voices/onnx/speakers/alpha" in text
+    )
 
 
-def test_unsafe_keys_are_skipped(bucket: str, client, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+def test_unsafe_keys_are_skipped(
+    bucket: str, client, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     client.put_object(Bucket=bucket, Key="v/x/config.json", Body=b"{}")
     client.put_object(Bucket=bucket, Key="v/x/../../../../escaped.txt", Body=b"evil")
     client.put_object(Bucket=bucket, Key="v/x/.hayakoe_synced", Body=b"forged")
@@ -303,7 +343,9 @@ def test_concurrent_fetches_of_one_folder(uploaded) -> None:
     assert _read_all(results[0]) == _expected(files, "onnx/speakers/alpha")
 
 
-def test_progress_is_logged(bucket: str, client, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+def test_progress_is_logged(
+    bucket: str, client, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     client.put_object(Bucket=bucket, Key="big/model.bin", Body=os.urandom(3 * 1024 * 1024))
     src = parse_source(f"s3://{bucket}", cache_dir=tmp_path)
     with caplog.at_level(logging.INFO, logger="engine.sources.s3"):
@@ -313,7 +355,11 @@ def test_progress_is_logged(bucket: str, client, tmp_path: Path, caplog: pytest.
 
 
 def test_secrets_stay_out_of_logs_errors_and_cache(
-    uploaded, bucket: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    uploaded,
+    bucket: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     src, _ = uploaded
     texts: list[str] = []

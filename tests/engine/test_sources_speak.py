@@ -17,11 +17,10 @@ pytest.importorskip("onnx")
 boto3 = pytest.importorskip("boto3")
 pytest.importorskip("moto.server")
 
-from tests.helpers.voices import LAYOUT_VOICE
-from tests.helpers.stores import moto_server
-
 from engine import TTS
 from tests.helpers.net import closed_endpoint
+from tests.helpers.stores import moto_server
+from tests.helpers.voices import LAYOUT_VOICE
 
 pytestmark = pytest.mark.slow
 
@@ -50,7 +49,9 @@ def store(layout_root: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
         boto3.client("s3", endpoint_url=endpoint).create_bucket(Bucket=bucket)
         from engine.sources import parse_source
 
-        parse_source(f"s3://{bucket}/hayakoe", cache_dir=tmp_path / "upload-cache").upload("", layout_root)
+        parse_source(f"s3://{bucket}/hayakoe", cache_dir=tmp_path / "upload-cache").upload(
+            "", layout_root
+        )
         yield f"s3://{bucket}/hayakoe"
 
 
@@ -72,7 +73,11 @@ def test_load_and_speak_with_s3_then_offline(
     first = _speak(store, cache)
     assert first.dtype == np.int16 and first.size > 1000 and np.abs(first).max() > 0
     s3_cache = next((cache / "s3").iterdir())
-    fetched = sorted(p.relative_to(s3_cache).as_posix() for p in s3_cache.rglob("*") if p.is_file() and not p.name.startswith("."))
+    fetched = sorted(
+        p.relative_to(s3_cache).as_posix()
+        for p in s3_cache.rglob("*")
+        if p.is_file() and not p.name.startswith(".")
+    )
     # Only what the CPU backend reads came down: no PyTorch files.
     assert fetched and not [p for p in fetched if "/pytorch/" in p]
     assert any(p.endswith("onnx/bert/q8/bert_q8.onnx") for p in fetched)
@@ -85,7 +90,9 @@ def test_load_and_speak_with_s3_then_offline(
     assert np.array_equal(again, first)  # same seed, same files: the same samples
 
 
-def test_pre_download_then_prepare_offline(store: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_pre_download_then_prepare_offline(
+    store: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     cache = tmp_path / "cache"
     tts = TTS(device="cpu", cache_dir=cache, bert_source=store).load(VOICE, source=store)
     tts.pre_download()
@@ -97,8 +104,8 @@ def test_pre_download_then_prepare_offline(store: str, tmp_path: Path, monkeypat
 
 def test_plain_model_folder_in_s3_is_found(store: str, layout_root: Path, tmp_path: Path) -> None:
     """A plain Style-Bert-VITS2 folder at the root of a remote source is a voice too."""
-    from engine.sources import parse_source
     from engine.neural.loader import locate_voice
+    from engine.sources import parse_source
 
     plain_uri = store.rsplit("/", 1)[0] + "/plain-voice"
     plain_dir = layout_root / "pytorch" / "speakers" / VOICE
@@ -114,8 +121,8 @@ def test_unreachable_store_is_not_reported_as_a_missing_voice(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
 
-    from engine.sources import SourceUnavailableError, parse_source
     from engine.neural.loader import locate_voice
+    from engine.sources import SourceUnavailableError, parse_source
 
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing-secret-key")

@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from engine.text import SentenceSplitter, split_sentences
 
@@ -115,8 +116,15 @@ def test_nothing_lost_and_no_speechless_sentence(text: str) -> None:
 
 def test_long_sentences_are_cut_at_a_comma_or_space() -> None:
     text = "あ" * 10 + "、" + "い" * 10 + "、" + "う" * 10 + "。"
-    assert split_sentences(text, max_chars=25) == ["あ" * 10 + "、" + "い" * 10 + "、", "う" * 10 + "。"]
-    assert split_sentences("abc def ghi jkl mno pqr", max_chars=10) == ["abc def", "ghi jkl", "mno pqr"]
+    assert split_sentences(text, max_chars=25) == [
+        "あ" * 10 + "、" + "い" * 10 + "、",
+        "う" * 10 + "。",
+    ]
+    assert split_sentences("abc def ghi jkl mno pqr", max_chars=10) == [
+        "abc def",
+        "ghi jkl",
+        "mno pqr",
+    ]
     assert split_sentences("漢字" * 8 + "12345", max_chars=18) == ["漢字" * 8, "12345"]
     assert split_sentences("あ" * 400) == ["あ" * 150, "あ" * 150, "あ" * 100]
     assert split_sentences("あ" * 400, max_chars=None) == ["あ" * 400]

@@ -59,7 +59,11 @@ def test_document_to_segments() -> None:
     ],
 )
 def test_break_lengths(tag: str, seconds: float) -> None:
-    assert parse_ssml(f"<speak>あ{tag}い</speak>") == [Segment("あ"), Segment(silence=seconds), Segment("い")]
+    assert parse_ssml(f"<speak>あ{tag}い</speak>") == [
+        Segment("あ"),
+        Segment(silence=seconds),
+        Segment("い"),
+    ]
 
 
 def test_break_strength_none_is_no_break() -> None:
@@ -68,8 +72,18 @@ def test_break_strength_none_is_no_break() -> None:
 
 @pytest.mark.parametrize(
     ("rate", "factor"),
-    [("x-slow", 0.5), ("slow", 0.75), ("fast", 1.25), ("x-fast", 1.75), ("150%", 1.5), ("+20%", 1.2),
-     ("-50%", 0.5), ("2", 2.0), ("1000%", 4.0), ("medium", 1.0)],
+    [
+        ("x-slow", 0.5),
+        ("slow", 0.75),
+        ("fast", 1.25),
+        ("x-fast", 1.75),
+        ("150%", 1.5),
+        ("+20%", 1.2),
+        ("-50%", 0.5),
+        ("2", 2.0),
+        ("1000%", 4.0),
+        ("medium", 1.0),
+    ],
 )
 def test_prosody_rates(rate: str, factor: float) -> None:
     segs = parse_ssml(f'<speak><prosody rate="{rate}">はい</prosody></speak>')
@@ -77,7 +91,9 @@ def test_prosody_rates(rate: str, factor: float) -> None:
 
 
 def test_nested_prosody_multiplies() -> None:
-    segs = parse_ssml('<speak><prosody rate="200%">あ<prosody rate="50%">い</prosody></prosody></speak>')
+    segs = parse_ssml(
+        '<speak><prosody rate="200%">あ<prosody rate="50%">い</prosody></prosody></speak>'
+    )
     assert segs == [Segment("あ", rate=2.0), Segment("い", rate=1.0)]
 
 
@@ -86,7 +102,10 @@ def test_nested_prosody_multiplies() -> None:
     [
         ('<say-as interpret-as="characters">Wi2</say-as>', "ダブリューアイニ"),
         ('<say-as interpret-as="digits">2026</say-as>', "ニゼロニロク"),
-        ('<say-as interpret-as="telephone">03-1234-5678</say-as>', "ゼロサンのイチニーサンヨンのゴーロクナナハチ"),
+        (
+            '<say-as interpret-as="telephone">03-1234-5678</say-as>',
+            "ゼロサンのイチニーサンヨンのゴーロクナナハチ",
+        ),
         ('<say-as interpret-as="date" format="ymd">2026/11/29</say-as>', "2026年11月29日"),
         ('<say-as interpret-as="date" format="dmy">29.11.2026</say-as>', "2026年11月29日"),
         ('<say-as interpret-as="date" format="md">11-29</say-as>', "11月29日"),

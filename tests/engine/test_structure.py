@@ -116,9 +116,10 @@ def test_the_import_graph_is_read() -> None:
     # A few edges known to exist, so a broken reader cannot pass by finding nothing.
     assert "engine.layout" in graph["engine.neural.loader"]
     assert "engine.synth.export" in graph["engine.neural.loader"]  # deferred import
-    assert "engine.bert" in graph["engine.synth.ort_cache"] or "engine.sources" in graph[
-        "engine.synth.ort_cache"
-    ]
+    assert (
+        "engine.bert" in graph["engine.synth.ort_cache"]
+        or "engine.sources" in graph["engine.synth.ort_cache"]
+    )
     assert "engine" in graph["wyoming_hayakoe.server"]
     assert graph["engine.layout"] == set(), "engine/layout.py must stay a leaf"
 

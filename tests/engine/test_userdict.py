@@ -48,7 +48,23 @@ def test_word_sets_phones_and_accent() -> None:
 def test_accent_position_sets_the_fall() -> None:
     add_word("Home Assistant", "ホームアシスタント", 5)
     r = analyze("Home Assistantが起動しました。")
-    assert r.phones[1:16] == ["h", "o", "o", "m", "u", "a", "sh", "i", "s", "u", "t", "a", "N", "t", "o"]
+    assert r.phones[1:16] == [
+        "h",
+        "o",
+        "o",
+        "m",
+        "u",
+        "a",
+        "sh",
+        "i",
+        "s",
+        "u",
+        "t",
+        "a",
+        "N",
+        "t",
+        "o",
+    ]
     # ho | o mu a shi (high) | su ta n to (low): falls after the 5th mora
     assert r.tones[1:16] == [0, 0, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0]
     assert len(r.word2ph) == len(r.bert_text) + 2 and sum(r.word2ph) == len(r.phones)
@@ -77,12 +93,18 @@ def test_accent_none_uses_openjtalk_guess_and_clear_restores_reference() -> None
 
 def test_load_csv_and_json(tmp_path: Path) -> None:
     csv_path = tmp_path / "words.csv"
-    csv_path.write_text("surface,reading,accent,priority\n# a comment\n鬼滅,キメツ,0\n推しの子,おしのこ,,7\n", encoding="utf-8")
+    csv_path.write_text(
+        "surface,reading,accent,priority\n# a comment\n鬼滅,キメツ,0\n推しの子,おしのこ,,7\n",
+        encoding="utf-8",
+    )
     assert load_user_dictionary(csv_path) == 2
     assert analyze("鬼滅").phones[1:4] == ["k", "i", "m"]
     assert active_dictionary().words[1] == UserWord("推しの子", "オシノコ", None, 7, "proper_noun")
     json_path = tmp_path / "words.json"
-    json_path.write_text(json.dumps({"words": [{"surface": "呪術", "reading": "ジュジュツ", "accent": 1}]}), encoding="utf-8")
+    json_path.write_text(
+        json.dumps({"words": [{"surface": "呪術", "reading": "ジュジュツ", "accent": 1}]}),
+        encoding="utf-8",
+    )
     assert load_user_dictionary(json_path) == 1
     assert len(active_dictionary()) == 3
     assert analyze("呪術").tones[1:4] == [1, 1, 0]
@@ -106,7 +128,11 @@ def test_load_csv_and_json(tmp_path: Path) -> None:
         ("鬼滅,キメツ,x\n", ".csv", "words.csv:1: accent must be an integer"),
         ("鬼滅,キメツ,0,11\n", ".csv", "priority must be an integer from 0 to 10"),
         ('[{"surface": "a"}]', ".json", "words[0]: surface and reading are required"),
-        ('[{"surface": "a", "reading": "ア", "colour": 1}]', ".json", "unknown field(s) ['colour']"),
+        (
+            '[{"surface": "a", "reading": "ア", "colour": 1}]',
+            ".json",
+            "unknown field(s) ['colour']",
+        ),
         ("{", ".json", "invalid JSON"),
         ("x", ".yaml", "unknown user dictionary format"),
     ],
@@ -149,7 +175,9 @@ def test_lenient_load_skips_bad_entries_naming_file_and_line(tmp_path: Path, cap
         clear_user_dictionary()
 
 
-def test_watched_files_reload_on_change_and_keep_words_added_in_code(tmp_path: Path, caplog) -> None:
+def test_watched_files_reload_on_change_and_keep_words_added_in_code(
+    tmp_path: Path, caplog
+) -> None:
     from engine.text import add_word, refresh_user_dictionary, reload_user_dictionary
     from engine.text.userdict import active_surfaces
     from engine.text.userdict_watch import (
@@ -164,7 +192,9 @@ def test_watched_files_reload_on_change_and_keep_words_added_in_code(tmp_path: P
         watcher = watch_user_dictionaries([path])
         assert {"鬼滅", "推し"} <= active_surfaces()
         assert refresh_user_dictionary() is False  # nothing changed: no reload
-        path.write_text('[{"surface": "早声", "reading": "ハヤコエ"}, {"surface": 1}]', encoding="utf-8")
+        path.write_text(
+            '[{"surface": "早声", "reading": "ハヤコエ"}, {"surface": 1}]', encoding="utf-8"
+        )
         st = path.stat()
         os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 2_000_000_000))
         with caplog.at_level("WARNING"):
@@ -194,6 +224,10 @@ def test_dict_check_command_reports_every_bad_line(tmp_path: Path, capsys) -> No
     assert main(["dict", "check", str(good), str(bad), str(tmp_path / "none.csv")]) == 1
     out = capsys.readouterr()
     lines = out.out.splitlines()
-    assert [line.split(" ")[0].rstrip(":") for line in lines[:3]] == [f"{bad}:2", f"{bad}:3", f"{bad}:4"]
+    assert [line.split(" ")[0].rstrip(":") for line in lines[:3]] == [
+        f"{bad}:2",
+        f"{bad}:3",
+        f"{bad}:4",
+    ]
     assert "none.csv" in out.out and "cannot read" in out.out
     assert f"{bad}: 1 word(s) ok, 3 problem(s)" in out.err

@@ -10,11 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from tests.helpers.voices import FakeBert, copy_small, shared_small_root
 
-from engine.voice_backend import SynthesisOptions
 from engine.layout import VoiceFolderError, onnx_folder_files, plain_folder_files
 from engine.neural.loader import load_neural_voice, locate_voice
+from engine.voice_backend import SynthesisOptions
+from tests.helpers.voices import FakeBert, copy_small, shared_small_root
 
 SENTENCES = ["リビングの照明をつけました。"]
 
@@ -68,7 +68,7 @@ def test_layout_detection(hayakoe_root: Path, tmp_path: Path) -> None:
     onnx_dir = hayakoe_root / "onnx" / "speakers" / "small"
     assert locate_voice("whatever", onnx_dir).directory == onnx_dir
     plain = copy_small(tmp_path / "plain")
-    assert locate_voice("whatever", plain) .kind == "pytorch"
+    assert locate_voice("whatever", plain).kind == "pytorch"
     # Through a Source object (anything with fetch()).
     from engine.sources.local import LocalSource
 

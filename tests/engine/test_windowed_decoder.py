@@ -40,9 +40,14 @@ LATENT = 8
 def _generator(geom: DecoderGeometry, seed: int = 0, dtype=torch.float32) -> Generator:
     torch.manual_seed(seed)
     gen = Generator(
-        LATENT, geom.resblock, list(geom.resblock_kernel_sizes),
-        [list(d) for d in geom.resblock_dilation_sizes], list(geom.upsample_rates),
-        32, list(geom.upsample_kernel_sizes), gin_channels=GIN,
+        LATENT,
+        geom.resblock,
+        list(geom.resblock_kernel_sizes),
+        [list(d) for d in geom.resblock_dilation_sizes],
+        list(geom.upsample_rates),
+        32,
+        list(geom.upsample_kernel_sizes),
+        gin_channels=GIN,
     )
     with torch.no_grad():
         for module in gen.modules():
@@ -161,10 +166,14 @@ def test_windowed_equals_whole_onnxruntime(f32_model, tmp_path):
             return self.gen(z, g)
 
     torch.onnx.export(
-        _Dec(), (torch.from_numpy(z[:, :, :20]), g), str(path),
-        input_names=["z", "g"], output_names=["audio"],
+        _Dec(),
+        (torch.from_numpy(z[:, :, :20]), g),
+        str(path),
+        input_names=["z", "g"],
+        output_names=["audio"],
         dynamic_axes={"z": {2: "frames"}, "audio": {2: "samples"}},
-        opset_version=17, dynamo=False,
+        opset_version=17,
+        dynamo=False,
     )
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = 1
@@ -213,19 +222,37 @@ def test_wrong_decoder_output_length_is_an_error():
 
 
 def test_geometry_from_config_names_bad_field():
-    geom = DecoderGeometry.from_config({"model": {
-        "upsample_rates": [8, 8, 2, 2, 2], "upsample_kernel_sizes": [16, 16, 8, 2, 2],
-        "resblock": "1", "resblock_kernel_sizes": [3, 7, 11],
-        "resblock_dilation_sizes": [[1, 3, 5]] * 3,
-    }})
+    geom = DecoderGeometry.from_config(
+        {
+            "model": {
+                "upsample_rates": [8, 8, 2, 2, 2],
+                "upsample_kernel_sizes": [16, 16, 8, 2, 2],
+                "resblock": "1",
+                "resblock_kernel_sizes": [3, 7, 11],
+                "resblock_dilation_sizes": [[1, 3, 5]] * 3,
+            }
+        }
+    )
     assert geom == JP_EXTRA
     with pytest.raises(ValueError, match="model.resblock_kernel_sizes"):
-        DecoderGeometry.from_config({"upsample_rates": [8], "upsample_kernel_sizes": [16],
-                                     "resblock": "1", "resblock_dilation_sizes": [[1]]})
+        DecoderGeometry.from_config(
+            {
+                "upsample_rates": [8],
+                "upsample_kernel_sizes": [16],
+                "resblock": "1",
+                "resblock_dilation_sizes": [[1]],
+            }
+        )
     with pytest.raises(ValueError, match="upsample kernel 15"):
-        DecoderGeometry.from_config({"upsample_rates": [8], "upsample_kernel_sizes": [15],
-                                     "resblock": "1", "resblock_kernel_sizes": [3],
-                                     "resblock_dilation_sizes": [[1]]})
+        DecoderGeometry.from_config(
+            {
+                "upsample_rates": [8],
+                "upsample_kernel_sizes": [15],
+                "resblock": "1",
+                "resblock_kernel_sizes": [3],
+                "resblock_dilation_sizes": [[1]],
+            }
+        )
 
 
 # ------------------------------------------------------------ wired into the ONNX voice ---
@@ -235,15 +262,18 @@ LONG = "今日は朝から良い天気だったので、少し遠くの公園ま
 
 @pytest.fixture(scope="module")
 def small_root(tmp_path_factory: pytest.TempPathFactory):
-    from tests.helpers.voices import copy_small
-
     from engine.synth.export import export_model_dir
+    from tests.helpers.voices import copy_small
 
     torch.set_num_threads(1)
     root = tmp_path_factory.mktemp("voices")
     plain = copy_small(root / "plain")
-    export_model_dir(plain / "config.json", plain / "model.safetensors",
-                     plain / "style_vectors.npy", root / "onnx" / "speakers" / "small")
+    export_model_dir(
+        plain / "config.json",
+        plain / "model.safetensors",
+        plain / "style_vectors.npy",
+        root / "onnx" / "speakers" / "small",
+    )
     return root
 
 
@@ -252,7 +282,9 @@ def _inputs(length: int = 41, seed: int = 0):
 
     rng = np.random.default_rng(seed)
     return SynthInputs(
-        rng.integers(1, 100, length), rng.integers(0, 12, length), np.ones(length, np.int64),
+        rng.integers(1, 100, length),
+        rng.integers(0, 12, length),
+        np.ones(length, np.int64),
         rng.standard_normal((1024, length)).astype(np.float32),
         rng.standard_normal(256).astype(np.float32),
     )
@@ -260,20 +292,21 @@ def _inputs(length: int = 41, seed: int = 0):
 
 def test_split_graphs_equal_hayakoes_synthesizer(small_root):
     """Front + decoder (derived once, beside the file) = the original synthesizer.onnx."""
+    from engine.synth.common import NoiseSource, SynthParams
     from engine.synth.decoder_split import (
         DECODER_FILE,
         FRONT_FILE,
         SplitOnnxSynthesizer,
     )
-    from engine.synth.common import NoiseSource, SynthParams
     from engine.synth.onnx_backend import OnnxSynthesizer
 
     folder = small_root / "onnx" / "speakers" / "small"
     original = (folder / "synthesizer.onnx").read_bytes()
     kw = {"inter_channels": 32, "hop_length": 512, "sample_rate": 44100, "threads": 1}
     whole = OnnxSynthesizer(folder / "synthesizer.onnx", None, **kw)
-    split = SplitOnnxSynthesizer(folder / "synthesizer.onnx", folder / "duration_predictor.onnx",
-                                 geometry=JP_EXTRA, **kw)
+    split = SplitOnnxSynthesizer(
+        folder / "synthesizer.onnx", folder / "duration_predictor.onnx", geometry=JP_EXTRA, **kw
+    )
     assert (folder / "synthesizer.onnx").read_bytes() == original  # hayakoe's file untouched
     front_file, decoder_file = folder / FRONT_FILE.format(""), folder / DECODER_FILE.format("")
     front_mtime = front_file.stat().st_mtime_ns
@@ -292,18 +325,34 @@ def test_split_graphs_equal_hayakoes_synthesizer(small_root):
 
 
 def test_windowed_sentence_equals_whole_onnx(small_root):
-    from engine.synth.decoder_split import SplitOnnxSynthesizer
     from engine.synth.common import NoiseSource, SynthParams
+    from engine.synth.decoder_split import SplitOnnxSynthesizer
     from engine.synth.windowed import WindowedSentence
 
     folder = small_root / "onnx" / "speakers" / "small"
-    synth = SplitOnnxSynthesizer(folder / "synthesizer.onnx", None, geometry=JP_EXTRA,
-                                 inter_channels=32, hop_length=512, sample_rate=44100, threads=1)
+    synth = SplitOnnxSynthesizer(
+        folder / "synthesizer.onnx",
+        None,
+        geometry=JP_EXTRA,
+        inter_channels=32,
+        hop_length=512,
+        sample_rate=44100,
+        threads=1,
+    )
     inputs = _inputs(61, seed=3)
     whole = synth.synthesize(inputs, SynthParams(), NoiseSource(9))
     for plan in PLANS[:4]:
-        ws = WindowedSentence(synth, inputs, SynthParams(), NoiseSource(9), plan,
-                              sample_rate=44100, trim_lead=False, trim_trail=False, margin=0)
+        ws = WindowedSentence(
+            synth,
+            inputs,
+            SynthParams(),
+            NoiseSource(9),
+            plan,
+            sample_rate=44100,
+            trim_lead=False,
+            trim_trail=False,
+            margin=0,
+        )
         pieces = list(ws.pieces())
         n_frames = len(whole.audio) // 512
         assert len(pieces) == len(plan.windows(n_frames)) > 1
@@ -362,7 +411,9 @@ def test_graph_without_decoder_is_refused():
 
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])
-    model = helper.make_model(helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g", [x], [y]))
+    model = helper.make_model(
+        helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g", [x], [y])
+    )
     with pytest.raises(SplitError, match="ConvTranspose"):
         find_decoder_cut(model)
 
@@ -372,16 +423,24 @@ def test_conv2d_rewrite_keeps_the_audio(small_root, monkeypatch):
     (opt-in); the audio is the same as with the default 1-D graphs."""
     import onnx
 
-    from engine.synth.decoder_split import SplitOnnxSynthesizer, derived_graphs
     from engine.synth.common import NoiseSource, SynthParams
+    from engine.synth.decoder_split import SplitOnnxSynthesizer, derived_graphs
 
     folder = small_root / "onnx" / "speakers" / "small"
-    kw = {"inter_channels": 32, "hop_length": 512, "sample_rate": 44100, "threads": 1, "geometry": JP_EXTRA}
+    kw = {
+        "inter_channels": 32,
+        "hop_length": 512,
+        "sample_rate": 44100,
+        "threads": 1,
+        "geometry": JP_EXTRA,
+    }
     fast = SplitOnnxSynthesizer(folder / "synthesizer.onnx", None, conv2d=True, **kw)
     _, dec_path = derived_graphs(folder / "synthesizer.onnx", conv2d=True)
     assert dec_path.name.endswith(".conv2d.onnx")
     weights = {t.name: t for t in onnx.load(str(dec_path)).graph.initializer}
-    convs = [n for n in onnx.load(str(dec_path)).graph.node if n.op_type in ("Conv", "ConvTranspose")]
+    convs = [
+        n for n in onnx.load(str(dec_path)).graph.node if n.op_type in ("Conv", "ConvTranspose")
+    ]
     assert convs and all(len(weights[n.input[1]].dims) == 4 for n in convs)
 
     plain = SplitOnnxSynthesizer(folder / "synthesizer.onnx", None, **kw)
@@ -395,11 +454,17 @@ def test_conv2d_rewrite_keeps_the_audio(small_root, monkeypatch):
 
 def test_release_memory_setting_keeps_the_audio(small_root, monkeypatch):
     """Giving decoder activation memory back after long windows changes nothing audible."""
-    from engine.synth.decoder_split import RELEASE_FRAMES, SplitOnnxSynthesizer
     from engine.synth.common import NoiseSource, SynthParams
+    from engine.synth.decoder_split import RELEASE_FRAMES, SplitOnnxSynthesizer
 
     folder = small_root / "onnx" / "speakers" / "small"
-    kw = {"inter_channels": 32, "hop_length": 512, "sample_rate": 44100, "threads": 1, "geometry": JP_EXTRA}
+    kw = {
+        "inter_channels": 32,
+        "hop_length": 512,
+        "sample_rate": 44100,
+        "threads": 1,
+        "geometry": JP_EXTRA,
+    }
     on = SplitOnnxSynthesizer(folder / "synthesizer.onnx", None, **kw)
     off = SplitOnnxSynthesizer(folder / "synthesizer.onnx", None, release_memory=False, **kw)
     assert on._release and not off._release

@@ -30,8 +30,13 @@ class Program:
     async def __aenter__(self) -> Program:
         pipe = asyncio.subprocess.PIPE
         self.proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "wyoming_hayakoe", *self.args,
-            cwd=REPO_ROOT, env=program_env(), stderr=pipe,
+            sys.executable,
+            "-m",
+            "wyoming_hayakoe",
+            *self.args,
+            cwd=REPO_ROOT,
+            env=program_env(),
+            stderr=pipe,
             stdin=pipe if self.stdio else asyncio.subprocess.DEVNULL,
             stdout=pipe if self.stdio else asyncio.subprocess.DEVNULL,
         )
@@ -47,8 +52,11 @@ class Program:
 
     async def wait_ready(self) -> None:
         waiter = asyncio.create_task(self.ready.wait())
-        await asyncio.wait({waiter, asyncio.ensure_future(self.proc.wait())}, timeout=60,
-                           return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait(
+            {waiter, asyncio.ensure_future(self.proc.wait())},
+            timeout=60,
+            return_when=asyncio.FIRST_COMPLETED,
+        )
         assert self.ready.is_set(), "server did not start:\n" + self.log
 
     async def stop(self, sig: int = signal.SIGTERM) -> int:

@@ -16,7 +16,6 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 
 
@@ -60,7 +59,9 @@ class FakeHub:
     `required_token`: when set, requests without `Authorization: Bearer <token>` get 401.
     `requests` records (method, path) of every request, for "nothing else was fetched"."""
 
-    def __init__(self, repos: dict[str, dict[str, bytes]], *, required_token: str | None = None) -> None:
+    def __init__(
+        self, repos: dict[str, dict[str, bytes]], *, required_token: str | None = None
+    ) -> None:
         self.repos = repos
         self.required_token = required_token
         self.requests: list[tuple[str, str]] = []
@@ -98,7 +99,13 @@ class FakeHub:
             def do_GET(self) -> None:
                 self._serve(head=False)
 
-            def _reply(self, status: int, body: bytes = b"", headers: dict | None = None, head: bool = False) -> None:
+            def _reply(
+                self,
+                status: int,
+                body: bytes = b"",
+                headers: dict | None = None,
+                head: bool = False,
+            ) -> None:
                 self.send_response(status)
                 for key, value in (headers or {}).items():
                     self.send_header(key, value)
@@ -119,7 +126,12 @@ class FakeHub:
                 auth = self.headers.get("Authorization", "")
                 hub.auth_headers.append(auth)
                 if hub.required_token and auth != f"Bearer {hub.required_token}":
-                    self._reply(401, b"unauthorized", {"X-Error-Message": "Invalid username or password."}, head)
+                    self._reply(
+                        401,
+                        b"unauthorized",
+                        {"X-Error-Message": "Invalid username or password."},
+                        head,
+                    )
                     return
                 segments = [unquote(s) for s in path.split("/") if s]
                 if segments[:2] == ["api", "models"] and len(segments) >= 6:
@@ -158,7 +170,12 @@ class FakeHub:
                         return
                     rel = "/".join(segments[4:])
                     if rel not in files:
-                        self._reply(404, b"", {"X-Error-Code": "EntryNotFound", "X-Repo-Commit": COMMIT}, head)
+                        self._reply(
+                            404,
+                            b"",
+                            {"X-Error-Code": "EntryNotFound", "X-Repo-Commit": COMMIT},
+                            head,
+                        )
                         return
                     data = files[rel]
                     self._reply(

@@ -33,8 +33,8 @@ def write_random_voice(folder: Path, *, bert_channels: int, seed: int = 0) -> Pa
     model_small-sized network with random weights and the given BERT width."""
     from safetensors.torch import save_file
 
-    from engine.neural.config import parse_config
     from engine.model import JPExtraSynthesizer
+    from engine.neural.config import parse_config
 
     folder.mkdir(parents=True, exist_ok=True)
     raw = small_config(bert_channels)
@@ -94,8 +94,12 @@ def shared_small_root() -> Path:
         root = Path(tempfile.mkdtemp(prefix="small-root-"))
         atexit.register(shutil.rmtree, root, True)
         plain = copy_small(root / "pytorch" / "speakers" / "small")
-        export_model_dir(plain / "config.json", plain / "model.safetensors",
-                         plain / "style_vectors.npy", root / "onnx" / "speakers" / "small")
+        export_model_dir(
+            plain / "config.json",
+            plain / "model.safetensors",
+            plain / "style_vectors.npy",
+            root / "onnx" / "speakers" / "small",
+        )
         _SHARED["small"] = root
     return _SHARED["small"]
 

@@ -248,7 +248,9 @@ def test_a_preset_defined_twice_is_refused(capsys) -> None:
 
 
 def _program(*args: str) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env = dict(
+        os.environ, PYTHONPATH=str(REPO_ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")
+    )
     return subprocess.run(
         [sys.executable, "-m", "wyoming_hayakoe", "--uri", "tcp://127.0.0.1:0", *args],
         cwd=REPO_ROOT,

@@ -13,11 +13,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from tests.helpers.voices import BERT_SMALL, write_random_voice
 
 from engine.synth.export import export_model_dir
-from tests.helpers.paths import REPO_ROOT
 from tests.helpers.net import free_port
+from tests.helpers.paths import REPO_ROOT
+from tests.helpers.voices import BERT_SMALL, write_random_voice
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -33,8 +33,12 @@ def voice_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("neural_root")
     export_bert(BERT_SMALL, root, quantize=True, check=False)
     plain = write_random_voice(root / "pytorch" / "speakers" / "tiny", bert_channels=BERT_HIDDEN)
-    export_model_dir(plain / "config.json", plain / "model.safetensors",
-                     plain / "style_vectors.npy", root / "onnx" / "speakers" / "tiny")
+    export_model_dir(
+        plain / "config.json",
+        plain / "model.safetensors",
+        plain / "style_vectors.npy",
+        root / "onnx" / "speakers" / "tiny",
+    )
     return root
 
 
@@ -62,8 +66,6 @@ def test_public_api_speaks_with_seeds(voice_root: Path, tmp_path: Path) -> None:
     np.testing.assert_array_equal(asyncio.run(collect()).data, a.data)
 
 
-
-
 async def test_wyoming_server_serves_the_neural_voice(voice_root: Path, tmp_path: Path) -> None:
     from wyoming.audio import AudioStart
     from wyoming.client import AsyncTcpClient
@@ -71,14 +73,28 @@ async def test_wyoming_server_serves_the_neural_voice(voice_root: Path, tmp_path
     from wyoming.tts import Synthesize, SynthesizeVoice
 
     port = free_port()
-    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), HAYAKOE_CACHE=str(tmp_path / "cache"),
-               OMP_NUM_THREADS="1")
+    env = dict(
+        os.environ,
+        PYTHONPATH=str(REPO_ROOT),
+        HAYAKOE_CACHE=str(tmp_path / "cache"),
+        OMP_NUM_THREADS="1",
+    )
     env.pop("HF_TOKEN", None)
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "wyoming_hayakoe", "--uri", f"tcp://127.0.0.1:{port}",
-        "--voice", f"tiny={voice_root}", "--bert-source", str(voice_root),
-        cwd=str(tmp_path), env=env, stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
+        sys.executable,
+        "-m",
+        "wyoming_hayakoe",
+        "--uri",
+        f"tcp://127.0.0.1:{port}",
+        "--voice",
+        f"tiny={voice_root}",
+        "--bert-source",
+        str(voice_root),
+        cwd=str(tmp_path),
+        env=env,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
     )
     log: list[str] = []
     try:
@@ -99,7 +115,9 @@ async def test_wyoming_server_serves_the_neural_voice(voice_root: Path, tmp_path
             voices = [v for p in info.tts for v in p.voices]
             tiny = next(v for v in voices if v.name == "tiny")
             assert [s.name for s in tiny.speakers or []] == ["Neutral", "Happy", "Sad"]
-            await client.write_event(Synthesize(text=TEXT, voice=SynthesizeVoice(name="tiny")).event())
+            await client.write_event(
+                Synthesize(text=TEXT, voice=SynthesizeVoice(name="tiny")).event()
+            )
             events = []
             while (event := await client.read_event()).type != "audio-stop":
                 events.append(event)

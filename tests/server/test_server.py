@@ -81,7 +81,9 @@ async def test_voice_style_and_speaker_select_the_style(start_server, wy, embedd
     server = await start_server()
     calm = embedded.generate("こんにちは。", style="Calm").pcm_bytes()
     by_name = await _synthesize(wy, server, "こんにちは。", SynthesizeVoice(name=f"{MEI}:Calm"))
-    by_speaker = await _synthesize(wy, server, "こんにちは。", SynthesizeVoice(name=MEI, speaker="Calm"))
+    by_speaker = await _synthesize(
+        wy, server, "こんにちは。", SynthesizeVoice(name=MEI, speaker="Calm")
+    )
     assert wy.pcm(by_name) == calm and wy.pcm(by_speaker) == calm
     default = await _synthesize(wy, server, "こんにちは。")
     assert wy.pcm(default) == embedded.generate("こんにちは。").pcm_bytes()
@@ -92,16 +94,26 @@ async def test_default_style_and_synthesis_defaults_apply(start_server, wy, embe
 
     server = await start_server(default_style="Bright", synthesis=SynthesisDefaults(speed=1.3))
     events = await _synthesize(wy, server, "こんにちは。")
-    assert wy.pcm(events) == embedded.generate("こんにちは。", style="Bright", speed=1.3).pcm_bytes()
+    assert (
+        wy.pcm(events) == embedded.generate("こんにちは。", style="Bright", speed=1.3).pcm_bytes()
+    )
 
 
-async def test_unknown_voice_or_style_falls_back_with_a_warning(start_server, wy, embedded, caplog) -> None:
+async def test_unknown_voice_or_style_falls_back_with_a_warning(
+    start_server, wy, embedded, caplog
+) -> None:
     server = await start_server()
     expected = embedded.generate("こんにちは。").pcm_bytes()
     with caplog.at_level(logging.WARNING, logger="wyoming_hayakoe"):
-        unknown_voice = await _synthesize(wy, server, "こんにちは。", SynthesizeVoice(name="jvnv-F9-jp"))
-        unknown_style = await _synthesize(wy, server, "こんにちは。", SynthesizeVoice(name=f"{MEI}:Angry"))
-        unknown_speaker = await _synthesize(wy, server, "こんにちは。", SynthesizeVoice(name=MEI, speaker="Sad"))
+        unknown_voice = await _synthesize(
+            wy, server, "こんにちは。", SynthesizeVoice(name="jvnv-F9-jp")
+        )
+        unknown_style = await _synthesize(
+            wy, server, "こんにちは。", SynthesizeVoice(name=f"{MEI}:Angry")
+        )
+        unknown_speaker = await _synthesize(
+            wy, server, "こんにちは。", SynthesizeVoice(name=MEI, speaker="Sad")
+        )
     assert wy.pcm(unknown_voice) == wy.pcm(unknown_style) == wy.pcm(unknown_speaker) == expected
     text = caplog.text
     assert "jvnv-F9-jp" in text and f"{MEI}:Bright" in text  # names what is available
@@ -163,7 +175,9 @@ async def test_empty_and_unspeakable_text_gives_empty_audio(start_server, wy) ->
     assert wy.types(events) == ["audio-start", "audio-chunk", "audio-stop", "synthesize-stopped"]
 
 
-async def test_a_bad_request_gets_an_error_and_the_connection_stays_usable(start_server, wy, embedded) -> None:
+async def test_a_bad_request_gets_an_error_and_the_connection_stays_usable(
+    start_server, wy, embedded
+) -> None:
     from wyoming.event import Event
 
     server = await start_server(max_text_length=50)

@@ -50,8 +50,6 @@ async def _raw(server: Any, rcvbuf: int | None = None):
     return await asyncio.open_connection(sock=sock)
 
 
-
-
 async def _reply_then_eof(reader: asyncio.StreamReader) -> list[str]:
     types = []
     try:
@@ -74,7 +72,9 @@ async def _reply_then_eof(reader: asyncio.StreamReader) -> list[str]:
         b'{"type": "audio-chunk", "payload_length": -3}\n',
     ],
 )
-async def test_garbage_gets_an_error_and_a_closed_connection(start_server, wy, embedded, garbage) -> None:
+async def test_garbage_gets_an_error_and_a_closed_connection(
+    start_server, wy, embedded, garbage
+) -> None:
     server = await start_server()
     reader, writer = await _raw(server)
     writer.write(garbage)
@@ -86,7 +86,9 @@ async def test_garbage_gets_an_error_and_a_closed_connection(start_server, wy, e
     assert wy.pcm(events) == embedded.generate("はい。").pcm_bytes()
 
 
-async def test_an_oversized_event_is_refused_while_others_are_served(start_server, wy, embedded) -> None:
+async def test_an_oversized_event_is_refused_while_others_are_served(
+    start_server, wy, embedded
+) -> None:
     server = await start_server()
     normal = asyncio.create_task(_synth(wy, server, THREE * 3))
     reader, writer = await _raw(server)
@@ -109,7 +111,9 @@ async def _synth(wy, server, text: str):
 
 
 @pytest.mark.slow
-async def test_fifty_mid_stream_disconnects_then_a_normal_request(start_server, wy, embedded, caplog) -> None:
+async def test_fifty_mid_stream_disconnects_then_a_normal_request(
+    start_server, wy, embedded, caplog
+) -> None:
     server = await start_server()
     caplog.set_level(logging.DEBUG)
 

@@ -47,7 +47,9 @@ def _break_run(pcm: bytes, expected: int) -> int:
 
 
 @pytest.mark.parametrize(("time", "seconds"), [("500ms", 0.5), ("1.25s", 1.25)])
-async def test_one_shot_break_is_exact_silence(start_server, wy, embedded, time: str, seconds: float) -> None:
+async def test_one_shot_break_is_exact_silence(
+    start_server, wy, embedded, time: str, seconds: float
+) -> None:
     server = await start_server()
     text = f'<speak>{BEFORE}<break time="{time}"/>{AFTER}</speak>'
     async with wy.client(server) as client:
@@ -62,9 +64,18 @@ async def test_one_shot_break_is_exact_silence(start_server, wy, embedded, time:
     assert pcm == before + bytes(2 * n) + after
 
 
-async def test_streaming_break_split_across_chunks_is_exact_silence(start_server, wy, embedded) -> None:
+async def test_streaming_break_split_across_chunks_is_exact_silence(
+    start_server, wy, embedded
+) -> None:
     server = await start_server()
-    deltas = ["<speak>おはようござ", "います。<bre", 'ak time="75', '0ms"/>今日は', "晴れです。</sp", "eak>"]
+    deltas = [
+        "<speak>おはようござ",
+        "います。<bre",
+        'ak time="75',
+        '0ms"/>今日は',
+        "晴れです。</sp",
+        "eak>",
+    ]
     async with wy.client(server) as client:
         await client.write_event(SynthesizeStart().event())
         for delta in deltas:
@@ -83,7 +94,9 @@ async def test_streaming_break_split_across_chunks_is_exact_silence(start_server
 async def test_prosody_rate_is_the_speed(start_server, wy, embedded) -> None:
     server = await start_server()
     async with wy.client(server) as client:
-        await client.write_event(Synthesize(text=f'<speak><prosody rate="200%">{AFTER}</prosody></speak>').event())
+        await client.write_event(
+            Synthesize(text=f'<speak><prosody rate="200%">{AFTER}</prosody></speak>').event()
+        )
         events = await wy.read_until(client, "audio-stop")
     fast = wy.pcm(events)
     assert fast == embedded.generate(AFTER, speed=2.0).pcm_bytes()

@@ -13,11 +13,11 @@ import time
 import uuid
 
 import pytest
-from tests.helpers.net import free_port
-from tests.helpers.program import Program
 from zeroconf import IPVersion, ServiceStateChange
 from zeroconf.asyncio import AsyncServiceBrowser, AsyncServiceInfo, AsyncZeroconf
 
+from tests.helpers.net import free_port
+from tests.helpers.program import Program
 from wyoming_hayakoe.zeroconf import (
     SERVICE_TYPE,
     advertised_address,
@@ -52,7 +52,12 @@ async def test_registration_is_seen_on_loopback_and_withdrawn_on_sigterm() -> No
     full_name = f"{name}.{SERVICE_TYPE}"
     try:
         async with Program(
-            "--uri", f"tcp://127.0.0.1:{port}", "--zeroconf", name, "--zeroconf-interface", "127.0.0.1"
+            "--uri",
+            f"tcp://127.0.0.1:{port}",
+            "--zeroconf",
+            name,
+            "--zeroconf-interface",
+            "127.0.0.1",
         ) as prog:
             await prog.wait_ready()
             await _until(lambda: (full_name, ServiceStateChange.Added) in changes, 15)

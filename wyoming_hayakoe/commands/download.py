@@ -18,8 +18,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from engine import OFFICIAL_SOURCE
-from engine import EngineOptions, RedactingFilter, cache_root, pre_download, redact
+from engine import OFFICIAL_SOURCE, EngineOptions, RedactingFilter, cache_root, pre_download, redact
 
 _LOGGER = logging.getLogger(__name__)
 

@@ -24,16 +24,29 @@ _FP32_PATH = f"{layout.BERT_ONNX_FP32_PREFIX}/{layout.BERT_ONNX_FP32_FILE}"
 _LOGGER = logging.getLogger(__name__)
 
 
-
 def build_parser() -> argparse.ArgumentParser:
     """The command's argument parser (also used by the top-level CLI's help)."""
     parser = argparse.ArgumentParser(
         prog="wyoming-hayakoe export-bert",
         description="Export the DeBERTa BERT to ONNX and quantise it to int8 (hayakoe's layout).",
     )
-    parser.add_argument("model", type=Path, help=f"AutoModelForMaskedLM folder, or a root with {layout.BERT_TORCH_PREFIX}/")
-    parser.add_argument("--out", type=Path, required=True, help=f"output root (gets {layout.BERT_ONNX_Q8_PREFIX}/ and {layout.BERT_TOKENIZER_PREFIX}/)")
-    parser.add_argument("--tokenizer-dir", type=Path, default=None, help="folder with vocab.txt (default: from MODEL)")
+    parser.add_argument(
+        "model",
+        type=Path,
+        help=f"AutoModelForMaskedLM folder, or a root with {layout.BERT_TORCH_PREFIX}/",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        required=True,
+        help=f"output root (gets {layout.BERT_ONNX_Q8_PREFIX}/ and {layout.BERT_TOKENIZER_PREFIX}/)",
+    )
+    parser.add_argument(
+        "--tokenizer-dir",
+        type=Path,
+        default=None,
+        help="folder with vocab.txt (default: from MODEL)",
+    )
     parser.add_argument("--no-quantize", action="store_true", help=f"write only {_FP32_PATH}")
     parser.add_argument("--keep-fp32", action="store_true", help=f"also keep {_FP32_PATH}")
     parser.add_argument("--opset", type=int, default=17, help="ONNX opset (default 17, as hayakoe)")
@@ -52,7 +65,9 @@ def _locate(model: Path, tokenizer_dir: Path | None) -> tuple[Path, Path]:
     elif (model / "config.json").is_file():
         model_dir = default_tok = model
     else:
-        raise FileNotFoundError(f"{model}: no config.json (nor {layout.BERT_TORCH_PREFIX}/config.json)")
+        raise FileNotFoundError(
+            f"{model}: no config.json (nor {layout.BERT_TORCH_PREFIX}/config.json)"
+        )
     tok = tokenizer_dir or default_tok
     if not (tok / "vocab.txt").is_file():
         raise FileNotFoundError(f"{tok}: no vocab.txt (give --tokenizer-dir)")
@@ -62,7 +77,10 @@ def _locate(model: Path, tokenizer_dir: Path | None) -> tuple[Path, Path]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command; returns the exit status (0 on success)."""
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.DEBUG if args.debug else logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.DEBUG if args.debug else logging.INFO,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
     try:
         model_dir, tok_dir = _locate(args.model, args.tokenizer_dir)
     except FileNotFoundError as exc:
@@ -71,7 +89,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         from engine import export_bert
     except ImportError as exc:  # torch / transformers / onnx missing
-        print(f"export-bert: needs the torch extra (pip install 'wyoming-hayakoe[torch]'): {exc}", file=sys.stderr)
+        print(
+            f"export-bert: needs the torch extra (pip install 'wyoming-hayakoe[torch]'): {exc}",
+            file=sys.stderr,
+        )
         return 2
     try:
         result = export_bert(
@@ -84,7 +105,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             check=not args.no_check,
         )
     except ImportError as exc:
-        print(f"export-bert: needs the torch extra (pip install 'wyoming-hayakoe[torch]'): {exc}", file=sys.stderr)
+        print(
+            f"export-bert: needs the torch extra (pip install 'wyoming-hayakoe[torch]'): {exc}",
+            file=sys.stderr,
+        )
         return 2
     except (OSError, ValueError, RuntimeError) as exc:
         print(f"export-bert: {exc}", file=sys.stderr)
