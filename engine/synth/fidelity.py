@@ -89,9 +89,7 @@ class FidelityReport:
     """How the graphs were made (method, ops, calibration size, timings)."""
 
     def summary(self) -> str:
-        verdict = (
-            "passed" if self.passed else "FAILED (" + "; ".join(self.reasons) + ")"
-        )
+        verdict = "passed" if self.passed else "FAILED (" + "; ".join(self.reasons) + ")"
         return (
             f"int8 fidelity of {self.voice}: {verdict} — SNR min {self.snr_db_min:.1f} dB "
             f"(≥ {self.thresholds.min_snr_db:g}), mean {self.snr_db_mean:.1f} dB; log-mel "
@@ -136,9 +134,7 @@ def judge(
     reasons = []
     worst = min(sentences, key=lambda s: s.snr_db)
     if worst.snr_db < th.min_snr_db:
-        reasons.append(
-            f"SNR {worst.snr_db:.1f} dB < {th.min_snr_db:g} on {worst.sentence!r}"
-        )
+        reasons.append(f"SNR {worst.snr_db:.1f} dB < {th.min_snr_db:g} on {worst.sentence!r}")
     if not logmel <= th.max_logmel_db:
         reasons.append(f"log-mel distance {logmel:.2f} dB > {th.max_logmel_db:g}")
     if not mcd <= th.max_mcd_db:
@@ -160,9 +156,7 @@ def judge(
 # ------------------------------------------------------------------------------ measures ---
 
 
-def snr_db(
-    reference: np.ndarray, test: np.ndarray, sample_rate: int | None = None
-) -> float:
+def snr_db(reference: np.ndarray, test: np.ndarray, sample_rate: int | None = None) -> float:
     """10·log10(Σref² / Σ(ref − test)²), capped at ±120 dB. With `sample_rate`, over the
     audible band only (content below `FMIN` left out, as in the spectra: a DC offset would
     otherwise dominate both sums and flatter the figure)."""
@@ -187,9 +181,7 @@ def snr_db(
 _MEL_CACHE: dict[tuple[int, int, int], np.ndarray] = {}
 
 
-def mel_filterbank(
-    sample_rate: int, n_fft: int = N_FFT, n_mels: int = N_MELS
-) -> np.ndarray:
+def mel_filterbank(sample_rate: int, n_fft: int = N_FFT, n_mels: int = N_MELS) -> np.ndarray:
     """Triangular mel filters `[n_mels, n_fft // 2 + 1]` (HTK mel scale, `FMIN` .. Nyquist:
     DC and sub-audible rumble, which says nothing about the voice, are left out)."""
     key = (sample_rate, n_fft, n_mels)
@@ -202,9 +194,7 @@ def mel_filterbank(
             return 700.0 * (10.0 ** (m / 2595.0) - 1.0)
 
         freqs = np.linspace(0.0, sample_rate / 2, n_fft // 2 + 1)
-        edges = hz(
-            np.linspace(mel(np.array(FMIN)), mel(np.array(sample_rate / 2)), n_mels + 2)
-        )
+        edges = hz(np.linspace(mel(np.array(FMIN)), mel(np.array(sample_rate / 2)), n_mels + 2))
         lo, mid, hi = edges[:-2, None], edges[1:-1, None], edges[2:, None]
         up = (freqs[None] - lo) / np.maximum(mid - lo, 1e-9)
         down = (hi - freqs[None]) / np.maximum(hi - mid, 1e-9)
@@ -212,9 +202,7 @@ def mel_filterbank(
     return _MEL_CACHE[key]
 
 
-def log_mel_db(
-    audio: np.ndarray, sample_rate: int, floor_db: float | None = None
-) -> np.ndarray:
+def log_mel_db(audio: np.ndarray, sample_rate: int, floor_db: float | None = None) -> np.ndarray:
     """Log-mel power spectrogram in dB `[frames, n_mels]` (Hann window, N_FFT/HOP)."""
     x = np.asarray(audio, np.float64).reshape(-1)
     if len(x) < N_FFT:

@@ -17,13 +17,15 @@ Every answer comes with the reason, which the loader logs.
 
 from __future__ import annotations
 
+import hashlib
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..options import PRECISIONS
 from .quantize import (
-    PRECISIONS,
     FeatureSource,
     Int8Graphs,
     QuantSettings,
@@ -55,18 +57,18 @@ class PrecisionChoice:
 
 def check_precision(precision: str) -> str:
     if precision not in PRECISIONS:
-        raise ValueError(
-            f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}"
-        )
+        raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
     return precision
 
 
-def cache_dir_for(name: str, key: str, cache_dir: Any = None) -> Path:
-    """`<cache>/int8/<name>-<stamp key>/`: where int8 graphs made at load time go."""
+def cache_dir_for(name: str, synthesizer: Path, cache_dir: Any = None) -> Path:
+    """`<cache>/int8/<name>-<digest of the synthesizer's path>/`: where int8 graphs made at
+    load time go (the stamp inside says what they were made from)."""
     from ..sources.cache import cache_root
 
     safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
-    return Path(cache_root(cache_dir)) / CACHE_SUBDIR / f"{safe}-{key}"
+    digest = hashlib.sha1(str(Path(synthesizer).resolve()).encode("utf-8")).hexdigest()[:16]
+    return Path(cache_root(cache_dir)) / CACHE_SUBDIR / f"{safe}-{digest}"
 
 
 def find_int8(
@@ -77,9 +79,9 @@ def find_int8(
     settings: QuantSettings | None = None,
 ) -> Int8Graphs | None:
     """Stamped int8 graphs of this synthesizer: in `baked_dirs` (by `quantize`), else the cache."""
-    stamp = stamp_for(Path(synthesizer), settings or QuantSettings())
-    for d in [*baked_dirs, cache_dir_for(name, stamp.key(), cache_dir)]:
-        found = read_int8_dir(d, stamp)
+    settings = settings or QuantSettings()
+    for d in [*baked_dirs, cache_dir_for(name, synthesizer, cache_dir)]:
+        found = read_int8_dir(d, Path(synthesizer), settings)
         if found is not None:
             return found
     return None
@@ -90,8 +92,7 @@ def choose_precision(
     *,
     name: str,
     synthesizer: Path,
-    synth: Any,
-    fp32_decoder: Path,
+    fp32_synth: Callable[[], Any],
     bert: FeatureSource,
     voice: VoiceSpec,
     decoder_channels: int,
@@ -100,7 +101,8 @@ def choose_precision(
     threads: int | None = None,
     settings: QuantSettings | None = None,
 ) -> PrecisionChoice:
-    """Decide (see the module doc); makes int8 graphs into the cache when needed."""
+    """Decide (see the module doc); makes int8 graphs into the cache when needed, with the
+    voice's fp32 `SplitOnnxSynthesizer` from `fp32_synth()` (built only then)."""
     check_precision(precision)
     if precision == "fp32":
         return PrecisionChoice("fp32", "precision fp32 asked for")
@@ -114,25 +116,26 @@ def choose_precision(
                 f"{AUTO_MIN_CHANNELS}) so int8 would not be faster; `wyoming-hayakoe quantize` "
                 "makes them anyway",
             )
-        stamp = stamp_for(Path(synthesizer), settings)
-        out = cache_dir_for(name, stamp.key(), cache_dir)
+        out = cache_dir_for(name, synthesizer, cache_dir)
         _LOGGER.info(
-            "Voice %s: making int8 graphs once into %s (calibration on the voice's "
-            "own latents, then the fidelity gate; this takes a while)",
+            "Voice %s: making int8 graphs once into %s (calibration on the voice's own "
+            "latents, then the fidelity gate; this takes a while)",
             name,
             out,
         )
         try:
+            synth = fp32_synth()
             graphs = make_int8(
                 synth,
-                fp32_decoder,
+                synth.fp32_decoder_path,
                 bert,
                 voice,
                 out,
-                stamp,
+                stamp_for(Path(synthesizer), settings),
                 settings=settings,
                 threads=threads,
             )
+            del synth
         except Exception as exc:  # noqa: BLE001 - any failure leaves the voice on fp32
             if precision == "int8":
                 raise
@@ -140,18 +143,12 @@ def choose_precision(
             return PrecisionChoice("fp32", f"int8 graphs could not be made ({exc})")
     report = graphs.report
     if report.passed:
-        return PrecisionChoice(
-            "int8", f"{report.summary()} [{graphs.directory}]", graphs
-        )
+        return PrecisionChoice("int8", f"{report.summary()} [{graphs.directory}]", graphs)
     if precision == "int8":
         _LOGGER.warning(
             "Voice %s: int8 asked for although its fidelity gate failed: %s",
             name,
             "; ".join(report.reasons),
         )
-        return PrecisionChoice(
-            "int8", f"precision int8 asked for; {report.summary()}", graphs
-        )
-    return PrecisionChoice(
-        "fp32", f"{report.summary()} → fp32 [{graphs.directory}]", graphs
-    )
+        return PrecisionChoice("int8", f"precision int8 asked for; {report.summary()}", graphs)
+    return PrecisionChoice("fp32", f"{report.summary()} → fp32 [{graphs.directory}]", graphs)

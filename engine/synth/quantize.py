@@ -31,7 +31,7 @@ import logging
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -53,7 +53,6 @@ REPORT_FILE = "fidelity.json"
 STAMP_FILE = "int8.stamp.json"
 
 METHODS = ("minmax", "entropy", "percentile")
-PRECISIONS = ("auto", "fp32", "int8")
 
 
 class QuantizeError(RuntimeError):
@@ -108,9 +107,7 @@ def read_sentences(path: Path) -> list[str]:
 class FeatureSource(Protocol):
     """What `engine.bert` gives: BERT features per sentence."""
 
-    def features(
-        self, bert_texts: list[str], word2phs: list[list[int]]
-    ) -> list[np.ndarray]: ...
+    def features(self, bert_texts: list[str], word2phs: list[list[int]]) -> list[np.ndarray]: ...
 
 
 class LatentBackend(Protocol):
@@ -159,16 +156,14 @@ def voice_latents(
 
     analyses = [analyze(s).with_blanks() for s in sentences]
     feats: list[np.ndarray] = []
-    for (
-        a
-    ) in analyses:  # one at a time: peak memory of a long batch is not worth it here
+    for a in analyses:  # one at a time: peak memory of a long batch is not worth it here
         feats.extend(bert.features([a.bert_text], [a.word2ph]))
     params = SynthParams()  # hayakoe's defaults (noise 0.6, noise_w 0.8, sdp_ratio 0.2)
     total = len(sentences) * len(voice.styles)
     done = 0
     for style, row in sorted(voice.styles.items(), key=lambda kv: kv[1]):
         vec = voice.style_vectors[row].astype(np.float32)
-        for i, (sentence, a, f) in enumerate(zip(sentences, analyses, feats)):
+        for i, (sentence, a, f) in enumerate(zip(sentences, analyses, feats, strict=True)):
             inputs = SynthInputs(
                 np.asarray(a.phone_ids, np.int64),
                 np.asarray(a.tone_ids, np.int64),
@@ -189,9 +184,7 @@ def crop(z: np.ndarray, frames: int, key: str) -> np.ndarray:
     n = z.shape[-1]
     if n <= frames:
         return z
-    offset = int(hashlib.sha1(key.encode("utf-8")).hexdigest()[:8], 16) % (
-        n - frames + 1
-    )
+    offset = int(hashlib.sha1(key.encode("utf-8")).hexdigest()[:8], 16) % (n - frames + 1)
     return np.ascontiguousarray(z[..., offset : offset + frames])
 
 
@@ -247,9 +240,7 @@ def quantize_decoder(
 
     if not feeds:
         raise QuantizeError(f"{fp32_decoder}: no calibration data")
-    if (
-        settings.method == "minmax"
-    ):  # running min/max, merged every few crops: bounded memory
+    if settings.method == "minmax":  # running min/max, merged every few crops: bounded memory
         # (ORT refuses a count that divides the number of crops: "No data is collected")
         batch = next(n for n in range(4, 64) if len(feeds) % n)
         extra: dict[str, Any] = {"CalibMaxIntermediateOutputs": batch}
@@ -302,9 +293,7 @@ def tail_nodes(decoder: Path, stages: int) -> list[str]:
         )
     names = [n.name for n in nodes[ups[-stages] :]]
     if not all(names):
-        raise QuantizeError(
-            f"{decoder}: unnamed nodes, cannot keep the last stages in fp32"
-        )
+        raise QuantizeError(f"{decoder}: unnamed nodes, cannot keep the last stages in fp32")
     return names
 
 
@@ -337,9 +326,7 @@ def measure_fidelity(
     for lat in latents:
         ref = np.asarray(decode_fp32(lat), np.float32).reshape(-1)
         tst = np.asarray(decode_int8(lat), np.float32).reshape(-1)
-        snr, logmel, mcd = compare(
-            np.clip(ref, -1, 1), np.clip(tst, -1, 1), sample_rate
-        )
+        snr, logmel, mcd = compare(np.clip(ref, -1, 1), np.clip(tst, -1, 1), sample_rate)
         rows.append(
             SentenceFidelity(
                 lat.sentence,
@@ -370,48 +357,69 @@ def _engine_version() -> str:
     return str(__version__)
 
 
-@dataclass(frozen=True)
-class Int8Stamp:
-    """What the int8 graphs were made from (stored as `int8.stamp.json`)."""
-
-    source_sha256: str
-    """SHA-256 of the voice's `synthesizer.onnx`."""
-    settings: dict[str, Any]
-    calibration_sha256: str
-    """SHA-256 of the calibration and held-out sentence files."""
-    engine: str
-    format: int = FORMAT
-
-    def key(self) -> str:
-        blob = json.dumps(asdict(self), sort_keys=True).encode("utf-8")
-        return hashlib.sha256(blob).hexdigest()[:16]
-
-
 def calibration_digest() -> str:
+    """SHA-256 of the calibration and held-out sentence files."""
     h = hashlib.sha256()
     for p in (CALIBRATION_FILE, HELDOUT_FILE):
         h.update(p.read_bytes())
     return h.hexdigest()
 
 
-_SOURCE_HASHES: dict[tuple[str, int, int], str] = {}
+@dataclass(frozen=True)
+class Int8Stamp:
+    """What int8 graphs are made from (stored as `int8.stamp.json` beside them).
 
+    Graphs match a voice when the recipe (settings, calibration texts, engine version,
+    format) is the same and the source graph is: the same size and mtime as recorded (no
+    hashing at start), else the same SHA-256 (a copied file)."""
 
-def source_digest(source: Path) -> str:
-    """SHA-256 of `source`, memoised per (path, size, mtime) for this process."""
-    st = Path(source).stat()
-    key = (str(Path(source).resolve()), st.st_size, st.st_mtime_ns)
-    if key not in _SOURCE_HASHES:
-        _SOURCE_HASHES[key] = file_sha256(Path(source))
-    return _SOURCE_HASHES[key]
+    source_sha256: str
+    """SHA-256 of the voice's `synthesizer.onnx`."""
+    source_size: int
+    source_mtime_ns: int
+    settings: dict[str, Any]
+    calibration_sha256: str
+    engine: str
+    format: int = FORMAT
+
+    def recipe(self) -> dict[str, Any]:
+        return {
+            "settings": self.settings,
+            "calibration_sha256": self.calibration_sha256,
+            "engine": self.engine,
+            "format": self.format,
+        }
 
 
 def stamp_for(source: Path, settings: QuantSettings) -> Int8Stamp:
+    """The stamp of graphs made now from `source` with `settings` (hashes `source`)."""
+    st = Path(source).stat()
     return Int8Stamp(
-        source_digest(source),
+        file_sha256(Path(source)),
+        st.st_size,
+        st.st_mtime_ns,
         settings.to_dict(),
         calibration_digest(),
         _engine_version(),
+    )
+
+
+def stamp_matches(found: dict[str, Any], source: Path, settings: QuantSettings) -> bool:
+    """Whether a stored stamp describes graphs of `source` made with today's recipe."""
+    want = {
+        "settings": settings.to_dict(),
+        "calibration_sha256": calibration_digest(),
+        "engine": _engine_version(),
+        "format": FORMAT,
+    }
+    if {k: found.get(k) for k in want} != want:
+        return False
+    st = Path(source).stat()
+    if found.get("source_size") == st.st_size and found.get("source_mtime_ns") == st.st_mtime_ns:
+        return True
+    return bool(
+        found.get("source_size") == st.st_size
+        and found.get("source_sha256") == file_sha256(Path(source))
     )
 
 
@@ -427,19 +435,18 @@ class Int8Graphs:
         return self.directory / DECODER_FILE
 
 
-def read_int8_dir(directory: Path, stamp: Int8Stamp) -> Int8Graphs | None:
-    """The int8 graphs in `directory` if its stamp equals `stamp` (else None)."""
+def read_int8_dir(directory: Path, source: Path, settings: QuantSettings) -> Int8Graphs | None:
+    """The int8 graphs in `directory` if its stamp matches `source` and `settings` (else
+    None; graphs made from another source or recipe are ignored, with a log line)."""
     directory = Path(directory)
     try:
         found = json.loads((directory / STAMP_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    if found != asdict(stamp) or not (directory / DECODER_FILE).is_file():
-        if (directory / DECODER_FILE).is_file():
-            _LOGGER.info(
-                "Ignoring int8 graphs in %s: made from another source or recipe",
-                directory,
-            )
+    if not isinstance(found, dict) or not (directory / DECODER_FILE).is_file():
+        return None
+    if not stamp_matches(found, source, settings):
+        _LOGGER.info("Ignoring int8 graphs in %s: made from another source or recipe", directory)
         return None
     try:
         report = FidelityReport.load(directory / REPORT_FILE)
@@ -450,12 +457,6 @@ def read_int8_dir(directory: Path, stamp: Int8Stamp) -> Int8Graphs | None:
 
 
 # ---------------------------------------------------------------------------- make ---
-
-
-@dataclass
-class MakeResult:
-    graphs: Int8Graphs
-    timings: dict[str, float] = field(default_factory=dict)
 
 
 def make_int8(
@@ -482,16 +483,12 @@ def make_int8(
     from .onnx_backend import session_options
 
     settings = settings or QuantSettings()
-    calibration = list(
-        calibration if calibration is not None else read_sentences(CALIBRATION_FILE)
-    )
+    calibration = list(calibration if calibration is not None else read_sentences(CALIBRATION_FILE))
     heldout = list(heldout if heldout is not None else read_sentences(HELDOUT_FILE))
     say = progress or (lambda msg: _LOGGER.info("%s", msg))
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / STAMP_FILE).unlink(
-        missing_ok=True
-    )  # incomplete until the stamp is written
+    (out_dir / STAMP_FILE).unlink(missing_ok=True)  # incomplete until the stamp is written
     timings: dict[str, float] = {}
 
     t0 = time.perf_counter()
@@ -540,9 +537,7 @@ def make_int8(
         return np.asarray(synth.decode(lat, lat.z)).reshape(-1)
 
     held = list(
-        voice_latents(
-            synth, bert, voice, heldout, settings.seed + 1, tick("held-out sentences")
-        )
+        voice_latents(synth, bert, voice, heldout, settings.seed + 1, tick("held-out sentences"))
     )
     report = measure_fidelity(
         voice.name,
