@@ -41,6 +41,7 @@ OPTION_FLAGS = {
     "samples_per_chunk": "--samples-per-chunk",
     "max_text_length": "--max-text-length",
     "rewrite": "--no-rewrite",
+    "precision": "--precision",
     "volume": "--volume",
     "loudness": "--loudness",
     "lead_silence": "--lead-silence",

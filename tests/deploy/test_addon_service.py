@@ -167,6 +167,7 @@ CASES = {
     "samples_per_chunk": (2048, lambda s, r: s.samples_per_chunk == 2048, {"samples_per_chunk"}),
     "max_text_length": (5000, lambda s, r: s.max_text_length == 5000, {"max_text_length"}),
     "rewrite": (False, lambda s, r: s.rewrite is False, {"rewrite"}),
+    "precision": ("int8", lambda s, r: s.engine.precision == "int8", {"engine.precision"}),
     "user_dictionary": (
         "words.csv",
         lambda s, r: r.share / "words.csv" in s.user_dicts,

@@ -243,3 +243,30 @@ def test_precision_is_validated() -> None:
     env = EngineOptions.from_env({"WYOMING_HAYAKOE_PRECISION": "INT8"})
     assert env.precision == "int8"
     assert EngineOptions.from_env({"WYOMING_HAYAKOE_PRECISION": "bogus"}).precision == "auto"
+
+
+def test_quantize_command(layout_root: Path, tmp_path: Path, monkeypatch, capsys) -> None:
+    """`wyoming-hayakoe quantize SRC OUT_ROOT --name NAME` with the real (small) BERT of a
+    hayakoe-layout root: graphs, report and a per-sentence table; bad input → status 2."""
+    import engine.synth.quantize as quantize
+    from tests.helpers.voices import LAYOUT_VOICE
+    from wyoming_hayakoe.__main__ import main
+
+    orig = quantize.read_sentences
+    monkeypatch.setattr(
+        quantize,
+        "read_sentences",
+        lambda path: orig(path)[:4] if path == CALIBRATION_FILE else orig(path)[:1],
+    )
+    out = tmp_path / "out"
+    argv = ["quantize", str(layout_root), str(out), "--name", LAYOUT_VOICE]
+    code = main([*argv, "--bert-source", str(layout_root), "--threads", "1"])
+    printed = capsys.readouterr()
+    assert code == 0, printed.err
+    folder = out / layout.speaker_prefix(LAYOUT_VOICE, "onnx") / layout.INT8_SUBDIR
+    assert f"wrote {folder}" in printed.out
+    assert "SNR dB" in printed.out and f"int8 fidelity of {LAYOUT_VOICE}:" in printed.out
+    assert (folder / DECODER_FILE).is_file() and (folder / REPORT_FILE).is_file()
+    assert "calibration latents" in printed.err  # progress lines
+    assert main(["quantize", str(layout_root), str(out), "--name", "nobody"]) == 2
+    assert "nobody" in capsys.readouterr().err

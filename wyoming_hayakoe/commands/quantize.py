@@ -20,7 +20,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from engine import DEFAULT_SOURCE, RedactingFilter, redact
+from engine import OFFICIAL_SOURCE, RedactingFilter, layout, redact
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -44,16 +44,14 @@ def build_parser() -> argparse.ArgumentParser:
         nargs="?",
         type=Path,
         default=None,
-        help="output root (gets onnx/speakers/NAME/ with an int8/ folder); "
-        "default: the cache",
+        help=f"output root (gets {layout.speaker_prefix('NAME', 'onnx')}/ with an "
+        f"{layout.INT8_SUBDIR}/ folder); default: the cache",
     )
-    parser.add_argument(
-        "--name", required=True, help="voice name (folder under onnx/speakers/)"
-    )
+    parser.add_argument("--name", required=True, help="voice name (its folder in the layout)")
     parser.add_argument(
         "--bert-source",
-        default=DEFAULT_SOURCE,
-        help=f"where the BERT is (default {DEFAULT_SOURCE})",
+        default=OFFICIAL_SOURCE,
+        help=f"where the BERT is (default {OFFICIAL_SOURCE})",
     )
     parser.add_argument(
         "--cache-dir",
@@ -67,9 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="activation calibration (default: the engine's, see docs)",
     )
-    parser.add_argument(
-        "--threads", type=int, default=None, help="ONNX Runtime threads"
-    )
+    parser.add_argument("--threads", type=int, default=None, help="ONNX Runtime threads")
     parser.add_argument(
         "--hf-token-file",
         type=Path,
@@ -130,9 +126,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     report = graphs.report
     print(f"wrote {graphs.directory}")
-    print(
-        f"{'style':<10} {'seconds':>7} {'SNR dB':>7} {'log-mel dB':>10} {'MCD dB':>7}  sentence"
-    )
+    print(f"{'style':<10} {'seconds':>7} {'SNR dB':>7} {'log-mel dB':>10} {'MCD dB':>7}  sentence")
     for s in report.sentences:
         print(
             f"{s.style[:10]:<10} {s.seconds:7.2f} {s.snr_db:7.1f} {s.logmel_db:10.2f} "
