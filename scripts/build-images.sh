@@ -15,6 +15,7 @@
 #                                          options from $ADDON_OPTIONS, on 127.0.0.1:PORT
 #   scripts/build-images.sh serve-image PORT   $IMAGE's entry point on 127.0.0.1:PORT
 #   scripts/build-images.sh exec NAME CMD...   run CMD in a container started by serve-*
+#   scripts/build-images.sh podman ARGS... podman with this script's storage and engine settings
 #   scripts/build-images.sh health NAME    the image's HEALTHCHECK, once (podman healthcheck run)
 #   scripts/build-images.sh stop NAME      stop a container started by serve-*
 #   scripts/build-images.sh sizes          sizes of the built images
@@ -164,16 +165,22 @@ cmd_bases() {
         -t "${PYTHON_IMAGE}" "${ROOT}/scripts/standins" > /dev/null
 }
 
-# A wheel of the checkout (what the release archive would install), for the add-on build.
+# A wheel of the checkout (what the release archive would install), for the add-on build,
+# printed as DIGEST/FILE under $WORK/dist. The wheel is mounted into the build, not copied, so
+# the layer cache cannot see its contents: the digest in its path (part of the RUN line) can.
+# Fixed timestamps make the same sources give the same digest.
 project_wheel() {
-    local dist="${WORK}/dist"
-    rm -rf "${dist}" && mkdir -p "${dist}"
-    "${PYTHON:-python3}" -m pip wheel --quiet --no-deps --no-build-isolation --no-cache-dir \
-        -w "${dist}" "${ROOT}" > "${WORK}/wheel.log" 2>&1 \
+    local dist="${WORK}/dist" build="${WORK}/dist-build"
+    rm -rf "${build}" && mkdir -p "${build}" "${dist}"
+    SOURCE_DATE_EPOCH=315532800 "${PYTHON:-python3}" -m pip wheel --quiet --no-deps \
+        --no-build-isolation --no-cache-dir -w "${build}" "${ROOT}" > "${WORK}/wheel.log" 2>&1 \
         || die "building the project's wheel failed; see ${WORK}/wheel.log"
-    local wheels=("${dist}"/wyoming_hayakoe-*.whl)
-    [[ -f "${wheels[0]}" ]] || die "no wheel in ${dist}"
-    basename "${wheels[0]}"
+    local wheels=("${build}"/wyoming_hayakoe-*.whl) digest
+    [[ -f "${wheels[0]}" ]] || die "no wheel in ${build}"
+    digest="$(sha256sum "${wheels[0]}" | cut -c1-16)"
+    mkdir -p "${dist}/${digest}"
+    mv "${wheels[0]}" "${dist}/${digest}/"
+    printf '%s/%s' "${digest}" "$(basename "${wheels[0]}")"
 }
 
 cmd_addon() {
@@ -237,6 +244,11 @@ cmd_exec() {
     exec podman exec "$@"
 }
 
+cmd_podman() {
+    engine_env
+    exec podman "$@"
+}
+
 cmd_health() {
     engine_env
     exec podman healthcheck run "${1:?usage: health NAME}"
@@ -277,6 +289,7 @@ main() {
         serve-image) cmd_serve_image "$@" ;;
         exec) cmd_exec "$@" ;;
         health) cmd_health "$@" ;;
+        podman) cmd_podman "$@" ;;
         stop) cmd_stop "$@" ;;
         sizes) cmd_sizes ;;
         clean) cmd_clean ;;

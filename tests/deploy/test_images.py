@@ -24,6 +24,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.helpers.net import free_port
 from tests.helpers.paths import REPO_ROOT
@@ -139,3 +140,70 @@ async def test_arm64_recipe_builds_natively_and_its_entry_point_speaks(built):
         uid = await asyncio.to_thread(_script, "exec", name, "id", "-u")
         assert uid.strip() == "1000"
 
+
+
+def _podman_options_from_the_deployment(cache: Path) -> tuple[list[str], list[str]]:
+    """podman run options for the Deployment's main container (deploy/kubernetes), and its
+    readiness probe's command: the same user, read-only root, dropped capabilities, /tmp as
+    an emptyDir, the cache volume, the environment."""
+    deployment = yaml.safe_load((REPO_ROOT / "deploy" / "kubernetes" / "deployment.yaml").read_text())
+    pod = deployment["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    security = {**pod["securityContext"], **container["securityContext"]}
+    options = [f"--user={security['runAsUser']}:{security['runAsGroup']}"]
+    if security.get("readOnlyRootFilesystem"):
+        options.append("--read-only")
+    options += [f"--cap-drop={cap}" for cap in security["capabilities"]["drop"]]
+    if security.get("allowPrivilegeEscalation") is False:
+        options.append("--security-opt=no-new-privileges")
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    for mount in container["volumeMounts"]:
+        volume = volumes[mount["name"]]
+        if "emptyDir" in volume:
+            options.append(f"--tmpfs={mount['mountPath']}")
+        else:
+            assert "persistentVolumeClaim" in volume
+            options.append(f"--volume={cache}:{mount['mountPath']}")
+    for env in container["env"]:
+        value = env["value"]
+        if env["name"] == "HAYAKOE_VOICES":
+            value = "openjtalk-mei"  # the neural voice needs the Hub to download; not here
+        options.append(f"--env={env['name']}={value}")
+    return options, container["readinessProbe"]["exec"]["command"]
+
+
+async def test_image_runs_the_way_the_kubernetes_deployment_runs_it(built, tmp_path):
+    """Read-only root, user 1000, no capabilities, the cache on a volume owned by the pod's
+    fsGroup: the server starts, writes only where it may, speaks, and the probe passes."""
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    os.chown(cache, 1000, 1000)
+    options, probe = _podman_options_from_the_deployment(cache)
+    port = free_port()
+    name = f"hayakoe-test-k8s-{port}"
+    log = WORK / f"{name}.log"
+    with log.open("wb") as out:
+        proc = await asyncio.create_subprocess_exec(
+            "bash", str(SCRIPT), "podman", "run", "--rm", f"--name={name}", "--network=host",
+            "--no-healthcheck", *options, f"--env=HAYAKOE_URI=tcp://127.0.0.1:{port}",
+            os.environ.get("IMAGE", "localhost/wyoming-hayakoe:test"),
+            env=ENV, stdout=out, stderr=subprocess.STDOUT,
+        )
+    try:
+        await wait_until_answering(
+            "127.0.0.1", port, timeout=180, alive=lambda: proc.returncode is None
+        )
+        _assert_speech(await speak("127.0.0.1", port, TEXT))
+        # the probe command, as the kubelet runs it inside the container
+        health = await asyncio.to_thread(
+            subprocess.run, ["bash", str(SCRIPT), "exec", name, *probe],
+            env=ENV, capture_output=True, text=True, timeout=60, check=False,
+        )
+        assert health.returncode == 0, health.stdout + health.stderr
+    except BaseException:
+        print(log.read_text(errors="replace")[-4000:])
+        raise
+    finally:
+        await asyncio.to_thread(_script, "stop", name)
+        await asyncio.wait_for(proc.wait(), 30)
+    assert "Traceback" not in log.read_text(errors="replace")
