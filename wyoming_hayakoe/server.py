@@ -15,7 +15,7 @@ import sys
 from collections.abc import Mapping
 from urllib.parse import urlparse
 
-from engine import TTS, Speaker, __version__
+from engine import TTS, Speaker, __version__, reload_user_dictionary
 
 from .events import EventLimits
 from .handler import HayakoeHandler, ServerContext
@@ -47,8 +47,8 @@ def build_tts(settings: Settings) -> TTS:
 def build_speakers(settings: Settings) -> dict[str, Speaker]:
     """Load every configured voice (the slow part: downloads, sessions, warm-up)."""
     tts = build_tts(settings)
-    if settings.user_dict is not None:
-        tts.load_user_dictionary(settings.user_dict)
+    if settings.user_dicts:
+        tts.watch_user_dictionaries(settings.user_dicts)
     tts.prepare(warmup=settings.warmup, compile=settings.use_compile)
     return tts.speakers
 
@@ -189,7 +189,8 @@ def configure_logging(settings: Settings) -> None:
 
 
 async def run_server(settings: Settings) -> int:
-    """Load the voices, serve until SIGTERM/SIGINT (or stdio EOF), shut down cleanly."""
+    """Load the voices, serve until SIGTERM/SIGINT (or stdio EOF), shut down cleanly; SIGHUP
+    reloads the user dictionary files."""
     _LOGGER.debug("Settings: %r", settings)
     _LOGGER.info("Loading voices: %s", ", ".join(v.name for v in settings.voices))
     speakers = await asyncio.to_thread(build_speakers, settings)
@@ -199,6 +200,16 @@ async def run_server(settings: Settings) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop.set)
+    reloads: set[asyncio.Task[bool]] = set()
+
+    def reload_dictionary() -> None:  # SIGHUP: off the event loop (compiling takes a while)
+        _LOGGER.info("SIGHUP: reloading the user dictionary")
+        task = asyncio.ensure_future(asyncio.to_thread(reload_user_dictionary))
+        reloads.add(task)
+        task.add_done_callback(reloads.discard)
+
+    with contextlib.suppress(NotImplementedError, RuntimeError, AttributeError):
+        loop.add_signal_handler(signal.SIGHUP, reload_dictionary)
     await server.start()
     _LOGGER.info("Ready (version %s)", __version__)
     waiter = asyncio.create_task(server.wait_closed())
@@ -210,8 +221,8 @@ async def run_server(settings: Settings) -> int:
         stopper.cancel()
         _LOGGER.info("Shutting down")
         await server.stop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+        for sig in (signal.SIGTERM, signal.SIGINT, getattr(signal, "SIGHUP", None)):
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError, TypeError):
                 loop.remove_signal_handler(sig)
     _LOGGER.info("Stopped")
     return 0
