@@ -32,15 +32,26 @@
 #   IMAGE          default localhost/wyoming-hayakoe:test
 #   ADDON_OPTIONS  options.json for serve-addon (default: only the embedded voice)
 #   PYTHON         the Python that builds the project's wheel (default python3; needs setuptools)
+#   ARCH           Debian architecture of the bases and the add-on (default: this machine's).
+#                  Another one (arm64 on x86) runs under QEMU user-mode emulation: it needs
+#                  qemu-user-static with its binfmt handler registered (binfmt-support);
+#                  the interpreter is copied into the base, so the registration's flags do not
+#                  matter, and containers get an ARM /proc/cpuinfo (ONNX Runtime reads it).
+#                  Images and bases then carry the architecture in their tag (…-arm64).
 # Timings go to $WORK/timings.log (one line per step, seconds).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 WORK="${WORK:-/var/tmp/wyoming-hayakoe-oci}"
-ADDON_IMAGE="${ADDON_IMAGE:-localhost/wyoming-hayakoe-addon:test}"
+NATIVE_ARCH="$(dpkg --print-architecture)"
+ARCH="${ARCH:-${NATIVE_ARCH}}"
+# native builds keep plain names; another architecture gets it in every tag
+SUFFIX=""
+[[ "${ARCH}" == "${NATIVE_ARCH}" ]] || SUFFIX="-${ARCH}"
+ADDON_IMAGE="${ADDON_IMAGE:-localhost/wyoming-hayakoe-addon:test${SUFFIX}}"
 IMAGE="${IMAGE:-localhost/wyoming-hayakoe:test}"
-DEBIAN_IMAGE=localhost/debian:bookworm
-HA_BASE_IMAGE=localhost/home-assistant-base-standin:bookworm
+DEBIAN_IMAGE="localhost/debian:bookworm${SUFFIX}"
+HA_BASE_IMAGE="localhost/home-assistant-base-standin:bookworm${SUFFIX}"
 # The short name Dockerfile.arm64's FROM resolves to: a local image of that name, no pull.
 PYTHON_IMAGE=localhost/python:3.11-slim-bookworm
 HOST_CA=/etc/ssl/certs/ca-certificates.crt
@@ -128,15 +139,18 @@ debian_mirror() {
 cmd_bases() {
     engine_env
     build_mounts
-    local arch rootfs
-    arch="$(dpkg --print-architecture)"
+    local arch="${ARCH}" rootfs
     rootfs="${WORK}/rootfs-bookworm-${arch}"
     if ! have_image "${DEBIAN_IMAGE}"; then
         if [[ ! -x "${rootfs}/bin/bash" ]]; then
             rm -rf "${rootfs}"
-            timed debootstrap debootstrap --variant=minbase bookworm "${rootfs}" \
-                "$(debian_mirror)" > "${WORK}/debootstrap.log" 2>&1 \
-                || die "debootstrap failed; see ${WORK}/debootstrap.log"
+            if [[ "${arch}" == "${NATIVE_ARCH}" ]]; then
+                timed debootstrap debootstrap --variant=minbase bookworm "${rootfs}" \
+                    "$(debian_mirror)" > "${WORK}/debootstrap.log" 2>&1 \
+                    || die "debootstrap failed; see ${WORK}/debootstrap.log"
+            else
+                foreign_debootstrap "${rootfs}"
+            fi
             # like the official images: no package cache or lists in the base
             rm -rf "${rootfs}"/var/cache/apt/archives/*.deb "${rootfs}"/var/cache/apt/*.bin \
                 "${rootfs}"/var/lib/apt/lists/*
@@ -159,10 +173,59 @@ cmd_bases() {
         "${ROOT}/tests/stubs/bashio" "${ROOT}/tests/stubs/bashio-lib.sh" \
         "${ROOT}/tests/stubs/bashio_json.py" "${ctx}/"
     timed ha-base-standin buildah bud --quiet --layers --force-rm --format docker \
+        --arch "${ARCH}" --build-arg "DEBIAN_BASE=${DEBIAN_IMAGE}" \
         -f "${ctx}/ha-base.Dockerfile" -t "${HA_BASE_IMAGE}" "${ctx}" > /dev/null
-    timed python-standin buildah bud --quiet --layers --force-rm --format docker \
-        "${BUILD_MOUNTS[@]}" -f "${ROOT}/scripts/standins/python-slim.Dockerfile" \
-        -t "${PYTHON_IMAGE}" "${ROOT}/scripts/standins" > /dev/null
+    # Dockerfile.arm64's base: native only (its short name cannot carry an architecture)
+    if [[ -z "${SUFFIX}" ]]; then
+        timed python-standin buildah bud --quiet --layers --force-rm --format docker \
+            "${BUILD_MOUNTS[@]}" -f "${ROOT}/scripts/standins/python-slim.Dockerfile" \
+            -t "${PYTHON_IMAGE}" "${ROOT}/scripts/standins" > /dev/null
+    fi
+}
+
+# The binfmt handler the kernel runs for ARCH's programs (its interpreter path).
+binfmt_interpreter() {
+    local name
+    case "${ARCH}" in
+        arm64) name=qemu-aarch64 ;;
+        armhf) name=qemu-arm ;;
+        *) name="qemu-${ARCH}" ;;
+    esac
+    local entry="/proc/sys/fs/binfmt_misc/${name}"
+    if [[ ! -f "${entry}" ]] || ! grep -q '^enabled' "${entry}"; then
+        die "no binfmt handler ${name} (apt-get install qemu-user-static binfmt-support)"
+    fi
+    sed -n 's/^interpreter //p' "${entry}"
+}
+
+# debootstrap for another architecture: unpack, then the second stage inside the rootfs
+# under QEMU. The interpreter sits at the path the binfmt entry names, inside the rootfs, so
+# it is found in chroots and containers alike (a handler registered without the F flag
+# looks it up there).
+foreign_debootstrap() {
+    local rootfs=$1 interpreter
+    interpreter="$(binfmt_interpreter)"
+    timed debootstrap-foreign debootstrap --variant=minbase --arch="${ARCH}" --foreign \
+        bookworm "${rootfs}" "$(debian_mirror)" > "${WORK}/debootstrap.log" 2>&1 \
+        || die "debootstrap failed; see ${WORK}/debootstrap.log"
+    mkdir -p "${rootfs}$(dirname "${interpreter}")"
+    cp -L "${interpreter}" "${rootfs}${interpreter}"
+    timed debootstrap-second-stage chroot "${rootfs}" /debootstrap/debootstrap --second-stage \
+        >> "${WORK}/debootstrap.log" 2>&1 \
+        || die "debootstrap's second stage failed; see ${WORK}/debootstrap.log"
+}
+
+# An ARM /proc/cpuinfo for emulated containers: ONNX Runtime parses it at import and
+# crashes on the host's x86 one.
+arm_cpuinfo() {
+    local file="${WORK}/cpuinfo-arm64" n
+    : > "${file}"
+    for n in 0 1 2 3; do
+        printf 'processor\t: %s\nBogoMIPS\t: 108.00\nFeatures\t: fp asimd evtstrm crc32 cpuid\n' "${n}"
+        printf 'CPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x0\n'
+        printf 'CPU part\t: 0xd08\nCPU revision\t: 3\n\n'
+    done >> "${file}"
+    printf '%s' "${file}"
 }
 
 # A wheel of the checkout (what the release archive would install), for the add-on build,
@@ -192,17 +255,18 @@ cmd_addon() {
     version="$(sed -n 's/^ *WYOMING_HAYAKOE_VERSION: *//p' "${ROOT}/addon/build.yaml")"
     # The Supervisor's build: addon/ is the context, BUILD_FROM and the version from
     # build.yaml. Only the project's source differs: the checkout's wheel, not the archive.
-    timed addon buildah bud --layers --force-rm --format docker "${BUILD_MOUNTS[@]}" \
-        -v "${WORK}/dist:/tmp/hayakoe-dist:ro" \
+    timed "addon${SUFFIX}" buildah bud --layers --force-rm --format docker "${BUILD_MOUNTS[@]}" \
+        --arch "${ARCH}" -v "${WORK}/dist:/tmp/hayakoe-dist:ro" \
         --build-arg "BUILD_FROM=${HA_BASE_IMAGE}" \
         --build-arg "WYOMING_HAYAKOE_VERSION=${version}" \
         --build-arg "WYOMING_HAYAKOE_PACKAGE=/tmp/hayakoe-dist/${wheel}" \
-        -t "${ADDON_IMAGE}" "${ROOT}/addon" > "${WORK}/addon-build.log" 2>&1 \
-        || die "add-on build failed; last lines of ${WORK}/addon-build.log:
-$(tail -25 "${WORK}/addon-build.log")"
+        -t "${ADDON_IMAGE}" "${ROOT}/addon" > "${WORK}/addon-build${SUFFIX}.log" 2>&1 \
+        || die "add-on build failed; last lines of ${WORK}/addon-build${SUFFIX}.log:
+$(tail -25 "${WORK}/addon-build${SUFFIX}.log")"
 }
 
 cmd_image() {
+    [[ -z "${SUFFIX}" ]] || die "image: Dockerfile.arm64 is built natively only (ARCH=${ARCH})"
     engine_env
     build_mounts
     have_image "${PYTHON_IMAGE}" || cmd_bases
@@ -225,7 +289,9 @@ cmd_serve_addon() {
     fi
     # What the Supervisor's s6 would start: the service's run script, with the add-on's
     # options in /data/options.json; the host's network, so 127.0.0.1:PORT reaches it.
-    exec podman run --rm --name "${name}" --network host --no-healthcheck \
+    local emulated=()
+    [[ -z "${SUFFIX}" ]] || emulated=(--arch "${ARCH}" -v "$(arm_cpuinfo):/proc/cpuinfo:ro")
+    exec podman run --rm --name "${name}" --network host --no-healthcheck "${emulated[@]}" \
         -v "${options}:/data/options.json:ro" -e "HAYAKOE_ADDON_PORT=${port}" \
         -e HF_HUB_OFFLINE=1 --entrypoint /etc/s6-overlay/s6-rc.d/wyoming-hayakoe/run \
         "${ADDON_IMAGE}"
