@@ -19,6 +19,7 @@ from pathlib import Path
 
 from .audio import AudioResult
 from .openjtalk import EMBEDDED_VOICE_NAME
+from .output import OUTPUT_RATES, Chime, OutputOptions, WavError
 from .speaker import Speaker
 from .tts import DEFAULT_SOURCE, TTS, NeuralEngineMissingError
 from .voice import AudioPiece, SynthesisOptions, Voice
@@ -69,10 +70,13 @@ def __getattr__(name: str):
 __all__ = [
     "DEFAULT_SOURCE",
     "EMBEDDED_VOICE_NAME",
+    "OUTPUT_RATES",
     "TTS",
     "AudioPiece",
     "AudioResult",
+    "Chime",
     "NeuralEngineMissingError",
+    "OutputOptions",
     "RedactingFilter",
     "Speaker",
     "SynthesisOptions",
@@ -87,4 +91,5 @@ __all__ = [
     "pre_download",
     "redact",
     "reload_user_dictionary",
+    "WavError",
 ]

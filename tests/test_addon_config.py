@@ -41,6 +41,13 @@ OPTION_FLAGS = {
     "samples_per_chunk": "--samples-per-chunk",
     "max_text_length": "--max-text-length",
     "rewrite": "--no-rewrite",
+    "volume": "--volume",
+    "loudness": "--loudness",
+    "lead_silence": "--lead-silence",
+    "tail_silence": "--tail-silence",
+    "output_rate": "--output-rate",
+    "chime": "--chime",
+    "presets": "--preset",
     "user_dictionary": "--user-dict",
     "user_words": "--user-dict",  # written to /data/user_words.json
     "bert_source": "--bert-source",

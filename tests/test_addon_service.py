@@ -159,7 +159,27 @@ CASES = {
     "bert_source": ("hf://someone/bert", lambda s, r: s.bert_source == "hf://someone/bert", {"bert_source"}),
     "hf_token": ("hf_not_a_real_token", lambda s, r: s.hf_token == "hf_not_a_real_token", {"hf_token"}),
     "debug_logging": (True, lambda s, r: s.debug is True, {"debug"}),
+    "volume": ("-6dB", lambda s, r: s.output.volume == pytest.approx(10 ** (-6 / 20)), {"output.volume"}),
+    "loudness": (-16.0, lambda s, r: s.output.loudness == -16.0, {"output.loudness"}),
+    "lead_silence": (0.5, lambda s, r: s.output.lead_silence == 0.5, {"output.lead_silence"}),
+    "tail_silence": (0.25, lambda s, r: s.output.tail_silence == 0.25, {"output.tail_silence"}),
+    "output_rate": ("16000", lambda s, r: s.output.output_rate == 16000, {"output.output_rate"}),
+    "chime": ("ding.wav", lambda s, r: s.output.chime == r.share / "ding.wav", {"output.chime"}),
+    "presets": (
+        ["alarm=jvnv-M1-jp:Angry, volume=6dB ,chime= ding.wav,lead_silence=0.5", "quiet=mine,volume=-6dB"],
+        lambda s, r: [(p.name, p.voice, p.style, p.output.chime, p.output.lead_silence) for p in s.presets]
+        == [("alarm", "jvnv-M1-jp", "Angry", r.share / "ding.wav", 0.5), ("quiet", "mine", None, None, None)]
+        and s.presets[1].output.volume == pytest.approx(0.5, rel=0.01),
+        {"presets", "voices"},  # a preset's voice is loaded too
+    ),
 }
+
+
+def _share_files(share: Path) -> None:
+    """The files options may name under /share/hayakoe."""
+    share.mkdir(parents=True, exist_ok=True)
+    (share / "words.csv").write_text("surface,reading,accent\n早声,ハヤコエ,0\n")
+    (share / "ding.wav").write_bytes(b"")  # the server reads it at start, the parser checks it exists
 
 
 def test_every_option_has_a_pass_through_case():
@@ -171,8 +191,7 @@ def test_each_option_reaches_the_server_and_changes_only_its_setting(tmp_path, b
     value, check, may_change = CASES[option]
     options = copy.deepcopy(DEFAULTS)
     options[option] = value
-    (tmp_path / "share" / "hayakoe").mkdir(parents=True)
-    (tmp_path / "share" / "hayakoe" / "words.csv").write_text("surface,reading,accent\n早声,ハヤコエ,0\n")
+    _share_files(tmp_path / "share" / "hayakoe")
     run = run_service(tmp_path, options)
     assert run.returncode == 0, run.stderr
     settings = run.settings()
@@ -186,8 +205,7 @@ def test_all_options_together(tmp_path):
     for option, (value, _, _) in CASES.items():
         options[option] = value
     options["default_voice"] = "mine"
-    (tmp_path / "share" / "hayakoe").mkdir(parents=True)
-    (tmp_path / "share" / "hayakoe" / "words.csv").write_text("早声,ハヤコエ,0\n")
+    _share_files(tmp_path / "share" / "hayakoe")
     run = run_service(tmp_path, options)
     assert run.returncode == 0, run.stderr
     s = run.settings()
@@ -286,6 +304,12 @@ def test_empty_user_words_pass_no_dictionary(tmp_path):
     run = run_service(tmp_path, dict(DEFAULTS, user_words=[]))
     assert run.returncode == 0, run.stderr
     assert run.settings().user_dicts == ()
+
+
+def test_missing_chime_stops_with_a_message_naming_the_option(tmp_path):
+    run = run_service(tmp_path, dict(DEFAULTS, chime="missing.wav"))
+    assert run.returncode != 0 and run.argv is None
+    assert "chime" in run.stderr and "missing.wav" in run.stderr
 
 
 def test_missing_user_dictionary_stops_with_a_message_naming_the_option(tmp_path):

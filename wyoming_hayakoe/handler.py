@@ -253,9 +253,9 @@ class HayakoeHandler(AsyncEventHandler):
             "synthesize %d chars with %s/%s for %s",
             len(text), resolved.speaker.name, resolved.style, self.peer,
         )
-        out = _AudioOut(self, resolved.speaker.sample_rate, self.context.samples_per_chunk)
+        out = _AudioOut(self, resolved.rate, self.context.samples_per_chunk)
         try:
-            async with contextlib.aclosing(self._audio(resolved, text)) as chunks:
+            async with contextlib.aclosing(self._audio(resolved, text, measure_whole=True)) as chunks:
                 async for chunk in chunks:
                     await out.send(chunk)
         except (ClientGone, asyncio.CancelledError):
@@ -272,8 +272,13 @@ class HayakoeHandler(AsyncEventHandler):
             len(text), resolved.speaker.name, resolved.style, self.peer, out.summary(),
         )
 
-    def _audio(self, resolved: Resolved, text: Any) -> AsyncIterator[AudioResult]:
-        return resolved.speaker.astream(text, style=resolved.style, **self.context.options)
+    def _audio(self, resolved: Resolved, text: Any, *, measure_whole: bool = False) -> AsyncIterator[AudioResult]:
+        """The request's audio: its style, the server-wide options under a preset's, its output
+        shaping (a one-shot request's loudness is measured over the whole text)."""
+        options = {**self.context.options, **resolved.options}
+        return resolved.speaker.astream(
+            text, style=resolved.style, output=resolved.output, measure_whole=measure_whole, **options
+        )
 
     def _check_length(self, length: int) -> None:
         if length > self.context.max_text_length:
@@ -295,7 +300,7 @@ class HayakoeHandler(AsyncEventHandler):
         _LOGGER.debug("stream start with %s/%s for %s", resolved.speaker.name, resolved.style, self.peer)
         stream = _Stream(
             resolved=resolved,
-            out=_AudioOut(self, resolved.speaker.sample_rate, self.context.samples_per_chunk),
+            out=_AudioOut(self, resolved.rate, self.context.samples_per_chunk),
         )
         stream.task = asyncio.create_task(self._stream_audio(stream), name=f"stream {self.peer}")
         self._stream = stream

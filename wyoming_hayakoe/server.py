@@ -20,6 +20,7 @@ from engine import TTS, Speaker, __version__, reload_user_dictionary
 from .events import EventLimits
 from .handler import HayakoeHandler, ServerContext
 from .info import VoiceCatalog, build_info
+from .presets import output_options, resolve_presets
 from .settings import Settings
 from .zeroconf import ZeroconfAdvertiser
 
@@ -58,7 +59,13 @@ class HayakoeServer:
 
     def __init__(self, settings: Settings, speakers: Mapping[str, Speaker]) -> None:
         self.settings = settings
-        catalog = VoiceCatalog(speakers, settings.default_voice, settings.default_style)
+        catalog = VoiceCatalog(
+            speakers, settings.default_voice, settings.default_style, output=output_options(settings.output)
+        )
+        catalog.presets = resolve_presets(  # raises PresetError, naming the preset
+            settings.presets, speakers, synthesis=settings.synthesis, output=settings.output,
+            default_style=catalog.style_for, taken=catalog.voice_names(),
+        )
         self.context = ServerContext(
             catalog=catalog,
             info_event=build_info(catalog, streaming=settings.streaming).event(),

@@ -7,17 +7,24 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
 import os
+import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
-from engine import DEFAULT_SOURCE, EMBEDDED_VOICE_NAME, __version__
+from engine import DEFAULT_SOURCE, EMBEDDED_VOICE_NAME, OUTPUT_RATES, __version__
+
+if TYPE_CHECKING:
+    from .presets import Preset
 
 __all__ = [
     "DEFAULT_URI",
     "DEFAULT_ZEROCONF_NAME",
+    "OutputDefaults",
     "Settings",
     "SettingsError",
     "SynthesisDefaults",
@@ -77,6 +84,31 @@ class SynthesisDefaults:
 
 
 @dataclass(frozen=True)
+class OutputDefaults:
+    """Output shaping from the flags, or from a preset's keys (None: not set here)."""
+
+    volume: float | None = None
+    """Linear gain factor (``--volume 6dB`` is stored as 1.995...)."""
+    loudness: float | None = None
+    """Target integrated loudness, LUFS."""
+    lead_silence: float | None = None
+    """Seconds of silence before the speech."""
+    tail_silence: float | None = None
+    """Seconds of silence after the speech."""
+    output_rate: int | None = None
+    """Sample rate sent to the client, Hz (None: the voice's own)."""
+    chime: Path | None = None
+    """WAV file played before the speech."""
+
+    def merged(self, over: OutputDefaults) -> OutputDefaults:
+        """These values with every value set in `over` taking precedence."""
+        return OutputDefaults(
+            **{f.name: (getattr(over, f.name) if getattr(over, f.name) is not None else getattr(self, f.name))
+               for f in fields(self)}
+        )
+
+
+@dataclass(frozen=True)
 class Settings:
     """Everything the server needs, validated. `hf_token` never appears in `repr`."""
 
@@ -97,6 +129,10 @@ class Settings:
     """User dictionary files (CSV/JSON), later ones win; reloaded when they change and on SIGHUP."""
     rewrite: bool = True
     synthesis: SynthesisDefaults = SynthesisDefaults()
+    output: OutputDefaults = OutputDefaults()
+    """Output shaping for every voice (presets may override)."""
+    presets: tuple[Preset, ...] = ()
+    """Named bundles of voice, style and options, served as voices of their own."""
     max_text_length: int = DEFAULT_MAX_TEXT_LENGTH
     max_event_payload_bytes: int = 1 << 20
     """Largest binary payload accepted in one event (a TTS server receives no audio)."""
@@ -148,6 +184,89 @@ def _positive_int(flag: str):
     return _number(flag, int, "an integer", allow_zero=False)
 
 
+MAX_VOLUME_DB = 40.0
+MIN_VOLUME_DB = -60.0
+MAX_ADDED_SILENCE_S = 60.0
+
+_VOLUME = re.compile(r"\s*([+-]?(?:\d+(?:\.\d*)?|\.\d+))\s*(db)?\s*", re.IGNORECASE)
+
+
+def _volume(flag: str):
+    """``6dB`` / ``-3 dB`` (decibels) or ``2`` / ``0.5`` (a factor) → the linear factor."""
+
+    def convert(text: str) -> float:
+        m = _VOLUME.fullmatch(text)
+        if not m:
+            raise argparse.ArgumentTypeError(
+                f"{flag} expects a factor (2, 0.5) or decibels (6dB, -3dB), got {text!r}"
+            )
+        value = float(m.group(1))
+        if m.group(2):
+            if not MIN_VOLUME_DB <= value <= MAX_VOLUME_DB:
+                raise argparse.ArgumentTypeError(
+                    f"{flag} must be within {MIN_VOLUME_DB:g}..+{MAX_VOLUME_DB:g} dB, got {text!r}"
+                )
+            return 10.0 ** (value / 20.0)
+        low, high = 10.0 ** (MIN_VOLUME_DB / 20.0), 10.0 ** (MAX_VOLUME_DB / 20.0)
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{flag} factor must be within {low:g}..{high:g}, got {text!r}")
+        return value
+
+    return convert
+
+
+def _loudness(flag: str):
+    def convert(text: str) -> float:
+        try:
+            value = float(text.strip().removesuffix("LUFS").removesuffix("lufs"))
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{flag} expects a loudness in LUFS (e.g. -16), got {text!r}") from None
+        if not (math.isfinite(value) and -70.0 <= value <= 0.0):
+            raise argparse.ArgumentTypeError(f"{flag} must be within -70..0 LUFS, got {text!r}")
+        return value
+
+    return convert
+
+
+def _silence(flag: str):
+    inner = _non_negative_float(flag)
+
+    def convert(text: str) -> float:
+        value = inner(text)
+        if value > MAX_ADDED_SILENCE_S:
+            raise argparse.ArgumentTypeError(f"{flag} must be at most {MAX_ADDED_SILENCE_S:g} s, got {text!r}")
+        return value
+
+    return convert
+
+
+def _output_rate(flag: str):
+    def convert(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = 0
+        if value not in OUTPUT_RATES:
+            raise argparse.ArgumentTypeError(
+                f"{flag} must be one of {', '.join(map(str, OUTPUT_RATES))}, got {text!r}"
+            )
+        return value
+
+    return convert
+
+
+def _wav_file(flag: str):
+    def convert(text: str) -> Path:
+        path = Path(text.strip()).expanduser()
+        if not text.strip():
+            raise argparse.ArgumentTypeError(f"{flag} expects a WAV file, got an empty path")
+        if not path.is_file():
+            raise argparse.ArgumentTypeError(f"{flag}: file not found: {path}")
+        return path
+
+    return convert
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The server's argument parser (wyoming-piper's style)."""
     p = argparse.ArgumentParser(
@@ -193,6 +312,19 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--style-weight", type=_non_negative_float("--style-weight"))
     g.add_argument("--pitch-scale", type=_positive_float("--pitch-scale"))
     g.add_argument("--intonation-scale", type=_non_negative_float("--intonation-scale"))
+    o = p.add_argument_group("output (every voice; presets may override)")
+    o.add_argument("--volume", type=_volume("--volume"), help="gain: decibels (6dB; write --volume=-3dB for a cut) or a factor (2, 0.5); peaks are limited, never clipped")
+    o.add_argument("--loudness", type=_loudness("--loudness"), metavar="LUFS", help="normalise to this integrated loudness (e.g. -16); streams are measured on their first sentence")
+    o.add_argument("--lead-silence", type=_silence("--lead-silence"), metavar="SECONDS", help="silence before the speech, for speakers that wake up late (default: 0)")
+    o.add_argument("--tail-silence", type=_silence("--tail-silence"), metavar="SECONDS", help="silence after the speech (default: 0)")
+    o.add_argument("--output-rate", type=_output_rate("--output-rate"), metavar="HZ", help=f"sample rate sent to clients: {', '.join(map(str, OUTPUT_RATES))} (default: the voice's own)")
+    o.add_argument("--chime", type=_wav_file("--chime"), metavar="FILE", help="WAV file played before the speech")
+    p.add_argument(
+        "--preset", action="append", default=[], metavar="NAME=VOICE[:STYLE],KEY=VALUE,...",
+        help="a named voice with its own options (repeatable), e.g. alarm=openjtalk-mei:High,volume=6dB,lead_silence=0.5; "
+        "keys: speed, sentence_silence, sdp_ratio, noise, noise_w, style_weight, pitch_scale, intonation_scale, "
+        "volume, loudness, lead_silence, tail_silence, output_rate, chime",
+    )
     p.add_argument(
         "--max-text-length", type=_positive_int("--max-text-length"), default=DEFAULT_MAX_TEXT_LENGTH,
         help="longest text (characters) one request may carry (default: %(default)s)",
@@ -248,6 +380,12 @@ def settings_from_args(args: argparse.Namespace, environ: dict[str, str] | None 
         if not uri.startswith("tcp://"):
             raise SettingsError(f"--zeroconf needs a tcp:// --uri, not {uri!r}")
     token = args.hf_token or env.get("HF_TOKEN") or None
+    from .presets import parse_presets  # presets build on this module's types
+
+    presets = parse_presets(args.preset)
+    for preset in presets:  # a preset's voice is loaded like --default-voice's
+        if all(v.name != preset.voice for v in voices):
+            voices.append(VoiceSpec(preset.voice))
     return Settings(
         uri=uri,
         zeroconf_name=zeroconf_name,
@@ -273,6 +411,15 @@ def settings_from_args(args: argparse.Namespace, environ: dict[str, str] | None 
             pitch_scale=args.pitch_scale,
             intonation_scale=args.intonation_scale,
         ),
+        output=OutputDefaults(
+            volume=args.volume,
+            loudness=args.loudness,
+            lead_silence=args.lead_silence,
+            tail_silence=args.tail_silence,
+            output_rate=args.output_rate,
+            chime=args.chime,
+        ),
+        presets=presets,
         max_text_length=args.max_text_length,
         warmup=not args.no_warmup,
         compile=args.compile,
