@@ -1,7 +1,7 @@
 """`Speaker`: the public face of one loaded voice.
 
 What is the same for every kind of voice lives here, so a voice backend only turns sentences
-into float audio (`engine.voice.Voice.render`):
+into float audio (`engine.voice_backend.Voice.render`):
 
 - optional rewriting (`engine.text.rewrite`: times, units, Latin words, user dictionary),
 - sentence splitting (`engine.text.split_sentences`, or `SentenceSplitter` for text that
@@ -33,7 +33,9 @@ import numpy as np
 
 from .audio import AudioResult
 from .output import OutputOptions, OutputStage
-from .voice import SynthesisOptions, Voice
+from .text.rewriter import rewrite
+from .text.splitter import SentenceSplitter, split_sentences
+from .voice_backend import SynthesisOptions, Voice
 
 __all__ = ["DEFAULT_STREAM_PAUSE", "Speaker", "StreamCancelled"]
 
@@ -50,13 +52,6 @@ _ASYNC_BUFFER = 2  # chunks a worker may run ahead of an async consumer
 
 class StreamCancelled(Exception):
     """Raised inside a worker when its consumer went away; never reaches callers."""
-
-
-def _text_helpers() -> tuple[Any, Any, Any]:
-    """(split_sentences, SentenceSplitter, rewrite or None) from the frontend (`engine.text`)."""
-    from . import text as frontend
-
-    return frontend.split_sentences, frontend.SentenceSplitter, getattr(frontend, "rewrite", None)
 
 
 class Speaker:
@@ -77,7 +72,6 @@ class Speaker:
         self.rewrite = rewrite
         self.defaults = defaults or SynthesisOptions(style=self._default_style(voice))
         self.lock = threading.Lock()
-        self._warned_no_rewrite = False
 
     # -- description -------------------------------------------------------------------
     @property
@@ -106,7 +100,7 @@ class Speaker:
 
     @property
     def version(self) -> str | None:
-        return getattr(self.voice, "version", None)
+        return self.voice.version
 
     @property
     def default_style(self) -> str:
@@ -144,7 +138,9 @@ class Speaker:
         return (output or OutputOptions()).rate_for(self.sample_rate)
 
     # -- sync API ----------------------------------------------------------------------
-    def generate(self, text: str, *, output: OutputOptions | None = None, **options: Any) -> AudioResult:
+    def generate(
+        self, text: str, *, output: OutputOptions | None = None, **options: Any
+    ) -> AudioResult:
         """The whole text as one `AudioResult` (empty for text with nothing to say).
 
         `output` shapes the audio (`engine.output.OutputOptions`: volume, loudness measured
@@ -176,7 +172,9 @@ class Speaker:
         return self._speak(text, opts, None, output, measure_whole=measure_whole)
 
     # -- async API ---------------------------------------------------------------------
-    async def agenerate(self, text: str, *, output: OutputOptions | None = None, **options: Any) -> AudioResult:
+    async def agenerate(
+        self, text: str, *, output: OutputOptions | None = None, **options: Any
+    ) -> AudioResult:
         """`generate` off the event loop (cancelling it stops the synthesis)."""
         extra = {**(options.pop("extra", None) or {}), "whole_sentences": True}  # see generate
         chunks = self.astream(text, extra=extra, output=output, measure_whole=True, **options)
@@ -273,13 +271,8 @@ class Speaker:
     # -- internals ---------------------------------------------------------------------
     def _prepare(self, text: str) -> list[str]:
         """Rewrite (optionally) and split a complete text into sentences."""
-        split_sentences, _, rewrite = _text_helpers()
         if self.rewrite:
-            if rewrite is not None:
-                text = rewrite(text)
-            elif not self._warned_no_rewrite:
-                self._warned_no_rewrite = True
-                _LOGGER.warning("engine.text.rewrite is not available; speaking text as given")
+            text = rewrite(text)
         return [s for s in split_sentences(text) if s.strip()]
 
     def _acquire(self, cancel: threading.Event | None) -> None:
@@ -300,7 +293,9 @@ class Speaker:
         measure_whole: bool,
     ) -> Iterator[AudioResult]:
         """`_stream` through one request's `OutputStage`, then what the stage held back."""
-        stage = OutputStage(output or OutputOptions(), self.sample_rate, measure_whole=measure_whole)
+        stage = OutputStage(
+            output or OutputOptions(), self.sample_rate, measure_whole=measure_whole
+        )
         yield from self._stream(text, opts, cancel, stage)
         rest = stage.finish()
         if rest.size:
@@ -328,7 +323,6 @@ class Speaker:
         if is_ssml:
             yield from self._speak_segments(_ssml_segments(text, cancel), opts, cancel, stage)
             return
-        _, SentenceSplitter, _ = _text_helpers()
         splitter = SentenceSplitter()
         spoken = False
         for delta in text:
@@ -354,7 +348,6 @@ class Speaker:
         sentences before it. A break is exactly its length of zero samples, and replaces
         the pause the next sentences would get (the voice's own margins stay).
         """
-        _, SentenceSplitter, _ = _text_helpers()
         splitter = SentenceSplitter()
         rate = 1.0
         spoken = False
@@ -433,7 +426,8 @@ class Speaker:
     def _pause_s(self, opts: SynthesisOptions) -> float:
         if opts.sentence_silence is not None:
             return max(0.0, float(opts.sentence_silence))
-        return float(getattr(self.voice, "sentence_pause", DEFAULT_STREAM_PAUSE))
+        pause = self.voice.sentence_pause
+        return DEFAULT_STREAM_PAUSE if pause is None else float(pause)
 
 
 class _Failure:

@@ -82,7 +82,9 @@ class VoiceCatalog:
         if default_style and default_style not in self.speakers[default_voice].styles:
             _LOGGER.warning(
                 "--default-style %r is not a style of %s (styles: %s); using %s",
-                default_style, default_voice, ", ".join(self.speakers[default_voice].styles),
+                default_style,
+                default_voice,
+                ", ".join(self.speakers[default_voice].styles),
                 self.speakers[default_voice].default_style,
             )
 
@@ -141,12 +143,17 @@ class VoiceCatalog:
                     if style is None:
                         _LOGGER.warning(
                             "Voice %s has no style %r (styles: %s); using %s",
-                            speaker.name, style_part, ", ".join(speaker.styles), self.style_for(speaker),
+                            speaker.name,
+                            style_part,
+                            ", ".join(speaker.styles),
+                            self.style_for(speaker),
                         )
             if speaker is None:
                 _LOGGER.warning(
                     "Unknown voice %r; using %s. Available voices: %s",
-                    name, self.default_voice, ", ".join(self.voice_names()),
+                    name,
+                    self.default_voice,
+                    ", ".join(self.voice_names()),
                 )
         if speaker is None:
             speaker = self.speakers[self.default_voice]
@@ -155,12 +162,17 @@ class VoiceCatalog:
             if found is None:
                 _LOGGER.warning(
                     "Voice %s has no style (speaker) %r (styles: %s); using %s",
-                    speaker.name, wanted_style, ", ".join(speaker.styles), style or self.style_for(speaker),
+                    speaker.name,
+                    wanted_style,
+                    ", ".join(speaker.styles),
+                    style or self.style_for(speaker),
                 )
             else:
                 style = found
         if preset is not None:
-            return Resolved(speaker, style or preset.style, preset.options, preset.output, preset.name)
+            return Resolved(
+                speaker, style or preset.style, preset.options, preset.output, preset.name
+            )
         return Resolved(speaker, style or self.style_for(speaker), output=self.output)
 
 

@@ -24,7 +24,7 @@ from typing import Any
 
 from engine import Chime, OutputOptions, Speaker, WavError
 
-from .settings import (
+from .flags import (
     OutputDefaults,
     SettingsError,
     SynthesisDefaults,

@@ -39,6 +39,7 @@ def build_tts(settings: Settings) -> TTS:
         bert_source=settings.bert_source,
         hf_token=settings.hf_token,
         rewrite=settings.rewrite,
+        options=settings.engine,
     )
     for spec in settings.voices:
         tts.load(spec.name, source=spec.source)
@@ -60,11 +61,18 @@ class HayakoeServer:
     def __init__(self, settings: Settings, speakers: Mapping[str, Speaker]) -> None:
         self.settings = settings
         catalog = VoiceCatalog(
-            speakers, settings.default_voice, settings.default_style, output=output_options(settings.output)
+            speakers,
+            settings.default_voice,
+            settings.default_style,
+            output=output_options(settings.output),
         )
         catalog.presets = resolve_presets(  # raises PresetError, naming the preset
-            settings.presets, speakers, synthesis=settings.synthesis, output=settings.output,
-            default_style=catalog.style_for, taken=catalog.voice_names(),
+            settings.presets,
+            speakers,
+            synthesis=settings.synthesis,
+            output=settings.output,
+            default_style=catalog.style_for,
+            taken=catalog.voice_names(),
         )
         self.context = ServerContext(
             catalog=catalog,
@@ -100,7 +108,9 @@ class HayakoeServer:
             path = uri.path
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(path)
-            self._server = await asyncio.start_unix_server(self._on_connection, path=path, limit=limit)
+            self._server = await asyncio.start_unix_server(
+                self._on_connection, path=path, limit=limit
+            )
             _LOGGER.info("Listening on unix://%s", path)
         elif uri.scheme == "stdio":
             self._stdio_task = asyncio.create_task(self._serve_stdio(limit))
@@ -155,7 +165,9 @@ class HayakoeServer:
         return self._zeroconf.service_name if self._zeroconf is not None else None
 
     # -- connections -----------------------------------------------------------------------
-    async def _on_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _on_connection(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
         task = asyncio.current_task()
         if task is not None:
             self._connections.add(task)
@@ -184,12 +196,9 @@ def configure_logging(settings: Settings) -> None:
     """Log to stderr (stdout may carry the protocol) with secrets scrubbed."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter(settings.log_format))
-    try:
-        from engine import RedactingFilter
-    except ImportError:  # an engine without sources: nothing to redact
-        pass
-    else:
-        handler.addFilter(RedactingFilter())
+    from engine import RedactingFilter  # loaded on first use (engine.sources)
+
+    handler.addFilter(RedactingFilter())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(logging.DEBUG if settings.debug else logging.INFO)

@@ -74,7 +74,9 @@ _WEEKDAY_RE = re.compile(r"(?<=[\d日])\s*\(([月火水木金土日])(?:曜日?)
 
 # 4. temperatures
 _FAHRENHEIT_RE = re.compile(r"([-−]?)(" + _NUM + r")\s*°\s*F" + _NOT_ALNUM_AFTER)
-_CELSIUS_RE = re.compile(r"(" + _NUM + r")\s*(?:°\s*C" + _NOT_ALNUM_AFTER + r"|°|度C" + _NOT_ALNUM_AFTER + ")")
+_CELSIUS_RE = re.compile(
+    r"(" + _NUM + r")\s*(?:°\s*C" + _NOT_ALNUM_AFTER + r"|°|度C" + _NOT_ALNUM_AFTER + ")"
+)
 
 # 5. percent
 _PERCENT_RE = re.compile(r"(" + _NUM_SEP + r")\s*%")
@@ -82,9 +84,20 @@ _PERMILLE_RE = re.compile(r"(" + _NUM_SEP + r")\s*‰")
 
 # 6. currency
 _DOLLAR_CENTS_RE = re.compile(r"\$\s*(" + r"(?:\d{1,3}(?:,\d{3})+|\d+)" + r")\.(\d{2})(?!\d)")
-_CURRENCY_CODES = {"USD": "ドル", "JPY": "円", "EUR": "ユーロ", "GBP": "ポンド", "CNY": "元", "KRW": "ウォン"}
-_CODE_RE = re.compile(r"(" + _NUM_SEP + r")\s*(" + "|".join(_CURRENCY_CODES) + r")" + _NOT_ALNUM_AFTER)
-_CODE_BEFORE_RE = re.compile(_NOT_ALNUM_BEFORE + r"(" + "|".join(_CURRENCY_CODES) + r")\s*(" + _NUM_SEP + ")")
+_CURRENCY_CODES = {
+    "USD": "ドル",
+    "JPY": "円",
+    "EUR": "ユーロ",
+    "GBP": "ポンド",
+    "CNY": "元",
+    "KRW": "ウォン",
+}
+_CODE_RE = re.compile(
+    r"(" + _NUM_SEP + r")\s*(" + "|".join(_CURRENCY_CODES) + r")" + _NOT_ALNUM_AFTER
+)
+_CODE_BEFORE_RE = re.compile(
+    _NOT_ALNUM_BEFORE + r"(" + "|".join(_CURRENCY_CODES) + r")\s*(" + _NUM_SEP + ")"
+)
 
 # 7. units (after a number; case-sensitive)
 _UNITS: dict[str, str] = {
@@ -105,7 +118,9 @@ _UNITS: dict[str, str] = {
     "kcal": "キロカロリー", "cal": "カロリー",
 }  # fmt: skip
 _UNIT_RE = re.compile(
-    r"(" + _NUM_SEP + r")\s*("
+    r"("
+    + _NUM_SEP
+    + r")\s*("
     + "|".join(re.escape(u) for u in sorted(_UNITS, key=len, reverse=True))
     + r")(?![0-9A-Za-z])"
 )
@@ -153,7 +168,9 @@ _UNIT_WORDS = (
     r"|キロ|センチ|ミリ|メートル|グラム|リットル|ワット|ボルト|アンペア|ヘルツ|デシベル|ルクス|ドル|ユーロ"
     r"|倍|割|点|位|号|番|歩|杯|時間|分間|秒間|日間|ページ|km|cm|mm|kg)"
 )
-_POSTAL_RE = re.compile(r"(?:〒\s*|(?<=郵便番号)\s*|(?<![\d\-.,]))(\d{3})-(\d{4})(?![\d\-])(?!" + _UNIT_WORDS + ")")
+_POSTAL_RE = re.compile(
+    r"(?:〒\s*|(?<=郵便番号)\s*|(?<![\d\-.,]))(\d{3})-(\d{4})(?![\d\-])(?!" + _UNIT_WORDS + ")"
+)
 _INTL_PHONE_RE = re.compile(r"\+(\d{1,3})[ \-](\d{1,4})-(\d{1,4})-(\d{3,4})(?![\d\-])")
 _MOBILE_RE = re.compile(r"(?<![\d\-.,])(0[5789]0)(\d{4})(\d{4})(?![\d\-.,])")
 _HYPHEN_RANGE_RE = re.compile(
@@ -161,7 +178,9 @@ _HYPHEN_RANGE_RE = re.compile(
 )
 _ORDINAL_RE = re.compile(r"(?<![0-9A-Za-z])(\d+)(st|nd|rd|th)(?![A-Za-z])", re.IGNORECASE)
 _NUMBER_SIGN_RE = re.compile(r"(?<![A-Za-z])(?:No\.|No|#)\s*(?=\d)")
-_PREFIXED_VERSION_RE = re.compile(r"(?<![A-Za-z])(?:[vV]|[Vv]er\.?|[Vv]ersion\s?)(\d+(?:\.\d+)+)(?![\d.])")
+_PREFIXED_VERSION_RE = re.compile(
+    r"(?<![A-Za-z])(?:[vV]|[Vv]er\.?|[Vv]ersion\s?)(\d+(?:\.\d+)+)(?![\d.])"
+)
 _RATIO_RE = re.compile(r"(?<![\d:.])(\d+):(\d+)(?![\d:])")
 _FRACTION_SLASH_RE = re.compile(r"(\d+)⁄(\d+)")
 _FRACTION_RE = re.compile(r"(?<![\d/.])(\d+)/(\d+)(?![\d/.])")
@@ -254,7 +273,10 @@ _RULES: list[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]]] = [
     (_CELSIUS_RE, lambda m: f"{m.group(1)}度"),
     (_PERCENT_RE, lambda m: f"{m.group(1)}パーセント"),
     (_PERMILLE_RE, lambda m: f"{m.group(1)}パーミル"),
-    (_DOLLAR_CENTS_RE, lambda m: f"{m.group(1)}ドル" + (f"{int(m.group(2))}セント" if int(m.group(2)) else "")),
+    (
+        _DOLLAR_CENTS_RE,
+        lambda m: f"{m.group(1)}ドル" + (f"{int(m.group(2))}セント" if int(m.group(2)) else ""),
+    ),
     (_CODE_RE, lambda m: f"{m.group(1)}{_CURRENCY_CODES[m.group(2)]}"),
     (_CODE_BEFORE_RE, lambda m: f"{m.group(2)}{_CURRENCY_CODES[m.group(1)]}"),
     (_ORDINAL_RE, _ordinal),
