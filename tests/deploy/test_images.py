@@ -46,8 +46,12 @@ def _missing_tools() -> list[str]:
 
 def _script(*args: str, timeout: float = 1800) -> str:
     proc = subprocess.run(
-        ["bash", str(SCRIPT), *args], env=ENV, capture_output=True, text=True,
-        timeout=timeout, check=False,
+        ["bash", str(SCRIPT), *args],
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
     )
     assert proc.returncode == 0, f"build-images.sh {' '.join(args)} failed:\n{proc.stderr[-4000:]}"
     return proc.stdout
@@ -60,7 +64,9 @@ if missing := _missing_tools():
         allow_module_level=True,
     )
 if os.geteuid() != 0:
-    pytest.skip("image builds need root (buildah and podman run rootful here)", allow_module_level=True)
+    pytest.skip(
+        "image builds need root (buildah and podman run rootful here)", allow_module_level=True
+    )
 
 
 @pytest.fixture(scope="module")
@@ -80,8 +86,15 @@ async def _serving(command: str, port: int, *extra: str) -> AsyncIterator[Callab
     log = WORK / f"{name}.log"
     with log.open("wb") as out:
         proc = await asyncio.create_subprocess_exec(
-            "bash", str(SCRIPT), command, str(port), name, *extra,
-            env=ENV, stdout=out, stderr=subprocess.STDOUT,
+            "bash",
+            str(SCRIPT),
+            command,
+            str(port),
+            name,
+            *extra,
+            env=ENV,
+            stdout=out,
+            stderr=subprocess.STDOUT,
         )
     try:
         await wait_until_answering(
@@ -115,9 +128,21 @@ async def test_addon_image_builds_and_its_service_script_speaks(built):
         name = f"hayakoe-test-serve-addon-{port}"
         health = await asyncio.to_thread(
             subprocess.run,
-            ["bash", str(SCRIPT), "exec", name, "/opt/venv/bin/python",
-             "/usr/local/bin/hayakoe-healthcheck", "--uri", f"tcp://127.0.0.1:{port}"],
-            env=ENV, capture_output=True, text=True, timeout=60, check=False,
+            [
+                "bash",
+                str(SCRIPT),
+                "exec",
+                name,
+                "/opt/venv/bin/python",
+                "/usr/local/bin/hayakoe-healthcheck",
+                "--uri",
+                f"tcp://127.0.0.1:{port}",
+            ],
+            env=ENV,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
         )
         assert health.returncode == 0, health.stderr
     # The options reached the server through the service script and bashio.
@@ -133,20 +158,26 @@ async def test_arm64_recipe_builds_natively_and_its_entry_point_speaks(built):
         name = f"hayakoe-test-serve-image-{port}"
         # The HEALTHCHECK in the image (a Wyoming describe) passes; the server is not root.
         health = await asyncio.to_thread(
-            subprocess.run, ["bash", str(SCRIPT), "health", name],
-            env=ENV, capture_output=True, text=True, timeout=60, check=False,
+            subprocess.run,
+            ["bash", str(SCRIPT), "health", name],
+            env=ENV,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
         )
         assert health.returncode == 0, health.stdout + health.stderr
         uid = await asyncio.to_thread(_script, "exec", name, "id", "-u")
         assert uid.strip() == "1000"
 
 
-
 def _podman_options_from_the_deployment(cache: Path) -> tuple[list[str], list[str]]:
     """podman run options for the Deployment's main container (deploy/kubernetes), and its
     readiness probe's command: the same user, read-only root, dropped capabilities, /tmp as
     an emptyDir, the cache volume, the environment."""
-    deployment = yaml.safe_load((REPO_ROOT / "deploy" / "kubernetes" / "deployment.yaml").read_text())
+    deployment = yaml.safe_load(
+        (REPO_ROOT / "deploy" / "kubernetes" / "deployment.yaml").read_text()
+    )
     pod = deployment["spec"]["template"]["spec"]
     (container,) = pod["containers"]
     security = {**pod["securityContext"], **container["securityContext"]}
@@ -184,10 +215,20 @@ async def test_image_runs_the_way_the_kubernetes_deployment_runs_it(built, tmp_p
     log = WORK / f"{name}.log"
     with log.open("wb") as out:
         proc = await asyncio.create_subprocess_exec(
-            "bash", str(SCRIPT), "podman", "run", "--rm", f"--name={name}", "--network=host",
-            "--no-healthcheck", *options, f"--env=HAYAKOE_URI=tcp://127.0.0.1:{port}",
+            "bash",
+            str(SCRIPT),
+            "podman",
+            "run",
+            "--rm",
+            f"--name={name}",
+            "--network=host",
+            "--no-healthcheck",
+            *options,
+            f"--env=HAYAKOE_URI=tcp://127.0.0.1:{port}",
             os.environ.get("IMAGE", "localhost/wyoming-hayakoe:test"),
-            env=ENV, stdout=out, stderr=subprocess.STDOUT,
+            env=ENV,
+            stdout=out,
+            stderr=subprocess.STDOUT,
         )
     try:
         await wait_until_answering(
@@ -196,8 +237,13 @@ async def test_image_runs_the_way_the_kubernetes_deployment_runs_it(built, tmp_p
         _assert_speech(await speak("127.0.0.1", port, TEXT))
         # the probe command, as the kubelet runs it inside the container
         health = await asyncio.to_thread(
-            subprocess.run, ["bash", str(SCRIPT), "exec", name, *probe],
-            env=ENV, capture_output=True, text=True, timeout=60, check=False,
+            subprocess.run,
+            ["bash", str(SCRIPT), "exec", name, *probe],
+            env=ENV,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
         )
         assert health.returncode == 0, health.stdout + health.stderr
     except BaseException:

@@ -34,7 +34,12 @@ def _lint(*files: Path, cwd: Path = REPO_ROOT) -> list[dict]:
     env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
     proc = subprocess.run(
         [_actionlint(), "-format", "{{json .}}", *map(str, files)],
-        cwd=cwd, env=env, capture_output=True, text=True, timeout=120, check=False,
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     assert proc.returncode in (0, 1), proc.stderr
     return json.loads(proc.stdout or "[]")
@@ -60,8 +65,12 @@ def _run_bash(script: str, env: dict[str, str], tmp_path: Path) -> tuple[int, di
     output.write_text("")
     proc = subprocess.run(
         ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script],
-        cwd=REPO_ROOT, env={"PATH": os.environ["PATH"], "GITHUB_OUTPUT": str(output), **env},
-        capture_output=True, text=True, timeout=30, check=False,
+        cwd=REPO_ROOT,
+        env={"PATH": os.environ["PATH"], "GITHUB_OUTPUT": str(output), **env},
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
     )
     values = dict(line.split("=", 1) for line in output.read_text().splitlines() if "=" in line)
     return proc.returncode, values, proc.stdout + proc.stderr
@@ -122,7 +131,9 @@ def test_release_builds_each_architecture_from_its_own_dockerfile_with_buildx():
     addon = {m["arch"]: m["platform"] for m in jobs["addon"]["strategy"]["matrix"]["include"]}
     assert set(addon) == set(ADDON_CONFIG["arch"])
     assert addon == {"aarch64": "linux/arm64", "amd64": "linux/amd64"}
-    build = next(s for s in jobs["addon"]["steps"] if s.get("uses", "").startswith("docker/build-push"))
+    build = next(
+        s for s in jobs["addon"]["steps"] if s.get("uses", "").startswith("docker/build-push")
+    )
     assert build["with"]["context"] == "addon"
 
 
