@@ -630,6 +630,25 @@ LATIN_READINGS: dict[str, str] = {
     "tree": "ツリー",  # トリー
     "baby": "ベビー",  # ベイビー
     "everyone": "エブリワン",  # エベリョーネ
+    "about": "アバウト",  # アブート
+    "above": "アバブ",  # アボーブ
+    "below": "ビロウ",  # ベロウ
+    "both": "ボース",  # ボス
+    "such": "サッチ",  # サック
+    "than": "ザン",  # サン
+    "then": "ゼン",  # セン
+    "these": "ジーズ",  # テーズ
+    "those": "ゾーズ",  # トーズ
+    "them": "ゼム",  # セム
+    "their": "ゼア",  # テアー
+    "whom": "フーム",  # ウォム
+    "happen": "ハプン",  # ハッペン
+    "happens": "ハプンズ",
+    "happened": "ハプンド",
+    "hang": "ハング",  # ハン
+    "often": "オフン",  # オフテン
+    "degrees": "ディグリーズ",  # デグリーズ
+    "degree": "ディグリー",
     "someone": "サムワン",
     "anyone": "エニワン",
     "everybody": "エブリバディ",
