@@ -26,7 +26,14 @@ import dataclasses
 import logging
 import queue
 import threading
-from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Sequence
+from collections.abc import (
+    AsyncIterable,
+    AsyncIterator,
+    Generator,
+    Iterable,
+    Iterator,
+    Sequence,
+)
 from typing import Any
 
 import numpy as np
@@ -291,7 +298,7 @@ class Speaker:
         output: OutputOptions | None,
         *,
         measure_whole: bool,
-    ) -> Iterator[AudioResult]:
+    ) -> Generator[AudioResult, None, None]:
         """`_stream` through one request's `OutputStage`, then what the stage held back."""
         stage = OutputStage(
             output or OutputOptions(), self.sample_rate, measure_whole=measure_whole
@@ -379,7 +386,7 @@ class Speaker:
         cancel: threading.Event | None,
         stage: OutputStage,
         spoken: bool,
-    ) -> Iterator[AudioResult]:
+    ) -> Generator[AudioResult, None, bool]:
         """Render completed sentences of a delta stream; returns whether anything was heard."""
         prepared: list[str] = []
         for sentence in sentences:
@@ -397,7 +404,7 @@ class Speaker:
         stage: OutputStage,
         *,
         pause_before: bool,
-    ) -> Iterator[AudioResult]:
+    ) -> Generator[AudioResult, None, bool]:
         """Voice.render under the lock; int16 chunks (through `stage`). Returns whether any
         sound was made."""
         sr = self.sample_rate
