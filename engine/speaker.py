@@ -6,8 +6,9 @@ into float audio (`engine.voice.Voice.render`):
 - optional rewriting (`engine.text.rewrite`: times, units, Latin words, user dictionary),
 - sentence splitting (`engine.text.split_sentences`, or `SentenceSplitter` for text that
   arrives in deltas),
-- one `threading.Lock` per speaker: the same speaker synthesizes one request at a time,
-  different speakers run in parallel; a stream that is closed early releases it,
+- one lock per speaker (`engine.fair_lock.FairLock`, first come first served): the same
+  speaker synthesizes one request at a time, in the order they reach it, different speakers
+  run in parallel; a stream that is closed early releases it,
 - float → int16 with one fixed scale (`engine.audio.to_int16`): a stream has one loudness,
 - async wrappers that never run synthesis on the event loop.
 
@@ -30,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from .audio import AudioResult
+from .fair_lock import FairLock
 from .voice import SynthesisOptions, Voice
 
 __all__ = ["DEFAULT_STREAM_PAUSE", "Speaker", "StreamCancelled"]
@@ -73,7 +75,7 @@ class Speaker:
         self.voice = voice
         self.rewrite = rewrite
         self.defaults = defaults or SynthesisOptions(style=self._default_style(voice))
-        self.lock = threading.Lock()
+        self.lock = FairLock()
         self._warned_no_rewrite = False
 
     # -- description -------------------------------------------------------------------
@@ -256,12 +258,8 @@ class Speaker:
         return [s for s in split_sentences(text) if s.strip()]
 
     def _acquire(self, cancel: threading.Event | None) -> None:
-        if cancel is None:
-            self.lock.acquire()
-            return
-        while not self.lock.acquire(timeout=_LOCK_POLL_S):
-            if cancel.is_set():
-                raise StreamCancelled()
+        if not self.lock.acquire(cancel=cancel):  # waits its turn; False only if cancelled
+            raise StreamCancelled()
 
     def _stream(
         self,

@@ -8,6 +8,8 @@
 - Synthesis runs in the engine's worker threads (`Speaker.astream`), never on the event
   loop, and runs at most a couple of chunks ahead of what the client has read.
 - A request that cannot be served gets an ``error`` event; the connection stays usable.
+  So does one refused by `admission` (its voice's queue is full: ``busy``; the server is
+  draining: ``shutting-down``).
   Something that is not a Wyoming event gets an ``error`` and the connection is closed.
 - A client that goes away mid-synthesis stops its synthesis (the speaker's lock is
   released) and is logged in one line at DEBUG level, without a traceback.
@@ -39,6 +41,7 @@ from wyoming.tts import (
 
 from engine import AudioResult
 
+from .admission import Admission, AdmissionRefused
 from .events import BadEvent, EventLimits, read_event
 from .info import Resolved, VoiceCatalog
 
@@ -73,6 +76,8 @@ class ServerContext:
     limits: EventLimits = field(default_factory=EventLimits)
     options: dict[str, Any] = field(default_factory=dict)
     """Synthesis defaults passed to every request (speed, sentence_silence, ...)."""
+    admission: Admission = field(default_factory=lambda: Admission(max_queue=10))
+    """Bounds the requests queued per voice; refuses new ones while draining."""
 
 
 class _AudioOut:
@@ -239,7 +244,7 @@ class HayakoeHandler(AsyncEventHandler):
                 await self._stream_stop()
             else:
                 _LOGGER.debug("Ignoring event %s from %s", event.type, self.peer)
-        except RequestError as exc:
+        except (RequestError, AdmissionRefused) as exc:
             await self._error(str(exc), exc.code)
         return True
 
@@ -253,6 +258,13 @@ class HayakoeHandler(AsyncEventHandler):
             "synthesize %d chars with %s/%s for %s",
             len(text), resolved.speaker.name, resolved.style, self.peer,
         )
+        ticket = self.context.admission.enter(resolved.speaker.name)
+        try:
+            await self._speak(resolved, text)
+        finally:
+            ticket.release()
+
+    async def _speak(self, resolved: Resolved, text: str) -> None:
         out = _AudioOut(self, resolved.speaker.sample_rate, self.context.samples_per_chunk)
         try:
             async with contextlib.aclosing(self._audio(resolved, text)) as chunks:
@@ -297,8 +309,14 @@ class HayakoeHandler(AsyncEventHandler):
             resolved=resolved,
             out=_AudioOut(self, resolved.speaker.sample_rate, self.context.samples_per_chunk),
         )
-        stream.task = asyncio.create_task(self._stream_audio(stream), name=f"stream {self.peer}")
         self._stream = stream
+        try:
+            ticket = self.context.admission.enter(resolved.speaker.name)
+        except AdmissionRefused:
+            stream.failed = True  # its chunks are ignored; synthesize-stop is answered
+            raise
+        stream.task = asyncio.create_task(self._stream_audio(stream), name=f"stream {self.peer}")
+        stream.task.add_done_callback(lambda _task: ticket.release())
 
     async def _stream_audio(self, stream: _Stream) -> None:
         async def deltas() -> AsyncIterator[str]:

@@ -2,6 +2,11 @@
 
 `HayakoeServer` runs in any event loop (tests start it in-process on port 0);
 `run_server` is what the command line runs (signals, logging).
+
+Graceful shutdown (SIGTERM/SIGINT): withdraw from zeroconf, stop accepting connections,
+refuse new requests on open ones (``error`` code ``shutting-down``), let the requests in
+flight finish (each gets its ``audio-stop``) for up to ``--drain-timeout`` seconds, then
+close every connection and exit 0. A second signal skips the rest of the wait.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from urllib.parse import urlparse
 
 from engine import TTS, Speaker, __version__
 
+from .admission import Admission
 from .events import EventLimits
 from .handler import HayakoeHandler, ServerContext
 from .info import VoiceCatalog, build_info
@@ -69,6 +75,7 @@ class HayakoeServer:
                 max_payload=settings.max_event_payload_bytes,
             ),
             options=settings.synthesis.as_options(),
+            admission=Admission(settings.max_queue),
         )
         self._server: asyncio.AbstractServer | None = None
         self._connections: set[asyncio.Task[None]] = set()
@@ -120,12 +127,39 @@ class HayakoeServer:
         else:
             await asyncio.Event().wait()
 
-    async def stop(self) -> None:
-        """Withdraw from zeroconf, stop listening, end every connection."""
+    async def drain(self, timeout: float | None = None) -> bool:
+        """The graceful part of stopping: withdraw from zeroconf, stop accepting, refuse new
+        requests, and wait up to `timeout` seconds (default ``--drain-timeout``) for the
+        requests in flight. True when none was left; `stop` ends the connections after."""
+        timeout = self.settings.drain_timeout if timeout is None else timeout
+        await self._withdraw()
+        if self._server is not None:
+            self._server.close()
+        admission = self.context.admission
+        admission.start_draining()
+        if admission.in_flight:
+            _LOGGER.info(
+                "Draining: waiting up to %g s for %d request(s) in flight",
+                timeout, admission.in_flight,
+            )
+        if await admission.wait_idle(timeout):
+            return True
+        _LOGGER.warning(
+            "Drain timeout (%g s): %d request(s) still in flight are cut off",
+            timeout, admission.in_flight,
+        )
+        return False
+
+    async def _withdraw(self) -> None:
         if self._zeroconf is not None:
             with contextlib.suppress(Exception):
                 await self._zeroconf.stop()
             self._zeroconf = None
+
+    async def stop(self) -> None:
+        """Withdraw from zeroconf, stop listening, end every connection (at once: call
+        `drain` first for a graceful stop)."""
+        await self._withdraw()
         if self._server is not None:
             self._server.close()
         tasks = list(self._connections)
@@ -205,10 +239,19 @@ async def run_server(settings: Settings) -> int:
     stopper = asyncio.create_task(stop.wait())
     try:
         await asyncio.wait({waiter, stopper}, return_when=asyncio.FIRST_COMPLETED)
+        if stopper.done():
+            _LOGGER.info("Shutting down")
+            stop.clear()
+            drained = asyncio.create_task(server.drain())
+            again = asyncio.create_task(stop.wait())
+            await asyncio.wait({drained, again, waiter}, return_when=asyncio.FIRST_COMPLETED)
+            if again.done() and not drained.done():
+                _LOGGER.info("Second signal: stopping now")
+            drained.cancel()
+            again.cancel()
     finally:
         waiter.cancel()
         stopper.cancel()
-        _LOGGER.info("Shutting down")
         await server.stop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
