@@ -267,10 +267,19 @@ class Speaker:
         opts: SynthesisOptions,
         cancel: threading.Event | None,
     ) -> Iterator[AudioResult]:
+        from .text import ssml
+
         if isinstance(text, str):
+            if ssml.is_ssml(text):
+                yield from self._speak_segments(ssml.parse_ssml(text), opts, cancel)
+                return
             sentences = self._prepare(text)
             if sentences:
                 yield from self._render(sentences, opts, cancel, pause_before=False)
+            return
+        is_ssml, text = ssml.sniff_ssml(text)
+        if is_ssml:
+            yield from self._speak_segments(_ssml_segments(text, cancel), opts, cancel)
             return
         _, SentenceSplitter, _ = _text_helpers()
         splitter = SentenceSplitter()
@@ -284,6 +293,41 @@ class Speaker:
                 spoken = yield from self._render_batch(sentence_batch, opts, cancel, spoken)
         for sentence_batch in _nonempty(splitter.flush()):
             spoken = yield from self._render_batch(sentence_batch, opts, cancel, spoken)
+
+    def _speak_segments(
+        self,
+        segments: Iterable[Any],
+        opts: SynthesisOptions,
+        cancel: threading.Event | None,
+    ) -> Iterator[AudioResult]:
+        """SSML (`engine.text.ssml.Segment`s): text at its rate, breaks as exact silence.
+
+        Text is split into sentences across segments; a rate change or a break ends the
+        sentences before it. A break is exactly its length of zero samples, and replaces
+        the pause the next sentences would get (the voice's own margins stay).
+        """
+        _, SentenceSplitter, _ = _text_helpers()
+        splitter = SentenceSplitter()
+        rate = 1.0
+        spoken = False
+
+        def at(rate: float) -> SynthesisOptions:
+            return dataclasses.replace(opts, speed=opts.speed * rate) if rate != 1.0 else opts
+
+        for seg in segments:
+            if seg.silence > 0 or seg.rate != rate:
+                for batch in _nonempty(splitter.flush()):
+                    spoken = yield from self._render_batch(batch, at(rate), cancel, spoken)
+                rate = seg.rate
+            if seg.silence > 0:
+                n = round(seg.silence * self.sample_rate)
+                yield AudioResult.from_float(self.sample_rate, np.zeros(n, np.float32))
+                spoken = False  # the break is the pause before what follows
+            elif seg.text:
+                for batch in _nonempty(splitter.feed(seg.text)):
+                    spoken = yield from self._render_batch(batch, at(rate), cancel, spoken)
+        for batch in _nonempty(splitter.flush()):
+            spoken = yield from self._render_batch(batch, at(rate), cancel, spoken)
 
     def _render_batch(
         self,
@@ -352,6 +396,20 @@ def _nonempty(sentences: list[str]) -> list[list[str]]:
     """Completed sentences as one batch (or none)."""
     kept = [s for s in sentences if s and s.strip()]
     return [kept] if kept else []
+
+
+def _ssml_segments(deltas: Iterable[str], cancel: threading.Event | None) -> Iterator[Any]:
+    """SSML segments parsed from text deltas as they arrive."""
+    from .text.ssml import SsmlParser
+
+    parser = SsmlParser("SSML stream")
+    for delta in deltas:
+        if cancel is not None and cancel.is_set():
+            raise StreamCancelled()
+        if not isinstance(delta, str):
+            raise TypeError(f"text deltas must be str, got {type(delta).__name__}")
+        yield from parser.feed(delta)
+    yield from parser.close()
 
 
 def _blocking_deltas(feed: queue.Queue[Any], cancel: threading.Event) -> Iterator[str]:

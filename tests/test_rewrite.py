@@ -26,12 +26,12 @@ def reading(text: str) -> str:
         ("7:45 PM", "午後7時45分"),
         ("9:30am", "午前9時30分"),
         ("7:00〜9:00", "7時から9時"),
-        ("25:99", "25:99"),  # not a time: left alone (the normaliser drops the colon)
+        ("25:99", "25対99"),  # not a time: a ratio
         # dates
         ("2026/11/29（日）の予定", "2026年11月29日日曜日の予定"),
         ("2026-01-05", "2026年1月5日"),
         ("11/29の天気", "11月29日の天気"),
-        ("13/45", "13/45"),
+        ("13/45", "45分の13"),  # no such date: a fraction
         # temperatures
         ("26℃に設定", "26度に設定"),
         ("気温は-3度", "気温はマイナス3度"),
@@ -65,7 +65,7 @@ def reading(text: str) -> str:
         ("3×4", "3かける4"),
         # phone numbers, versions
         ("03-1234-5678", "ゼロサンのイチニーサンヨンのゴーロクナナハチ"),
-        ("バージョン2.0.1", "バージョン2点0点1"),
+        ("バージョン2.0.1", "バージョン2点ゼロ点1"),
         # Latin words and acronyms
         ("Wi-Fiがつながらない", "ワイファイがつながらない"),
         ("wifi", "ワイファイ"),
@@ -78,7 +78,7 @@ def reading(text: str) -> str:
         ("Bluetoothをオン", "ブルートゥースをオン"),
         ("PM2.5", "ピーエムニーテンゴ"),
         ("ABC株式会社", "エービーシー株式会社"),
-        ("Alexa, turn on", "アレクサ, turn オン"),
+        ("Alexa, turn on", "アレクサ, ターンオン"),
         # full-width input is folded first
         ("Ｗｉ－Ｆｉ", "ワイファイ"),
         # untouched
