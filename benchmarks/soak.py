@@ -251,16 +251,28 @@ class Server:
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")[-4000:]
 
-    async def settled(self) -> tuple[int, int, int]:
-        """(rss, fds, threads) once the thread count has been the same for 0.3 s (max 5 s)."""
-        last: list[int] = []
-        deadline = time.monotonic() + 5.0
-        while time.monotonic() < deadline:
-            last.append(self.ps.num_threads())
-            if len(last) >= 4 and len(set(last[-4:])) == 1:
+    def usage(self) -> tuple[int, int, int]:
+        """(rss bytes, open fds, threads) of the server process now."""
+        return self.ps.memory_info().rss, self.ps.num_fds(), self.ps.num_threads()
+
+    async def settled(self, idle: tuple[int, int, int] | None, limit_s: float = 10.0) -> tuple[int, int, int]:
+        """`usage` once the requests' threads and connections are gone: when fds and threads
+        are back to the figures of `idle` (the previous sample), or have been steady for a
+        second when there is none, at most `limit_s` after the last answer. A worker may outlive its client by the length
+        of the sentence it was rendering; what is still there after `limit_s` is growth."""
+        deadline = time.monotonic() + limit_s
+        seen: list[tuple[int, int]] = []
+        while True:
+            rss, fds, threads = self.usage()
+            if idle is not None and fds <= idle[1] and threads <= idle[2]:
+                break
+            seen.append((fds, threads))
+            if idle is None and len(seen) >= 10 and len(set(seen[-10:])) == 1:
+                break
+            if time.monotonic() > deadline:
                 break
             await asyncio.sleep(0.1)
-        return self.ps.memory_info().rss, self.ps.num_fds(), self.ps.num_threads()
+        return rss, fds, threads
 
     def stop(self, timeout: float = 30.0) -> int:
         self.proc.send_signal(signal.SIGTERM)
@@ -373,6 +385,8 @@ async def soak(config: SoakConfig, progress=print) -> SoakResult:
         server = Server(config, neural, Path(tmp))
         try:
             await server.wait_ready()
+            idle = await server.settled(None)  # loaded and idle: the floor for fds/threads
+            progress(f"ready: RSS {idle[0] / 2**20:.1f} MiB, fds {idle[1]}, threads {idle[2]}")
             requests = plan(config, neural[0] if neural else None)
             gate = asyncio.Semaphore(config.concurrency)
             started = time.monotonic()
@@ -388,7 +402,8 @@ async def soak(config: SoakConfig, progress=print) -> SoakResult:
             for first in range(0, len(requests), config.sample_every):
                 batch = requests[first : first + config.sample_every]
                 await asyncio.gather(*(one(r) for r in batch))
-                rss, fds, threads = await server.settled()
+                rss, fds, threads = await server.settled(idle)
+                idle = (rss, fds, threads)
                 sample = Sample(first + len(batch), time.monotonic() - started, rss, fds, threads)
                 result.samples.append(sample)
                 progress(

@@ -26,6 +26,7 @@ from .admission import Admission
 from .events import EventLimits
 from .handler import HayakoeHandler, ServerContext
 from .info import VoiceCatalog, build_info
+from .memory import limit_malloc_arenas
 from .settings import Settings
 from .zeroconf import ZeroconfAdvertiser
 
@@ -51,12 +52,30 @@ def build_tts(settings: Settings) -> TTS:
 
 
 def build_speakers(settings: Settings) -> dict[str, Speaker]:
-    """Load every configured voice (the slow part: downloads, sessions, warm-up)."""
+    """Load every configured voice (the slow part: downloads, sessions, warm-up).
+
+    A voice that cannot be loaded (a corrupt file, a source out of reach) is left out with an
+    error in the log naming the reason, and the others are served; when none can be loaded,
+    the first voice's error is raised (the server does not start)."""
     tts = build_tts(settings)
     if settings.user_dict is not None:
         tts.load_user_dictionary(settings.user_dict)
-    tts.prepare(warmup=settings.warmup, compile=settings.use_compile)
+    tts.prepare(warmup=settings.warmup, compile=settings.use_compile, skip_failed=True)
+    if not tts.speakers:
+        raise next(iter(tts.failed.values()))
     return tts.speakers
+
+
+def _default_voice(settings: Settings, speakers: Mapping[str, Speaker]) -> str:
+    """`--default-voice`, or the first voice that loaded when that one could not be."""
+    if settings.default_voice in speakers or not speakers:
+        return settings.default_voice
+    fallback = ([v.name for v in settings.voices if v.name in speakers] or list(speakers))[0]
+    _LOGGER.error(
+        "Default voice %s could not be loaded; requests that name no voice get %s",
+        settings.default_voice, fallback,
+    )
+    return fallback
 
 
 class HayakoeServer:
@@ -64,7 +83,7 @@ class HayakoeServer:
 
     def __init__(self, settings: Settings, speakers: Mapping[str, Speaker]) -> None:
         self.settings = settings
-        catalog = VoiceCatalog(speakers, settings.default_voice, settings.default_style)
+        catalog = VoiceCatalog(speakers, _default_voice(settings, speakers), settings.default_style)
         self.context = ServerContext(
             catalog=catalog,
             info_event=build_info(catalog, streaming=settings.streaming).event(),
@@ -225,6 +244,7 @@ def configure_logging(settings: Settings) -> None:
 async def run_server(settings: Settings) -> int:
     """Load the voices, serve until SIGTERM/SIGINT (or stdio EOF), shut down cleanly."""
     _LOGGER.debug("Settings: %r", settings)
+    limit_malloc_arenas()  # before any worker thread allocates (flat memory over months)
     _LOGGER.info("Loading voices: %s", ", ".join(v.name for v in settings.voices))
     speakers = await asyncio.to_thread(build_speakers, settings)
     server = HayakoeServer(settings, speakers)
