@@ -14,6 +14,7 @@ import threading
 from collections.abc import Callable
 
 from .base import (
+    CacheWriteError,
     IncompleteSourceError,
     Source,
     SourceAccessError,
@@ -137,6 +138,7 @@ register_scheme("file", _file_factory)
 
 __all__ = [
     "CACHE_ENV_VAR",
+    "CacheWriteError",
     "OFFICIAL_REPO",
     "HFSource",
     "IncompleteSourceError",
