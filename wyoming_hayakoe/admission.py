@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 
 __all__ = ["Admission", "AdmissionRefused", "Ticket"]
 
@@ -49,10 +50,12 @@ class Ticket:
 class Admission:
     """Per-voice counts of admitted requests, bounded by `max_queue` waiting ones."""
 
-    def __init__(self, max_queue: int) -> None:
+    def __init__(self, max_queue: int, on_idle: Callable[[], None] | None = None) -> None:
+        """`on_idle` is called (on the event loop) each time the last admitted request is done."""
         if max_queue < 0:
             raise ValueError(f"max_queue must be >= 0, got {max_queue}")
         self.max_queue = max_queue
+        self.on_idle = on_idle
         self._in_flight: dict[str, int] = {}
         self._draining = False
         self._idle: asyncio.Event | None = None
@@ -95,8 +98,11 @@ class Admission:
             self._in_flight[voice] = count
         else:
             self._in_flight.pop(voice, None)
-        if not self._in_flight and self._idle is not None:
-            self._idle.set()
+        if not self._in_flight:
+            if self._idle is not None:
+                self._idle.set()
+            if self.on_idle is not None:
+                self.on_idle()
 
     def start_draining(self) -> None:
         """Refuse every new request from now on (requests already admitted go on)."""

@@ -26,7 +26,7 @@ from .admission import Admission
 from .events import EventLimits
 from .handler import HayakoeHandler, ServerContext
 from .info import VoiceCatalog, build_info
-from .memory import limit_malloc_arenas
+from .memory import IdleHeapTrim, limit_malloc_arenas
 from .settings import Settings
 from .zeroconf import ZeroconfAdvertiser
 
@@ -96,6 +96,9 @@ class HayakoeServer:
             options=settings.synthesis.as_options(),
             admission=Admission(settings.max_queue),
         )
+        admission = self.context.admission
+        self._heap_trim = IdleHeapTrim(lambda: admission.in_flight == 0)
+        admission.on_idle = self._heap_trim
         self._server: asyncio.AbstractServer | None = None
         self._connections: set[asyncio.Task[None]] = set()
         self._zeroconf: ZeroconfAdvertiser | None = None
@@ -178,6 +181,7 @@ class HayakoeServer:
     async def stop(self) -> None:
         """Withdraw from zeroconf, stop listening, end every connection (at once: call
         `drain` first for a graceful stop)."""
+        self._heap_trim.cancel()
         await self._withdraw()
         if self._server is not None:
             self._server.close()
