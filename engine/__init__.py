@@ -50,6 +50,9 @@ _LAZY = {
     "export_bert": ("engine.runtime.bert_export", "export_bert"),
     "export_voice": ("engine.runtime.export", "export_voice"),
     "check_export": ("engine.runtime.export", "check_export"),
+    # user dictionary files: reload on SIGHUP, `dict check`
+    "reload_user_dictionary": ("engine.text.userdict_watch", "reload_user_dictionary"),
+    "check_user_dictionary": ("engine.text.userdict_watch", "check_user_dictionary"),
 }
 
 
@@ -71,15 +74,17 @@ __all__ = [
     "AudioResult",
     "NeuralEngineMissingError",
     "RedactingFilter",
+    "Speaker",
+    "SynthesisOptions",
+    "Voice",
+    "__version__",
     "cache_root",
     "check_export",
+    "check_user_dictionary",
     "export_bert",
     "export_voice",
     "parse_source",
     "pre_download",
     "redact",
-    "Speaker",
-    "SynthesisOptions",
-    "Voice",
-    "__version__",
+    "reload_user_dictionary",
 ]

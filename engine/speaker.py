@@ -269,6 +269,7 @@ class Speaker:
     ) -> Iterator[AudioResult]:
         from .text import ssml
 
+        _refresh_user_dictionary()
         if isinstance(text, str):
             if ssml.is_ssml(text):
                 yield from self._speak_segments(ssml.parse_ssml(text), opts, cancel)
@@ -396,6 +397,13 @@ def _nonempty(sentences: list[str]) -> list[list[str]]:
     """Completed sentences as one batch (or none)."""
     kept = [s for s in sentences if s and s.strip()]
     return [kept] if kept else []
+
+
+def _refresh_user_dictionary() -> None:
+    """Between requests: reload watched user dictionary files that changed (never raises)."""
+    from .text.userdict_watch import refresh_user_dictionary
+
+    refresh_user_dictionary()
 
 
 def _ssml_segments(deltas: Iterable[str], cancel: threading.Event | None) -> Iterator[Any]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib
 import logging
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -204,6 +205,13 @@ class TTS:
         """Load a user dictionary file (CSV or JSON, see `engine.text.userdict`); returns
         how many words it held. Process-wide, like `add_word`."""
         return int(_userdict().load_user_dictionary(Path(path)))
+
+    def watch_user_dictionaries(self, paths: Sequence[str | os.PathLike[str]]) -> int:
+        """Load dictionary files and keep them in step: a changed file is reloaded before
+        the next request, bad entries are skipped with a warning naming file and line
+        (`engine.text.userdict_watch`). Returns how many words the files hold."""
+        watch = importlib.import_module(f"{__package__}.text.userdict_watch")
+        return len(watch.watch_user_dictionaries([Path(p) for p in paths]).surfaces)
 
 
 def _userdict() -> Any:

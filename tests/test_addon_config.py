@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import os
 import re
-import tomllib
 from dataclasses import fields
 from pathlib import Path
 
 import pytest
+import tomllib
 import yaml
 
 from engine.voice import SynthesisOptions
@@ -43,6 +43,7 @@ OPTION_FLAGS = {
     "max_queue": "--max-queue",
     "rewrite": "--no-rewrite",
     "user_dictionary": "--user-dict",
+    "user_words": "--user-dict",  # written to /data/user_words.json
     "bert_source": "--bert-source",
     "hf_token": "--hf-token",  # passed as $HF_TOKEN, which the server reads in its place
     "debug_logging": "--debug",

@@ -149,7 +149,14 @@ CASES = {
     "max_text_length": (5000, lambda s, r: s.max_text_length == 5000, {"max_text_length"}),
     "max_queue": (3, lambda s, r: s.max_queue == 3, {"max_queue"}),
     "rewrite": (False, lambda s, r: s.rewrite is False, {"rewrite"}),
-    "user_dictionary": ("words.csv", lambda s, r: s.user_dict == r.share / "words.csv", {"user_dict"}),
+    "user_dictionary": ("words.csv", lambda s, r: r.share / "words.csv" in s.user_dicts, {"user_dicts"}),
+    "user_words": (
+        [{"surface": "早声", "reading": "ハヤコエ", "accent": 0}, {"surface": "蛙", "reading": "カワズ"}],
+        lambda s, r: s.user_dicts[-1] == r.data / "user_words.json"
+        and json.loads(s.user_dicts[-1].read_text())["words"]
+        == [{"surface": "早声", "reading": "ハヤコエ", "accent": 0}, {"surface": "蛙", "reading": "カワズ"}],
+        {"user_dicts"},
+    ),
     "bert_source": ("hf://someone/bert", lambda s, r: s.bert_source == "hf://someone/bert", {"bert_source"}),
     "hf_token": ("hf_not_a_real_token", lambda s, r: s.hf_token == "hf_not_a_real_token", {"hf_token"}),
     "debug_logging": (True, lambda s, r: s.debug is True, {"debug"}),
@@ -252,7 +259,34 @@ def test_absolute_user_dictionary_path(tmp_path):
     words = tmp_path / "elsewhere.json"
     words.write_text("[]")
     run = run_service(tmp_path, dict(DEFAULTS, user_dictionary=str(words)))
-    assert run.settings().user_dict == words
+    assert run.settings().user_dicts == (words,)
+
+
+def test_user_words_option_is_read_by_the_engine_and_a_bad_entry_is_skipped(tmp_path, caplog):
+    """The list edited in Home Assistant's UI becomes a dictionary file the real loader reads:
+    the good words in, the bad one skipped with a warning that names the file and entry."""
+    from engine.text.userdict import read_user_dictionary
+
+    words = [
+        {"surface": "早声", "reading": "ハヤコエ", "accent": 0},
+        {"surface": "蛙", "reading": "kawazu"},  # not kana
+        {"surface": "Wi-Fi 6E", "reading": "ワイファイシックスイー"},  # JSON-special-free, spaces
+        {"surface": '引用"符', "reading": "インヨウフ", "accent": 3},  # a quote inside
+    ]
+    run = run_service(tmp_path, dict(DEFAULTS, user_words=words))
+    assert run.returncode == 0, run.stderr
+    (path,) = run.settings().user_dicts
+    good, problems = read_user_dictionary(path)
+    assert [w.surface for w in good] == ["早声", "Wi-Fi 6E", '引用"符']
+    assert good[0].accent == 0 and good[2].accent == 3 and good[1].accent is None
+    assert len(problems) == 1
+    assert str(path) in problems[0] and "words[1]" in problems[0] and "kawazu" in problems[0]
+
+
+def test_empty_user_words_pass_no_dictionary(tmp_path):
+    run = run_service(tmp_path, dict(DEFAULTS, user_words=[]))
+    assert run.returncode == 0, run.stderr
+    assert run.settings().user_dicts == ()
 
 
 def test_missing_user_dictionary_stops_with_a_message_naming_the_option(tmp_path):
@@ -418,6 +452,7 @@ def test_the_addon_command_line_starts_a_server_that_speaks(tmp_path):
         pitch_scale=1.1, intonation_scale=1.2, streaming=False, samples_per_chunk=512,
         max_text_length=2000, rewrite=True, user_dictionary="words.csv",
         bert_source="hf://someone/bert", debug_logging=True,
+        user_words=[{"surface": "蛙", "reading": "カワズ", "accent": 0}, {"surface": "x", "reading": "kawazu"}],
     )
     (tmp_path / "share" / "hayakoe").mkdir(parents=True)
     (tmp_path / "share" / "hayakoe" / "words.csv").write_text("surface,reading,accent\n早声,ハヤコエ,0\n")
@@ -478,3 +513,6 @@ def test_the_addon_command_line_starts_a_server_that_speaks(tmp_path):
     server_log = (tmp_path / "server.log").read_text()
     assert "DEBUG" in server_log, "debug_logging must reach the server"
     assert "Traceback" not in server_log
+    # the UI's word list reached the engine; its bad entry was skipped, named, not fatal
+    assert "user_words.json: words[1] ('x')" in server_log
+    assert "user dictionary: 2 words" in server_log  # 早声 from the file, 蛙 from the option

@@ -280,3 +280,73 @@ def test_user_dictionary_flag_reaches_the_engine(tmp_path) -> None:
     finally:
         clear_user_dictionary()
     assert not np.array_equal(plain.data, taught.data)
+
+
+def _expected_pcm(tmp_path, name: str, content: str, text: str) -> bytes:
+    """What the engine says for `text` with the dictionary `content` (in this process)."""
+    from engine import TTS
+    from engine.text import clear_user_dictionary, load_user_dictionary
+
+    path = tmp_path / name
+    path.write_text(content, encoding="utf-8")
+    speaker = TTS().load(EMBEDDED_VOICE_NAME).prepare().speakers[EMBEDDED_VOICE_NAME]
+    try:
+        load_user_dictionary(path)
+        return speaker.generate(text).pcm_bytes()
+    finally:
+        clear_user_dictionary()
+
+
+async def test_dictionary_edits_take_effect_without_a_restart(tmp_path) -> None:
+    """A real file and a real server: an edit that changes the file's mtime is seen before
+    the next request; an edit the stat cannot see (same size, inode and mtime) only after
+    SIGHUP. A bad line is skipped with a warning naming file and line; the server goes on."""
+    text = "蛙です。"
+    a = "surface,reading,accent\n蛙,カワズ,0\n"
+    b = "surface,reading,accent\n蛙,ハヤコエ,0\nbad line\n"
+    c = "surface,reading,accent\n蛙,ケロケロ,0\nbad line\n"  # same size as b
+    assert len(b.encode()) == len(c.encode())
+    expected = {k: _expected_pcm(tmp_path, f"{k}.csv", v.replace("bad line\n", ""), text)
+                for k, v in (("a", a), ("b", b), ("c", c))}
+    assert len(set(expected.values())) == 3, "the three readings must sound different"
+
+    words = tmp_path / "words.csv"
+    words.write_text(a, encoding="utf-8")
+    port = _free_port()
+
+    async def say() -> bytes:
+        async with AsyncTcpClient("127.0.0.1", port, read_timeout=30) as client:
+            await client.write_event(Synthesize(text=text).event())
+            pcm = b""
+            while (event := await client.read_event()).type != "audio-stop":
+                if event.type == "audio-chunk":
+                    pcm += event.payload or b""
+            return pcm
+
+    async with Program("--uri", f"tcp://127.0.0.1:{port}", "--user-dict", str(words)) as prog:
+        await prog.wait_ready()
+        assert await say() == expected["a"]
+
+        words.write_text(b, encoding="utf-8")  # an edit: new mtime (and size)
+        st = words.stat()
+        os.utime(words, ns=(st.st_atime_ns, st.st_mtime_ns + 2_000_000_000))
+        assert await say() == expected["b"]
+        assert f"{words}:3: need at least surface,reading" in prog.log
+
+        st = words.stat()
+        with words.open("r+b") as f:  # same inode, same size, mtime put back: stat sees nothing
+            f.write(c.encode())
+        os.utime(words, ns=(st.st_atime_ns, st.st_mtime_ns))
+        assert words.stat().st_mtime_ns == st.st_mtime_ns
+        assert await say() == expected["b"], "no change visible to the check: no reload"
+
+        loads = prog.log.count("user dictionary: 1 words")
+        prog.proc.send_signal(signal.SIGHUP)
+        for _ in range(200):
+            if prog.log.count("user dictionary: 1 words") > loads:
+                break
+            await asyncio.sleep(0.05)
+        assert await say() == expected["c"]
+        assert await prog.stop() == 0
+    assert "SIGHUP" in prog.log
+    assert "Traceback" not in prog.log

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -134,3 +135,64 @@ def test_remove_word() -> None:
     assert active_dictionary().remove_word("鬼滅")
     assert analyze("鬼滅").phones[1] == "o"
     assert not active_dictionary().remove_word("鬼滅")
+
+
+def test_lenient_load_skips_bad_entries_naming_file_and_line(tmp_path: Path, caplog) -> None:
+    path = tmp_path / "words.csv"
+    path.write_text("surface,reading\n鬼滅,キメツ\n鬼,kimetsu\n早声\n", encoding="utf-8")
+    try:
+        with caplog.at_level("WARNING"):
+            assert load_user_dictionary(path, strict=False) == 1
+        assert f"{path}:3" in caplog.text and f"{path}:4" in caplog.text
+    finally:
+        clear_user_dictionary()
+
+
+def test_watched_files_reload_on_change_and_keep_words_added_in_code(tmp_path: Path, caplog) -> None:
+    from engine.text import add_word, refresh_user_dictionary, reload_user_dictionary
+    from engine.text.userdict import active_surfaces
+    from engine.text.userdict_watch import (
+        unwatch_user_dictionaries,
+        watch_user_dictionaries,
+    )
+
+    path = tmp_path / "words.json"
+    path.write_text('[{"surface": "鬼滅", "reading": "キメツ"}]', encoding="utf-8")
+    try:
+        add_word("推し", "オシ")
+        watcher = watch_user_dictionaries([path])
+        assert {"鬼滅", "推し"} <= active_surfaces()
+        assert refresh_user_dictionary() is False  # nothing changed: no reload
+        path.write_text('[{"surface": "早声", "reading": "ハヤコエ"}, {"surface": 1}]', encoding="utf-8")
+        st = path.stat()
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 2_000_000_000))
+        with caplog.at_level("WARNING"):
+            assert refresh_user_dictionary() is True
+        assert "words[1]" in caplog.text and str(path) in caplog.text
+        assert "早声" in active_surfaces() and "鬼滅" not in active_surfaces()
+        assert "推し" in active_surfaces(), "a word added in code survives a reload"
+        path.write_text("{", encoding="utf-8")  # a broken file: its previous words stay
+        assert reload_user_dictionary() is True
+        assert "早声" in active_surfaces()
+        assert watcher.reloads == 3
+        unwatch_user_dictionaries()
+        assert "早声" not in active_surfaces() and "推し" in active_surfaces()
+    finally:
+        unwatch_user_dictionaries()
+        clear_user_dictionary()
+
+
+def test_dict_check_command_reports_every_bad_line(tmp_path: Path, capsys) -> None:
+    from wyoming_hayakoe.__main__ import main
+
+    good = tmp_path / "good.csv"
+    good.write_text("鬼滅,キメツ,0\n", encoding="utf-8")
+    bad = tmp_path / "bad.csv"
+    bad.write_text("鬼滅,キメツ,0\n鬼,kimetsu\n早声,ハヤコエ,9\n一\n", encoding="utf-8")
+    assert main(["dict", "check", str(good)]) == 0
+    assert main(["dict", "check", str(good), str(bad), str(tmp_path / "none.csv")]) == 1
+    out = capsys.readouterr()
+    lines = out.out.splitlines()
+    assert [line.split(" ")[0].rstrip(":") for line in lines[:3]] == [f"{bad}:2", f"{bad}:3", f"{bad}:4"]
+    assert "none.csv" in out.out and "cannot read" in out.out
+    assert f"{bad}: 1 word(s) ok, 3 problem(s)" in out.err

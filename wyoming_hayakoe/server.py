@@ -20,7 +20,7 @@ import sys
 from collections.abc import Mapping
 from urllib.parse import urlparse
 
-from engine import TTS, Speaker, __version__
+from engine import TTS, Speaker, __version__, reload_user_dictionary
 
 from .admission import Admission
 from .events import EventLimits
@@ -58,8 +58,8 @@ def build_speakers(settings: Settings) -> dict[str, Speaker]:
     error in the log naming the reason, and the others are served; when none can be loaded,
     the first voice's error is raised (the server does not start)."""
     tts = build_tts(settings)
-    if settings.user_dict is not None:
-        tts.load_user_dictionary(settings.user_dict)
+    if settings.user_dicts:
+        tts.watch_user_dictionaries(settings.user_dicts)
     tts.prepare(warmup=settings.warmup, compile=settings.use_compile, skip_failed=True)
     if not tts.speakers:
         raise next(iter(tts.failed.values()))
@@ -246,7 +246,8 @@ def configure_logging(settings: Settings) -> None:
 
 
 async def run_server(settings: Settings) -> int:
-    """Load the voices, serve until SIGTERM/SIGINT (or stdio EOF), shut down cleanly."""
+    """Load the voices, serve until SIGTERM/SIGINT (or stdio EOF), shut down cleanly; SIGHUP
+    reloads the user dictionary files."""
     _LOGGER.debug("Settings: %r", settings)
     limit_malloc_arenas()  # before any worker thread allocates (flat memory over months)
     _LOGGER.info("Loading voices: %s", ", ".join(v.name for v in settings.voices))
@@ -257,6 +258,16 @@ async def run_server(settings: Settings) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop.set)
+    reloads: set[asyncio.Task[bool]] = set()
+
+    def reload_dictionary() -> None:  # SIGHUP: off the event loop (compiling takes a while)
+        _LOGGER.info("SIGHUP: reloading the user dictionary")
+        task = asyncio.ensure_future(asyncio.to_thread(reload_user_dictionary))
+        reloads.add(task)
+        task.add_done_callback(reloads.discard)
+
+    with contextlib.suppress(NotImplementedError, RuntimeError, AttributeError):
+        loop.add_signal_handler(signal.SIGHUP, reload_dictionary)
     await server.start()
     _LOGGER.info("Ready (version %s)", __version__)
     waiter = asyncio.create_task(server.wait_closed())
@@ -277,8 +288,8 @@ async def run_server(settings: Settings) -> int:
         waiter.cancel()
         stopper.cancel()
         await server.stop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+        for sig in (signal.SIGTERM, signal.SIGINT, getattr(signal, "SIGHUP", None)):
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError, TypeError):
                 loop.remove_signal_handler(sig)
     _LOGGER.info("Stopped")
     return 0

@@ -95,7 +95,8 @@ class Settings:
     cache_dir: Path | None = None
     bert_source: str = DEFAULT_SOURCE
     hf_token: str | None = field(default=None, repr=False)
-    user_dict: Path | None = None
+    user_dicts: tuple[Path, ...] = ()
+    """User dictionary files (CSV/JSON), later ones win; reloaded when they change and on SIGHUP."""
     rewrite: bool = True
     synthesis: SynthesisDefaults = SynthesisDefaults()
     max_text_length: int = DEFAULT_MAX_TEXT_LENGTH
@@ -186,7 +187,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cache-dir", type=Path, help="where downloaded voices are kept (default: $HAYAKOE_CACHE or the user cache)")
     p.add_argument("--bert-source", default=DEFAULT_SOURCE, help="where the BERT comes from (default: %(default)s)")
     p.add_argument("--hf-token", default=None, help="Hugging Face token for private voices (default: $HF_TOKEN; never logged)")
-    p.add_argument("--user-dict", type=Path, help="user dictionary file to load at start")
+    p.add_argument("--user-dict", type=Path, action="append", default=[], help="user dictionary file (CSV or JSON; repeatable, later files win); reloaded when it changes and on SIGHUP")
     p.add_argument("--no-rewrite", action="store_true", help="speak text as given (no times/units/Latin-word rewriting)")
     p.add_argument("--no-warmup", action="store_true", help=argparse.SUPPRESS)
     p.add_argument(
@@ -279,7 +280,7 @@ def settings_from_args(args: argparse.Namespace, environ: dict[str, str] | None 
         cache_dir=args.cache_dir,
         bert_source=args.bert_source,
         hf_token=token,
-        user_dict=args.user_dict,
+        user_dicts=tuple(args.user_dict),
         rewrite=not args.no_rewrite,
         synthesis=SynthesisDefaults(
             speed=args.speed,
