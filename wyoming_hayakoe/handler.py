@@ -41,7 +41,7 @@ from wyoming.tts import (
 
 from engine import AudioResult
 
-from .admission import Admission, AdmissionRefused
+from .admission import Admission, AdmissionRefused, Ticket
 from .events import BadEvent, EventLimits, read_event
 from .info import Resolved, VoiceCatalog
 
@@ -145,6 +145,9 @@ class _Stream:
     task: asyncio.Task[None] | None = None
     length: int = 0
     failed: bool = False
+    ticket: Ticket | None = None
+    """Its place in the voice's queue: held until ``synthesize-stopped`` is sent (or the
+    connection ends), so a draining server waits for the whole answer."""
 
 
 def _text_of(event: Event) -> str:
@@ -182,6 +185,7 @@ class HayakoeHandler(AsyncEventHandler):
         self.context = context
         self._write_lock = asyncio.Lock()
         self._stream: _Stream | None = None
+        self._tickets: list[Ticket] = []  # released when the connection ends, at the latest
         peer = writer.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) and len(peer) >= 2 else str(peer or "client")
 
@@ -207,6 +211,8 @@ class HayakoeHandler(AsyncEventHandler):
                     break
         finally:
             await self._abort_stream()
+            for ticket in self._tickets:
+                ticket.release()
             await self.disconnect()
             self.writer.close()
             with contextlib.suppress(Exception):
@@ -311,12 +317,12 @@ class HayakoeHandler(AsyncEventHandler):
         )
         self._stream = stream
         try:
-            ticket = self.context.admission.enter(resolved.speaker.name)
+            stream.ticket = self.context.admission.enter(resolved.speaker.name)
         except AdmissionRefused:
             stream.failed = True  # its chunks are ignored; synthesize-stop is answered
             raise
+        self._tickets.append(stream.ticket)
         stream.task = asyncio.create_task(self._stream_audio(stream), name=f"stream {self.peer}")
-        stream.task.add_done_callback(lambda _task: ticket.release())
 
     async def _stream_audio(self, stream: _Stream) -> None:
         async def deltas() -> AsyncIterator[str]:
@@ -373,6 +379,9 @@ class HayakoeHandler(AsyncEventHandler):
         if not stream.failed or stream.out.started:
             await stream.out.finish()
         await self.write_event(SynthesizeStopped().event())
+        if stream.ticket is not None:
+            stream.ticket.release()
+            self._tickets.remove(stream.ticket)
         _LOGGER.info(
             "Streamed %d characters with %s/%s for %s: %s",
             stream.length, stream.resolved.speaker.name, stream.resolved.style, self.peer,
@@ -387,3 +396,5 @@ class HayakoeHandler(AsyncEventHandler):
         stream.task.cancel()
         with contextlib.suppress(BaseException):
             await stream.task
+        if stream.ticket is not None:
+            stream.ticket.release()
