@@ -17,7 +17,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 
 def test_two_hundred_mixed_requests_leave_memory_fds_and_threads_flat() -> None:
-    config = soak.SoakConfig(requests=200, sample_every=50, warmup=50, concurrency=4)
+    config = soak.SoakConfig(requests=200, sample_every=50, warmup=100, concurrency=4)
     result = asyncio.run(soak.soak(config, progress=lambda line: None))
     print(result.table())
     print(result.summary())
