@@ -43,7 +43,13 @@ from pathlib import Path
 import psutil
 from wyoming.client import AsyncTcpClient
 from wyoming.info import Describe
-from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop, SynthesizeVoice
+from wyoming.tts import (
+    Synthesize,
+    SynthesizeChunk,
+    SynthesizeStart,
+    SynthesizeStop,
+    SynthesizeVoice,
+)
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -144,7 +150,9 @@ class SoakResult:
             if s.fds > warm.fds:
                 out.append(f"open fds grew: {warm.fds} → {s.fds} after {s.requests} requests")
             if s.threads > warm.threads:
-                out.append(f"threads grew: {warm.threads} → {s.threads} after {s.requests} requests")
+                out.append(
+                    f"threads grew: {warm.threads} → {s.threads} after {s.requests} requests"
+                )
         if self.exit_code not in (0, None):
             out.append(f"the server exited with {self.exit_code} on SIGTERM")
         return out
@@ -233,7 +241,10 @@ class Server:
         self._log = self.log_path.open("wb")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "wyoming_hayakoe", *args],
-            cwd=workdir, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            cwd=workdir,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
             stderr=self._log,
         )
         self.ps = psutil.Process(self.proc.pid)
@@ -402,7 +413,9 @@ async def soak(config: SoakConfig, progress=print) -> SoakResult:
                     try:
                         await send(server.port, req, config.timeout_s)
                     except Exception as exc:  # noqa: BLE001 - counted, reported
-                        result.failures.append(f"request {req.index} ({req.kind}, {req.voice}): {exc!r}")
+                        result.failures.append(
+                            f"request {req.index} ({req.kind}, {req.voice}): {exc!r}"
+                        )
                     result.counts[req.kind] = result.counts.get(req.kind, 0) + 1
 
             for first in range(0, len(requests), config.sample_every):
@@ -462,18 +475,31 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=HERE / "results" / "soak", help="PNG/JSON prefix")
     args = p.parse_args(argv)
     config = SoakConfig(
-        requests=args.requests, sample_every=args.sample_every, warmup=args.warmup,
-        concurrency=args.concurrency, seed=args.seed, neural=args.neural,
+        requests=args.requests,
+        sample_every=args.sample_every,
+        warmup=args.warmup,
+        concurrency=args.concurrency,
+        seed=args.seed,
+        neural=args.neural,
     )
-    result = asyncio.run(soak(config, progress=lambda line: print(line, file=sys.stderr, flush=True)))
+    result = asyncio.run(
+        soak(config, progress=lambda line: print(line, file=sys.stderr, flush=True))
+    )
     print(result.table())
     print()
     print(result.summary())
     if result.samples:
         plot(result, args.out.with_suffix(".png"))
-        data = {"config": asdict(config), "samples": [asdict(s) for s in result.samples],
-                "counts": result.counts, "failures": result.failures, "summary": result.summary()}
-        args.out.with_suffix(".json").write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+        data = {
+            "config": asdict(config),
+            "samples": [asdict(s) for s in result.samples],
+            "counts": result.counts,
+            "failures": result.failures,
+            "summary": result.summary(),
+        }
+        args.out.with_suffix(".json").write_text(
+            json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+        )
     problems = result.problems()
     for problem in problems:
         print(f"FAIL: {problem}")

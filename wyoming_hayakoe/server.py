@@ -73,7 +73,8 @@ def _default_voice(settings: Settings, speakers: Mapping[str, Speaker]) -> str:
     fallback = ([v.name for v in settings.voices if v.name in speakers] or list(speakers))[0]
     _LOGGER.error(
         "Default voice %s could not be loaded; requests that name no voice get %s",
-        settings.default_voice, fallback,
+        settings.default_voice,
+        fallback,
     )
     return fallback
 
@@ -122,7 +123,9 @@ class HayakoeServer:
             path = uri.path
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(path)
-            self._server = await asyncio.start_unix_server(self._on_connection, path=path, limit=limit)
+            self._server = await asyncio.start_unix_server(
+                self._on_connection, path=path, limit=limit
+            )
             _LOGGER.info("Listening on unix://%s", path)
         elif uri.scheme == "stdio":
             self._stdio_task = asyncio.create_task(self._serve_stdio(limit))
@@ -162,13 +165,15 @@ class HayakoeServer:
         if admission.in_flight:
             _LOGGER.info(
                 "Draining: waiting up to %g s for %d request(s) in flight",
-                timeout, admission.in_flight,
+                timeout,
+                admission.in_flight,
             )
         if await admission.wait_idle(timeout):
             return True
         _LOGGER.warning(
             "Drain timeout (%g s): %d request(s) still in flight are cut off",
-            timeout, admission.in_flight,
+            timeout,
+            admission.in_flight,
         )
         return False
 
@@ -205,7 +210,9 @@ class HayakoeServer:
         return self._zeroconf.service_name if self._zeroconf is not None else None
 
     # -- connections -----------------------------------------------------------------------
-    async def _on_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _on_connection(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
         task = asyncio.current_task()
         if task is not None:
             self._connections.add(task)

@@ -168,35 +168,96 @@ def build_parser() -> argparse.ArgumentParser:
             "Subcommands: export, download, export-bert (run `wyoming-hayakoe SUBCOMMAND -h`)."
         ),
     )
-    p.add_argument("--uri", default=DEFAULT_URI, help="tcp://HOST:PORT, unix://PATH or stdio:// (default: %(default)s)")
     p.add_argument(
-        "--zeroconf", nargs="?", const=DEFAULT_ZEROCONF_NAME, default=None, metavar="NAME",
+        "--uri",
+        default=DEFAULT_URI,
+        help="tcp://HOST:PORT, unix://PATH or stdio:// (default: %(default)s)",
+    )
+    p.add_argument(
+        "--zeroconf",
+        nargs="?",
+        const=DEFAULT_ZEROCONF_NAME,
+        default=None,
+        metavar="NAME",
         help=f"advertise the server with zeroconf as NAME (default name: {DEFAULT_ZEROCONF_NAME}); tcp:// only",
     )
     p.add_argument("--zeroconf-interface", action="append", default=[], help=argparse.SUPPRESS)
     p.add_argument(
-        "--voice", action="append", default=[], metavar="NAME[=SOURCE]",
+        "--voice",
+        action="append",
+        default=[],
+        metavar="NAME[=SOURCE]",
         help="voice to load (repeatable): a name, or NAME=SOURCE (hf://user/repo, s3://bucket/prefix, "
         f"file:///path, /path); default: {EMBEDDED_VOICE_NAME}",
     )
-    p.add_argument("--default-voice", help="voice used when a request names none (default: the first --voice)")
-    p.add_argument("--default-style", help="style used when a request names none (default: Neutral, else the voice's first)")
-    p.add_argument("--samples-per-chunk", type=_positive_int("--samples-per-chunk"), default=1024, help="samples per audio-chunk event (default: %(default)s)")
-    p.add_argument("--no-streaming", action="store_true", help="do not advertise streaming synthesis (synthesize-start/chunk/stop)")
-    p.add_argument("--device", default="cpu", help="cpu (ONNX Runtime) or cuda[:N] (PyTorch) (default: %(default)s)")
-    p.add_argument("--cache-dir", type=Path, help="where downloaded voices are kept (default: $HAYAKOE_CACHE or the user cache)")
-    p.add_argument("--bert-source", default=DEFAULT_SOURCE, help="where the BERT comes from (default: %(default)s)")
-    p.add_argument("--hf-token", default=None, help="Hugging Face token for private voices (default: $HF_TOKEN; never logged)")
-    p.add_argument("--user-dict", type=Path, action="append", default=[], help="user dictionary file (CSV or JSON; repeatable, later files win); reloaded when it changes and on SIGHUP")
-    p.add_argument("--no-rewrite", action="store_true", help="speak text as given (no times/units/Latin-word rewriting)")
+    p.add_argument(
+        "--default-voice", help="voice used when a request names none (default: the first --voice)"
+    )
+    p.add_argument(
+        "--default-style",
+        help="style used when a request names none (default: Neutral, else the voice's first)",
+    )
+    p.add_argument(
+        "--samples-per-chunk",
+        type=_positive_int("--samples-per-chunk"),
+        default=1024,
+        help="samples per audio-chunk event (default: %(default)s)",
+    )
+    p.add_argument(
+        "--no-streaming",
+        action="store_true",
+        help="do not advertise streaming synthesis (synthesize-start/chunk/stop)",
+    )
+    p.add_argument(
+        "--device",
+        default="cpu",
+        help="cpu (ONNX Runtime) or cuda[:N] (PyTorch) (default: %(default)s)",
+    )
+    p.add_argument(
+        "--cache-dir",
+        type=Path,
+        help="where downloaded voices are kept (default: $HAYAKOE_CACHE or the user cache)",
+    )
+    p.add_argument(
+        "--bert-source",
+        default=DEFAULT_SOURCE,
+        help="where the BERT comes from (default: %(default)s)",
+    )
+    p.add_argument(
+        "--hf-token",
+        default=None,
+        help="Hugging Face token for private voices (default: $HF_TOKEN; never logged)",
+    )
+    p.add_argument(
+        "--user-dict",
+        type=Path,
+        action="append",
+        default=[],
+        help="user dictionary file (CSV or JSON; repeatable, later files win); reloaded when it changes and on SIGHUP",
+    )
+    p.add_argument(
+        "--no-rewrite",
+        action="store_true",
+        help="speak text as given (no times/units/Latin-word rewriting)",
+    )
     p.add_argument("--no-warmup", action="store_true", help=argparse.SUPPRESS)
     p.add_argument(
-        "--compile", action=argparse.BooleanOptionalAction, default=None,
+        "--compile",
+        action=argparse.BooleanOptionalAction,
+        default=None,
         help="torch.compile neural voices at start (PyTorch backend; default: on for cuda devices)",
     )
     g = p.add_argument_group("synthesis defaults (per voice when not given)")
-    g.add_argument("--speed", type=_positive_float("--speed"), help="speaking rate factor (2.0 = twice as fast)")
-    g.add_argument("--sentence-silence", type=_non_negative_float("--sentence-silence"), help="seconds of silence between sentences")
+    g.add_argument(
+        "--speed",
+        type=_positive_float("--speed"),
+        help="speaking rate factor (2.0 = twice as fast)",
+    )
+    g.add_argument(
+        "--sentence-silence",
+        type=_non_negative_float("--sentence-silence"),
+        help="seconds of silence between sentences",
+    )
     g.add_argument("--sdp-ratio", type=_non_negative_float("--sdp-ratio"))
     g.add_argument("--noise", type=_non_negative_float("--noise"))
     g.add_argument("--noise-w", type=_non_negative_float("--noise-w"))
@@ -204,21 +265,29 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--pitch-scale", type=_positive_float("--pitch-scale"))
     g.add_argument("--intonation-scale", type=_non_negative_float("--intonation-scale"))
     p.add_argument(
-        "--max-text-length", type=_positive_int("--max-text-length"), default=DEFAULT_MAX_TEXT_LENGTH,
+        "--max-text-length",
+        type=_positive_int("--max-text-length"),
+        default=DEFAULT_MAX_TEXT_LENGTH,
         help="longest text (characters) one request may carry (default: %(default)s)",
     )
     p.add_argument(
-        "--max-queue", type=_non_negative_int("--max-queue"), default=DEFAULT_MAX_QUEUE,
+        "--max-queue",
+        type=_non_negative_int("--max-queue"),
+        default=DEFAULT_MAX_QUEUE,
         help="requests that may wait for one voice while it speaks another; one more gets an "
         "error 'busy' at once (default: %(default)s)",
     )
     p.add_argument(
-        "--drain-timeout", type=_non_negative_float("--drain-timeout"), default=DEFAULT_DRAIN_TIMEOUT,
+        "--drain-timeout",
+        type=_non_negative_float("--drain-timeout"),
+        default=DEFAULT_DRAIN_TIMEOUT,
         help="on SIGTERM, seconds to let requests in flight finish before closing (default: %(default)s)",
     )
     p.add_argument("--debug", action="store_true", help="log DEBUG messages")
     p.add_argument("--log-format", default=logging.BASIC_FORMAT, help="format of log messages")
-    p.add_argument("--version", action="version", version=__version__, help="print the version and exit")
+    p.add_argument(
+        "--version", action="version", version=__version__, help="print the version and exit"
+    )
     return p
 
 
@@ -230,10 +299,14 @@ def _check_uri(uri: str) -> str:
         except ValueError:
             port = None
         if not parsed.hostname or port is None:
-            raise SettingsError(f"--uri {uri!r}: tcp:// needs a host and a port, e.g. tcp://0.0.0.0:10200")
+            raise SettingsError(
+                f"--uri {uri!r}: tcp:// needs a host and a port, e.g. tcp://0.0.0.0:10200"
+            )
     elif parsed.scheme == "unix":
         if not parsed.path:
-            raise SettingsError(f"--uri {uri!r}: unix:// needs a socket path, e.g. unix:///run/hayakoe.sock")
+            raise SettingsError(
+                f"--uri {uri!r}: unix:// needs a socket path, e.g. unix:///run/hayakoe.sock"
+            )
     elif parsed.scheme != "stdio":
         raise SettingsError(f"--uri {uri!r}: only tcp://, unix:// and stdio:// are supported")
     return uri
@@ -248,13 +321,17 @@ def settings_from_args(args: argparse.Namespace, environ: dict[str, str] | None 
         spec = VoiceSpec.parse(text)
         clash = next((v for v in voices if v.name == spec.name), None)
         if clash is not None and clash != spec:
-            raise SettingsError(f"--voice {text!r}: voice {spec.name!r} is given twice with different sources")
+            raise SettingsError(
+                f"--voice {text!r}: voice {spec.name!r} is given twice with different sources"
+            )
         if clash is None:
             voices.append(spec)
     default_voice = args.default_voice.strip() if args.default_voice else None
     if default_voice:
         if "=" in default_voice:
-            raise SettingsError(f"--default-voice {args.default_voice!r}: give a name; put NAME=SOURCE in --voice")
+            raise SettingsError(
+                f"--default-voice {args.default_voice!r}: give a name; put NAME=SOURCE in --voice"
+            )
         if all(v.name != default_voice for v in voices):
             voices.append(VoiceSpec(default_voice))
     if not voices:
@@ -302,7 +379,9 @@ def settings_from_args(args: argparse.Namespace, environ: dict[str, str] | None 
     )
 
 
-def parse_settings(argv: Sequence[str] | None = None, environ: dict[str, str] | None = None) -> Settings:
+def parse_settings(
+    argv: Sequence[str] | None = None, environ: dict[str, str] | None = None
+) -> Settings:
     """Parse the command line into `Settings` (argparse exits with a message on bad flags)."""
     parser = build_parser()
     args = parser.parse_args(list(argv) if argv is not None else None)

@@ -78,14 +78,18 @@ def _file_factory(uri: str, *, cache_dir: object = None, token: str | None = Non
     rest = uri.split("://", 1)[1]
     host, _, path = rest.partition("/")
     if host not in ("", "localhost"):
-        raise ValueError(f"file:// URIs must name a local absolute path (file:///abs/path), got {redact(uri)!r}")
+        raise ValueError(
+            f"file:// URIs must name a local absolute path (file:///abs/path), got {redact(uri)!r}"
+        )
     from urllib.parse import unquote
 
     return LocalSource("/" + unquote(path), given=uri)
 
 
 def _https_factory(uri: str, *, cache_dir: object = None, token: str | None = None) -> Source:
-    host = (re.sub(r"^[a-zA-Z]+://", "", uri).split("/", 1)[0].rsplit("@", 1)[-1].split(":")[0]).lower()
+    host = (
+        re.sub(r"^[a-zA-Z]+://", "", uri).split("/", 1)[0].rsplit("@", 1)[-1].split(":")[0]
+    ).lower()
     if host not in hub_hosts():
         raise ValueError(
             f"unsupported URL {redact(uri)!r}: http(s) URLs are accepted only for Hugging Face "

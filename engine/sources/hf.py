@@ -101,7 +101,9 @@ def parse_hf_uri(uri: str) -> dict[str, Any]:
         if segments and segments[0] in _REPO_TYPES:
             repo_type = _REPO_TYPES[segments.pop(0)]
         if len(segments) < 2:
-            raise ValueError(f"Hub URI needs owner/repo: {redact(uri)!r} (e.g. hf://lemondouble/hayakoe)")
+            raise ValueError(
+                f"Hub URI needs owner/repo: {redact(uri)!r} (e.g. hf://lemondouble/hayakoe)"
+            )
         owner, name, sub = segments[0], segments[1], segments[2:]
     elif scheme in ("http", "https"):
         host = (parts.hostname or "").lower()
@@ -226,7 +228,11 @@ class HFSource:
         api = self._api()
         try:
             if path and api.file_exists(
-                self.repo_id, path, repo_type=self.repo_type, revision=self.revision, token=self._token
+                self.repo_id,
+                path,
+                repo_type=self.repo_type,
+                revision=self.revision,
+                token=self._token,
             ):
                 return True
             entries = api.list_repo_tree(
@@ -331,7 +337,9 @@ class HFSource:
         text = redact(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
         if isinstance(exc, errors.GatedRepoError):
             return SourceAccessError(
-                redact(f"{self.uri}: gated repository; accept its terms on the Hub and set HF_TOKEN")
+                redact(
+                    f"{self.uri}: gated repository; accept its terms on the Hub and set HF_TOKEN"
+                )
             )
         if isinstance(exc, errors.RepositoryNotFoundError):
             return SourceNotFoundError(
@@ -351,14 +359,23 @@ class HFSource:
         if isinstance(exc, errors.HfHubHTTPError):
             status = getattr(getattr(exc, "response", None), "status_code", None)
             if status in (401, 403):
-                return SourceAccessError(redact(f"{self.uri}: access denied (HTTP {status}); check HF_TOKEN"))
+                return SourceAccessError(
+                    redact(f"{self.uri}: access denied (HTTP {status}); check HF_TOKEN")
+                )
             if status == 404:
                 return SourceNotFoundError(self.uri, rel, "not found on the Hub")
             return OSError(redact(f"{self.uri}/{rel}: Hub error: {text}"))
-        if isinstance(exc, (ConnectionError, TimeoutError)) or "connect" in type(exc).__name__.lower():
+        if (
+            isinstance(exc, (ConnectionError, TimeoutError))
+            or "connect" in type(exc).__name__.lower()
+        ):
             return SourceUnavailableError(self.uri, rel, f"the Hub could not be reached: {text}")
         if isinstance(exc, (ValueError, OSError)):
-            return type(exc)(redact(f"{self.uri}/{rel}: {text}")) if type(exc) in (ValueError, OSError) else exc
+            return (
+                type(exc)(redact(f"{self.uri}/{rel}: {text}"))
+                if type(exc) in (ValueError, OSError)
+                else exc
+            )
         return exc
 
 
