@@ -33,7 +33,9 @@ def _spin() -> None:  # pragma: no cover - a load generator
         pass
 
 
-def _median(fn: Callable[[], object], repeats: int, before: Callable[[], object] | None = None) -> float:
+def _median(
+    fn: Callable[[], object], repeats: int, before: Callable[[], object] | None = None
+) -> float:
     if before:
         before()
     fn()  # warm-up
@@ -71,7 +73,12 @@ def main() -> None:
         words = kanalizer_reading.cache_info().currsize
         t_analyze = _median(lambda: [analyze(t) for t in texts], args.repeats) / n
         t_warm = _median(lambda: [rewrite(t) for t in texts], args.repeats) / n
-        t_cold = _median(lambda: [rewrite(t) for t in texts], args.repeats, kanalizer_reading.cache_clear) / n
+        t_cold = (
+            _median(
+                lambda: [rewrite(t) for t in texts], args.repeats, kanalizer_reading.cache_clear
+            )
+            / n
+        )
     finally:
         if busy is not None:
             busy.terminate()
@@ -79,10 +86,16 @@ def main() -> None:
     per_word = (t_cold - t_warm) * n / max(words, 1)
     mean_chars = sum(map(len, texts)) / n
     load = " (one other core busy)" if args.busy else ""
-    print(f"rewrite benchmark{load}: {n} sentences, {mean_chars:.1f} characters on average, "
-          f"median of {args.repeats}; {words} distinct words go to kanalizer")
+    print(
+        f"rewrite benchmark{load}: {n} sentences, {mean_chars:.1f} characters on average, "
+        f"median of {args.repeats}; {words} distinct words go to kanalizer"
+    )
     print(f"{'stage':34} {'ms/sentence':>12} {'× analyze':>10}")
-    for name, sec in (("analyze (baseline)", t_analyze), ("rewrite, warm", t_warm), ("rewrite, cold", t_cold)):
+    for name, sec in (
+        ("analyze (baseline)", t_analyze),
+        ("rewrite, warm", t_warm),
+        ("rewrite, cold", t_cold),
+    ):
         print(f"{name:34} {sec * 1e3:12.3f} {sec / t_analyze:10.2f}")
     print(f"{'kanalizer per uncached word':34} {per_word * 1e3:12.3f} {per_word / t_analyze:10.2f}")
 

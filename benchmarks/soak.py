@@ -32,7 +32,6 @@ import json
 import os
 import random
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -53,6 +52,9 @@ from wyoming.tts import (
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
+sys.path.insert(0, str(REPO))
+
+from tests.helpers.net import free_port  # noqa: E402
 CACHE = HERE / ".cache"
 SMALL_ROOT = CACHE / "soak-small"
 SMALL_VOICE = "tiny"
@@ -193,8 +195,7 @@ def small_root() -> Path:
     if not marker.exists():
         import shutil
 
-        sys.path.insert(0, str(REPO / "tests"))
-        from _neural_fixtures import build_layout_root
+        from tests.helpers.voices import build_layout_root
 
         shutil.rmtree(SMALL_ROOT, ignore_errors=True)
         SMALL_ROOT.mkdir(parents=True)
@@ -219,17 +220,11 @@ def neural_voice(kind: str) -> tuple[str, Path] | None:
 
 
 # -- the server ---------------------------------------------------------------------------------
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 class Server:
     """`python -m wyoming_hayakoe` on a free loopback port, its log in a file."""
 
     def __init__(self, config: SoakConfig, neural: tuple[str, Path] | None, workdir: Path) -> None:
-        self.port = _free_port()
+        self.port = free_port()
         args = ["--uri", f"tcp://127.0.0.1:{self.port}", "--voice", EMBEDDED]
         if neural is not None:
             name, root = neural

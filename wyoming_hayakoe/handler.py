@@ -280,9 +280,11 @@ class HayakoeHandler(AsyncEventHandler):
             ticket.release()
 
     async def _speak(self, resolved: Resolved, text: str) -> None:
-        out = _AudioOut(self, resolved.speaker.sample_rate, self.context.samples_per_chunk)
+        out = _AudioOut(self, resolved.rate, self.context.samples_per_chunk)
         try:
-            async with contextlib.aclosing(self._audio(resolved, text)) as chunks:
+            async with contextlib.aclosing(
+                self._audio(resolved, text, measure_whole=True)
+            ) as chunks:
                 async for chunk in chunks:
                     await out.send(chunk)
         except (ClientGone, asyncio.CancelledError):
@@ -310,8 +312,19 @@ class HayakoeHandler(AsyncEventHandler):
             out.summary(),
         )
 
-    def _audio(self, resolved: Resolved, text: Any) -> AsyncIterator[AudioResult]:
-        return resolved.speaker.astream(text, style=resolved.style, **self.context.options)
+    def _audio(
+        self, resolved: Resolved, text: Any, *, measure_whole: bool = False
+    ) -> AsyncIterator[AudioResult]:
+        """The request's audio: its style, the server-wide options under a preset's, its output
+        shaping (a one-shot request's loudness is measured over the whole text)."""
+        options = {**self.context.options, **resolved.options}
+        return resolved.speaker.astream(
+            text,
+            style=resolved.style,
+            output=resolved.output,
+            measure_whole=measure_whole,
+            **options,
+        )
 
     def _check_length(self, length: int) -> None:
         if length > self.context.max_text_length:
@@ -337,7 +350,7 @@ class HayakoeHandler(AsyncEventHandler):
         )
         stream = _Stream(
             resolved=resolved,
-            out=_AudioOut(self, resolved.speaker.sample_rate, self.context.samples_per_chunk),
+            out=_AudioOut(self, resolved.rate, self.context.samples_per_chunk),
         )
         self._stream = stream
         try:

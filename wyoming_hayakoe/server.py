@@ -27,6 +27,7 @@ from .events import EventLimits
 from .handler import HayakoeHandler, ServerContext
 from .info import VoiceCatalog, build_info
 from .memory import IdleHeapTrim, limit_malloc_arenas
+from .presets import output_options, resolve_presets
 from .settings import Settings
 from .zeroconf import ZeroconfAdvertiser
 
@@ -45,6 +46,7 @@ def build_tts(settings: Settings) -> TTS:
         bert_source=settings.bert_source,
         hf_token=settings.hf_token,
         rewrite=settings.rewrite,
+        options=settings.engine,
     )
     for spec in settings.voices:
         tts.load(spec.name, source=spec.source)
@@ -84,7 +86,20 @@ class HayakoeServer:
 
     def __init__(self, settings: Settings, speakers: Mapping[str, Speaker]) -> None:
         self.settings = settings
-        catalog = VoiceCatalog(speakers, _default_voice(settings, speakers), settings.default_style)
+        catalog = VoiceCatalog(
+            speakers,
+            _default_voice(settings, speakers),
+            settings.default_style,
+            output=output_options(settings.output),
+        )
+        catalog.presets = resolve_presets(  # raises PresetError, naming the preset
+            settings.presets,
+            speakers,
+            synthesis=settings.synthesis,
+            output=settings.output,
+            default_style=catalog.style_for,
+            taken=catalog.voice_names(),
+        )
         self.context = ServerContext(
             catalog=catalog,
             info_event=build_info(catalog, streaming=settings.streaming).event(),
@@ -241,12 +256,9 @@ def configure_logging(settings: Settings) -> None:
     """Log to stderr (stdout may carry the protocol) with secrets scrubbed."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter(settings.log_format))
-    try:
-        from engine import RedactingFilter
-    except ImportError:  # an engine without sources: nothing to redact
-        pass
-    else:
-        handler.addFilter(RedactingFilter())
+    from engine import RedactingFilter  # loaded on first use (engine.sources)
+
+    handler.addFilter(RedactingFilter())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(logging.DEBUG if settings.debug else logging.INFO)

@@ -28,13 +28,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from ..layout import OFFICIAL_SOURCE
 from .base import (
     SourceAccessError,
     SourceNotFoundError,
     SourceUnavailableError,
     cache_write_error,
     normalize_prefix,
-    offline_requested,
 )
 from .cache import cache_root, hf_cache_dir
 from .redact import redact, register_secret
@@ -50,10 +50,11 @@ def _truthy(value: str | None) -> bool:
     return (value or "").strip().lower() in ("1", "true", "yes", "on")
 
 
-def hub_offline() -> bool:
-    """True when Hub access is switched off now (`HF_HUB_OFFLINE`, `TRANSFORMERS_OFFLINE`,
-    `HAYAKOE_OFFLINE`, or huggingface_hub's own setting read at its import)."""
-    if offline_requested() or _truthy(os.environ.get("HF_HUB_OFFLINE")):
+def hub_offline(offline: bool = False) -> bool:
+    """True when Hub access is switched off now: `offline` (`EngineOptions.offline`), or
+    huggingface_hub's own switches (`HF_HUB_OFFLINE`, `TRANSFORMERS_OFFLINE`, or its setting
+    read at its import)."""
+    if offline or _truthy(os.environ.get("HF_HUB_OFFLINE")):
         return True
     if _truthy(os.environ.get("TRANSFORMERS_OFFLINE")):
         return True
@@ -101,9 +102,7 @@ def parse_hf_uri(uri: str) -> dict[str, Any]:
         if segments and segments[0] in _REPO_TYPES:
             repo_type = _REPO_TYPES[segments.pop(0)]
         if len(segments) < 2:
-            raise ValueError(
-                f"Hub URI needs owner/repo: {redact(uri)!r} (e.g. hf://lemondouble/hayakoe)"
-            )
+            raise ValueError(f"Hub URI needs owner/repo: {redact(uri)!r} (e.g. {OFFICIAL_SOURCE})")
         owner, name, sub = segments[0], segments[1], segments[2:]
     elif scheme in ("http", "https"):
         host = (parts.hostname or "").lower()
@@ -157,8 +156,11 @@ class HFSource:
         cache_dir: str | os.PathLike[str] | None = None,
         token: str | None = None,
         endpoint: str | None = None,
+        offline: bool = False,
     ) -> None:
         self.repo_id = repo_id
+        self.offline = offline
+        """Answer from the cache only (`EngineOptions.offline`)."""
         self.revision = revision
         self.subdir = normalize_prefix(subdir)
         self.repo_type = repo_type
@@ -175,9 +177,11 @@ class HFSource:
         self.uri = redact(uri)
 
     @classmethod
-    def from_uri(cls, uri: str, *, cache_dir: Any = None, token: str | None = None) -> HFSource:
+    def from_uri(
+        cls, uri: str, *, cache_dir: Any = None, token: str | None = None, offline: bool = False
+    ) -> HFSource:
         """Factory for `parse_source`."""
-        return cls(**parse_hf_uri(uri), cache_dir=cache_dir, token=token)
+        return cls(**parse_hf_uri(uri), cache_dir=cache_dir, token=token, offline=offline)
 
     def __repr__(self) -> str:
         return f"HFSource({self.uri!r})"
@@ -193,7 +197,7 @@ class HFSource:
         if cached is not None:
             _LOGGER.debug("%s: %s found in the cache", self.uri, rel or "(root)")
             return cached
-        if hub_offline():
+        if hub_offline(self.offline):
             raise SourceUnavailableError(
                 self.uri,
                 rel,
@@ -223,7 +227,7 @@ class HFSource:
         path = self._path_in_repo(rel)
         if self._in_cache(path):
             return True
-        if hub_offline():
+        if hub_offline(self.offline):
             return False
         api = self._api()
         try:

@@ -41,7 +41,6 @@ from .base import (
     SourceUnavailableError,
     cache_write_error,
     normalize_prefix,
-    offline_requested,
     safe_relative_path,
     write_json_atomic,
 )
@@ -140,12 +139,15 @@ class S3Source:
         region: str | None = None,
         client: Any = None,
         timeout: float | None = None,
+        offline: bool = False,
     ) -> None:
         """`timeout`: seconds to wait for a connection and for each answer (default 10 s to
         connect, 60 s per answer)."""
         self.bucket = bucket
         self.connect_timeout = timeout if timeout is not None else DEFAULT_CONNECT_TIMEOUT_S
         self.read_timeout = timeout if timeout is not None else DEFAULT_READ_TIMEOUT_S
+        self.offline = offline
+        """Answer from the cache only, never contacting the store (`EngineOptions.offline`)."""
         self.prefix = normalize_prefix(prefix)
         self.endpoint_url = (
             endpoint_url
@@ -160,10 +162,12 @@ class S3Source:
         self.cache_path = base / self.prefix if self.prefix else base
 
     @classmethod
-    def from_uri(cls, uri: str, *, cache_dir: Any = None, token: str | None = None) -> S3Source:
+    def from_uri(
+        cls, uri: str, *, cache_dir: Any = None, token: str | None = None, offline: bool = False
+    ) -> S3Source:
         """Factory for `parse_source` (`token` is for Hub sources and is ignored here)."""
         bucket, prefix = parse_s3_uri(uri)
-        return cls(bucket, prefix, cache_dir=cache_dir)
+        return cls(bucket, prefix, cache_dir=cache_dir, offline=offline)
 
     def __repr__(self) -> str:
         return f"S3Source({self.uri!r})"
@@ -174,8 +178,8 @@ class S3Source:
         """Sync every object under `prefix` into the cache and return that folder."""
         rel = normalize_prefix(prefix)
         local = self.cache_path / rel if rel else self.cache_path
-        if offline_requested():
-            return self._use_cache(local, rel, "HAYAKOE_OFFLINE is set", warn=False)
+        if self.offline:
+            return self._use_cache(local, rel, "offline (HAYAKOE_OFFLINE / --offline)", warn=False)
         try:
             objects = self._list(rel)
         except _Unreachable as exc:
@@ -205,7 +209,7 @@ class S3Source:
         store cannot be reached)."""
         rel = normalize_prefix(prefix)
         local = self.cache_path / rel if rel else self.cache_path
-        if offline_requested():
+        if self.offline:
             return local.exists()
         key = self._key(rel)
         try:

@@ -101,7 +101,7 @@ def kanalizer_reading(word: str) -> str | None:
 
 
 def _possessive(reading: str) -> str:
-    """``'s`` as Japanese says it: キッド → キッズ, マット → マッツ, マイク → マイクス, else + ズ."""
+    """``'s`` as Japanese says it: キッド → キッズ, マット → マッツ, マイク → マイクス, else ズ."""
     if reading.endswith("ド"):
         return reading[:-1] + "ズ"
     if reading.endswith("ト"):
@@ -171,6 +171,37 @@ def _read_words(words: list[str]) -> str:
             out.append(_read_word(words[i]))
             i += 1
     return "".join(out)
+
+
+_ONES = (
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
+    "fifteen sixteen seventeen eighteen nineteen"
+).split()
+_TENS = "_ _ twenty thirty forty fifty sixty seventy eighty ninety".split()
+
+
+def english_number(n: int) -> str | None:
+    """``n`` (0–9999) in English words (``21`` → ``twenty one``); None when larger."""
+    if not 0 <= n <= 9999:
+        return None
+    words: list[str] = []
+    if n >= 1000:
+        words += [_ONES[n // 1000], "thousand"]
+        n %= 1000
+        if not n:
+            return " ".join(words)
+    if n >= 100:
+        words += [_ONES[n // 100], "hundred"]
+        n %= 100
+        if not n:
+            return " ".join(words)
+    if n < 20:
+        words.append(_ONES[n])
+    else:
+        words.append(_TENS[n // 10])
+        if n % 10:
+            words.append(_ONES[n % 10])
+    return " ".join(words)
 
 
 def read_latin(run: str) -> str:

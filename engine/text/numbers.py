@@ -17,19 +17,29 @@ from __future__ import annotations
 __all__ = ["DIALLED_DIGITS", "FRACTION_DIGITS", "dialled", "fraction_digits", "version"]
 
 DIALLED_DIGITS: dict[str, str] = dict(
-    zip("0123456789", ["ゼロ", "イチ", "ニー", "サン", "ヨン", "ゴー", "ロク", "ナナ", "ハチ", "キュー"])
+    zip(
+        "0123456789",
+        ["ゼロ", "イチ", "ニー", "サン", "ヨン", "ゴー", "ロク", "ナナ", "ハチ", "キュー"],
+        strict=True,
+    )
 )
 """Digit names used when a number is dictated (phone numbers, postal codes)."""
 
 FRACTION_DIGITS: dict[str, str] = dict(
-    zip("0123456789", ["ゼロ", "イチ", "ニ", "サン", "ヨン", "ゴ", "ロク", "ナナ", "ハチ", "キュー"])
+    zip(
+        "0123456789",
+        ["ゼロ", "イチ", "ニ", "サン", "ヨン", "ゴ", "ロク", "ナナ", "ハチ", "キュー"],
+        strict=True,
+    )
 )
 """Digit names after a decimal point (3.14 → さんてんいちよん)."""
 
 
 def dialled(groups: list[str]) -> str:
     """Digit groups read digit by digit, joined by の."""
-    return "の".join("".join(DIALLED_DIGITS[d] for d in g if d in DIALLED_DIGITS) for g in groups if g)
+    return "の".join(
+        "".join(DIALLED_DIGITS[d] for d in g if d in DIALLED_DIGITS) for g in groups if g
+    )
 
 
 def fraction_digits(digits: str) -> str:

@@ -17,7 +17,8 @@ Rules, in order (input is NFKC-normalised first; examples show the rewritten tex
 5. percent: ``50%`` → ``50パーセント``; ``‰`` → ``パーミル``
 6. currency: ``$5.99`` → ``5ドル99セント``, ``100 USD`` → ``100ドル`` (also JPY, EUR, GBP);
    ``¥1,200``, ``€3`` are left to the normaliser (which reads them)
-7. units after a number: ``5km`` → ``5キロメートル``, ``60km/h`` → ``時速60キロ`` (``時速60km`` → ``時速60キロメートル``), ``kg``,
+7. units after a number: ``5km`` → ``5キロメートル``, ``60km/h`` → ``時速60キロ``
+   (``時速60km`` → ``時速60キロメートル``), ``kg``,
    ``W``, ``kWh``, ``V``, ``Hz``, ``GB``, ``Mbps``, ``hPa``, ``m2`` (``㎡``), ``μg/m3``, ``min`` …
 8. phone numbers (also ``09012345678``, ``+81 90-…``) and postal codes (``〒100-0001``)
    digit by digit, groups joined by の (:mod:`engine.text.numbers`); a hyphen between
@@ -29,7 +30,8 @@ Rules, in order (input is NFKC-normalised first; examples show the rewritten tex
    ``1プラス1イコール2``, ``×``/``÷`` → ``かける``/``わる``
 9. versions: ``2.0.1`` → ``2点ゼロ点1``, ``v1.2`` → ``バージョン1点2``; decimals with two or
    more digits after the point digit by digit: ``3.14`` → ``3点イチヨン``
-10. Latin words: table keys with digits or dots (``PM2.5``, ``5G``), then every run of Latin
+10. a number inside an English sentence in English words (``open for 10 minutes`` → ``ten``);
+    Latin words: table keys with digits or dots (``PM2.5``, ``5G``), then every run of Latin
     words through :func:`engine.text.english.read_latin` (curated table, then kanalizer;
     ``Living Room`` → ``リビングルーム``, ``USB`` → ``ユーエスビー``)
 
@@ -44,7 +46,7 @@ import re
 import unicodedata
 from collections.abc import Callable, Iterable
 
-from .english import read_latin
+from .english import english_number, read_latin
 from .numbers import dialled, fraction_digits, version
 from .readings import ENGLISH_ORDINALS, LATIN_READINGS
 
@@ -73,7 +75,9 @@ _WEEKDAY_RE = re.compile(r"(?<=[\d日])\s*\(([月火水木金土日])(?:曜日?)
 
 # 4. temperatures
 _FAHRENHEIT_RE = re.compile(r"([-−]?)(" + _NUM + r")\s*°\s*F" + _NOT_ALNUM_AFTER)
-_CELSIUS_RE = re.compile(r"(" + _NUM + r")\s*(?:°\s*C" + _NOT_ALNUM_AFTER + r"|°|度C" + _NOT_ALNUM_AFTER + ")")
+_CELSIUS_RE = re.compile(
+    r"(" + _NUM + r")\s*(?:°\s*C" + _NOT_ALNUM_AFTER + r"|°|度C" + _NOT_ALNUM_AFTER + ")"
+)
 
 # 5. percent
 _PERCENT_RE = re.compile(r"(" + _NUM_SEP + r")\s*%")
@@ -81,9 +85,20 @@ _PERMILLE_RE = re.compile(r"(" + _NUM_SEP + r")\s*‰")
 
 # 6. currency
 _DOLLAR_CENTS_RE = re.compile(r"\$\s*(" + r"(?:\d{1,3}(?:,\d{3})+|\d+)" + r")\.(\d{2})(?!\d)")
-_CURRENCY_CODES = {"USD": "ドル", "JPY": "円", "EUR": "ユーロ", "GBP": "ポンド", "CNY": "元", "KRW": "ウォン"}
-_CODE_RE = re.compile(r"(" + _NUM_SEP + r")\s*(" + "|".join(_CURRENCY_CODES) + r")" + _NOT_ALNUM_AFTER)
-_CODE_BEFORE_RE = re.compile(_NOT_ALNUM_BEFORE + r"(" + "|".join(_CURRENCY_CODES) + r")\s*(" + _NUM_SEP + ")")
+_CURRENCY_CODES = {
+    "USD": "ドル",
+    "JPY": "円",
+    "EUR": "ユーロ",
+    "GBP": "ポンド",
+    "CNY": "元",
+    "KRW": "ウォン",
+}
+_CODE_RE = re.compile(
+    r"(" + _NUM_SEP + r")\s*(" + "|".join(_CURRENCY_CODES) + r")" + _NOT_ALNUM_AFTER
+)
+_CODE_BEFORE_RE = re.compile(
+    _NOT_ALNUM_BEFORE + r"(" + "|".join(_CURRENCY_CODES) + r")\s*(" + _NUM_SEP + ")"
+)
 
 # 7. units (after a number; case-sensitive)
 _UNITS: dict[str, str] = {
@@ -91,12 +106,14 @@ _UNITS: dict[str, str] = {
     "kg": "キログラム", "g": "グラム", "mg": "ミリグラム",
     "L": "リットル", "l": "リットル", "mL": "ミリリットル", "ml": "ミリリットル",
     "W": "ワット", "kW": "キロワット", "Wh": "ワットアワー", "kWh": "キロワットアワー",
-    "V": "ボルト", "mV": "ミリボルト", "A": "アンペア", "mA": "ミリアンペア", "mAh": "ミリアンペアアワー",
+    "V": "ボルト", "mV": "ミリボルト", "A": "アンペア", "mA": "ミリアンペア",
+    "mAh": "ミリアンペアアワー",
     "Hz": "ヘルツ", "kHz": "キロヘルツ", "MHz": "メガヘルツ", "GHz": "ギガヘルツ",
     "dB": "デシベル", "lx": "ルクス", "lm": "ルーメン", "ppm": "ピーピーエム",
     "Pa": "パスカル", "hPa": "ヘクトパスカル", "kPa": "キロパスカル",
     "KB": "キロバイト", "kB": "キロバイト", "MB": "メガバイト", "GB": "ギガバイト",
-    "TB": "テラバイト", "bps": "ビーピーエス", "kbps": "キロビーピーエス", "Mbps": "メガビーピーエス",
+    "TB": "テラバイト", "bps": "ビーピーエス", "kbps": "キロビーピーエス",
+    "Mbps": "メガビーピーエス",
     "Gbps": "ギガビーピーエス",
     "m2": "平方メートル", "m3": "立方メートル", "km2": "平方キロメートル",
     "μg/m3": "マイクログラム毎立方メートル", "mg/L": "ミリグラム毎リットル",
@@ -104,7 +121,9 @@ _UNITS: dict[str, str] = {
     "kcal": "キロカロリー", "cal": "カロリー",
 }  # fmt: skip
 _UNIT_RE = re.compile(
-    r"(" + _NUM_SEP + r")\s*("
+    r"("
+    + _NUM_SEP
+    + r")\s*("
     + "|".join(re.escape(u) for u in sorted(_UNITS, key=len, reverse=True))
     + r")(?![0-9A-Za-z])"
 )
@@ -152,7 +171,9 @@ _UNIT_WORDS = (
     r"|キロ|センチ|ミリ|メートル|グラム|リットル|ワット|ボルト|アンペア|ヘルツ|デシベル|ルクス|ドル|ユーロ"
     r"|倍|割|点|位|号|番|歩|杯|時間|分間|秒間|日間|ページ|km|cm|mm|kg)"
 )
-_POSTAL_RE = re.compile(r"(?:〒\s*|(?<=郵便番号)\s*|(?<![\d\-.,]))(\d{3})-(\d{4})(?![\d\-])(?!" + _UNIT_WORDS + ")")
+_POSTAL_RE = re.compile(
+    r"(?:〒\s*|(?<=郵便番号)\s*|(?<![\d\-.,]))(\d{3})-(\d{4})(?![\d\-])(?!" + _UNIT_WORDS + ")"
+)
 _INTL_PHONE_RE = re.compile(r"\+(\d{1,3})[ \-](\d{1,4})-(\d{1,4})-(\d{3,4})(?![\d\-])")
 _MOBILE_RE = re.compile(r"(?<![\d\-.,])(0[5789]0)(\d{4})(\d{4})(?![\d\-.,])")
 _HYPHEN_RANGE_RE = re.compile(
@@ -160,11 +181,15 @@ _HYPHEN_RANGE_RE = re.compile(
 )
 _ORDINAL_RE = re.compile(r"(?<![0-9A-Za-z])(\d+)(st|nd|rd|th)(?![A-Za-z])", re.IGNORECASE)
 _NUMBER_SIGN_RE = re.compile(r"(?<![A-Za-z])(?:No\.|No|#)\s*(?=\d)")
-_PREFIXED_VERSION_RE = re.compile(r"(?<![A-Za-z])(?:[vV]|[Vv]er\.?|[Vv]ersion\s?)(\d+(?:\.\d+)+)(?![\d.])")
+_PREFIXED_VERSION_RE = re.compile(
+    r"(?<![A-Za-z])(?:[vV]|[Vv]er\.?|[Vv]ersion\s?)(\d+(?:\.\d+)+)(?![\d.])"
+)
 _RATIO_RE = re.compile(r"(?<![\d:.])(\d+):(\d+)(?![\d:])")
 _FRACTION_SLASH_RE = re.compile(r"(\d+)⁄(\d+)")
 _FRACTION_RE = re.compile(r"(?<![\d/.])(\d+)/(\d+)(?![\d/.])")
 _PLUS_OR_MINUS_RE = re.compile(r"\+\s*/?\s*[-−](?=\s*\d)")
+_IN_ENGLISH_RE = re.compile(r"(?<=[A-Za-z] )(\d{1,3})(?= [a-z])")
+_ENGLISH_BEFORE_RE = re.compile(r"(?:[A-Za-z']+ ){2,}$")
 _DECIMAL_RE = re.compile(r"(?<![\d.])((?:\d{1,3}(?:,\d{3})+|\d+))\.(\d{2,})(?![\d.])")
 
 _PLACEHOLDER_BASE = 0xF0000  # supplementary private use area: never in real text
@@ -226,6 +251,14 @@ def _ordinal(m: re.Match[str]) -> str:
     return ENGLISH_ORDINALS.get(n, f"{n}番目")
 
 
+def _number_in_english(m: re.Match[str]) -> str:
+    """A number inside an English sentence (two words before it, a lower-case word after
+    it: ``open for 10 minutes``) is said in English; ``iPhone 15 Pro`` stays Japanese."""
+    if _ENGLISH_BEFORE_RE.search(m.string, max(0, m.start() - 40), m.start()) is None:
+        return m.group(0)
+    return english_number(int(m.group(1))) or m.group(0)
+
+
 def _postal(m: re.Match[str]) -> str:
     return dialled([m.group(1), m.group(2)])
 
@@ -243,7 +276,10 @@ _RULES: list[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]]] = [
     (_CELSIUS_RE, lambda m: f"{m.group(1)}度"),
     (_PERCENT_RE, lambda m: f"{m.group(1)}パーセント"),
     (_PERMILLE_RE, lambda m: f"{m.group(1)}パーミル"),
-    (_DOLLAR_CENTS_RE, lambda m: f"{m.group(1)}ドル" + (f"{int(m.group(2))}セント" if int(m.group(2)) else "")),
+    (
+        _DOLLAR_CENTS_RE,
+        lambda m: f"{m.group(1)}ドル" + (f"{int(m.group(2))}セント" if int(m.group(2)) else ""),
+    ),
     (_CODE_RE, lambda m: f"{m.group(1)}{_CURRENCY_CODES[m.group(2)]}"),
     (_CODE_BEFORE_RE, lambda m: f"{m.group(2)}{_CURRENCY_CODES[m.group(1)]}"),
     (_ORDINAL_RE, _ordinal),
@@ -263,6 +299,7 @@ _RULES: list[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]]] = [
     (_PREFIXED_VERSION_RE, lambda m: "バージョン" + version(m.group(1).split("."))),
     (_VERSION_RE, lambda m: version(m.group(0).split("."))),
     (_DECIMAL_RE, lambda m: f"{m.group(1)}点{fraction_digits(m.group(2))}"),
+    (_IN_ENGLISH_RE, _number_in_english),
     (_SPECIAL_LATIN_RE, _special_latin),
     (_LATIN_RUN_RE, lambda m: read_latin(m.group(0))),
 ]

@@ -61,7 +61,14 @@ _LOGGER = logging.getLogger(__name__)
 MAX_BREAK_S = 10.0
 """The longest break (seconds); a longer ``time`` is clamped to it."""
 
-_STRENGTHS = {"none": 0.0, "x-weak": 0.25, "weak": 0.5, "medium": 0.75, "strong": 1.0, "x-strong": 1.25}
+_STRENGTHS = {
+    "none": 0.0,
+    "x-weak": 0.25,
+    "weak": 0.5,
+    "medium": 0.75,
+    "strong": 1.0,
+    "x-strong": 1.25,
+}
 _RATES = {"x-slow": 0.5, "slow": 0.75, "medium": 1.0, "default": 1.0, "fast": 1.25, "x-fast": 1.75}
 _MIN_RATE, _MAX_RATE = 0.25, 4.0
 _START_RE = re.compile(r"\s*(?:<\?xml[\s?]|<!DOCTYPE[\s>]|<speak[\s>/])", re.IGNORECASE)
@@ -146,7 +153,7 @@ def _date(text: str, fmt: str) -> str:
     if len(parts) != len(order) or set(order) - set("ymd"):
         return text
     suffix = {"y": "年", "m": "月", "d": "日"}
-    values = dict(zip(order, parts))
+    values = dict(zip(order, parts, strict=True))
     return "".join(f"{int(values[k])}{suffix[k]}" for k in "ymd" if k in values)
 
 
@@ -231,7 +238,11 @@ class SsmlParser:
         elif tag == "prosody":
             rate = _rate(attrs["rate"]) if "rate" in attrs else 1.0
             if rate is None:
-                _LOGGER.warning("%s: prosody rate %r not understood; speed unchanged", self._where, attrs["rate"])
+                _LOGGER.warning(
+                    "%s: prosody rate %r not understood; speed unchanged",
+                    self._where,
+                    attrs["rate"],
+                )
                 rate = 1.0
             self._rates.append(min(_MAX_RATE, max(_MIN_RATE, self._rates[-1] * rate)))
         elif tag in ("say-as", "sub"):
@@ -267,9 +278,15 @@ class SsmlParser:
         if "time" in attrs:
             seconds = _seconds(attrs["time"])
             if seconds is None:
-                _LOGGER.warning("%s: break time %r not understood (use 500ms or 1.5s)", self._where, attrs["time"])
+                _LOGGER.warning(
+                    "%s: break time %r not understood (use 500ms or 1.5s)",
+                    self._where,
+                    attrs["time"],
+                )
         if seconds is None:
-            seconds = _STRENGTHS.get(attrs.get("strength", "medium").strip().lower(), _STRENGTHS["medium"])
+            seconds = _STRENGTHS.get(
+                attrs.get("strength", "medium").strip().lower(), _STRENGTHS["medium"]
+            )
         seconds = min(MAX_BREAK_S, seconds)
         if seconds <= 0:
             return
@@ -354,7 +371,9 @@ def sniff_ssml(deltas: Iterable[str]) -> tuple[bool, Iterator[str]]:
             return True, _chain(seen, it)
         if not stripped.startswith("<") or len(stripped) >= _SNIFF_CHARS:
             return False, _chain(seen, it)
-        if not any(t.startswith(stripped[: len(t)].lower()) for t in ("<speak", "<?xml", "<!doctype")):
+        if not any(
+            t.startswith(stripped[: len(t)].lower()) for t in ("<speak", "<?xml", "<!doctype")
+        ):
             return False, _chain(seen, it)
     return is_ssml(head), iter(seen)
 

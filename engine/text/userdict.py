@@ -84,7 +84,9 @@ def count_morae(reading: str) -> int:
 
 
 def _check_reading(reading: str, where: str) -> str:
-    kata = to_katakana(unicodedata.normalize("NFKC", reading)).replace(" ", "").replace("\u3000", "")
+    kata = (
+        to_katakana(unicodedata.normalize("NFKC", reading)).replace(" ", "").replace("\u3000", "")
+    )
     if not kata:
         raise UserDictionaryError(f"{where}: reading is empty")
     if not re.fullmatch(r"[\u30a1-\u30fcー]+", kata):
@@ -96,7 +98,9 @@ def _check_reading(reading: str, where: str) -> str:
         elif kata[i] in MORA_TO_PHONES or kata[i] == "ー":
             i += 1
         else:
-            raise UserDictionaryError(f"{where}: reading {reading!r} has {kata[i]!r}, which is no mora")
+            raise UserDictionaryError(
+                f"{where}: reading {reading!r} has {kata[i]!r}, which is no mora"
+            )
     return kata
 
 
@@ -130,12 +134,17 @@ class UserWord:
         if accent is not None:
             if isinstance(accent, bool) or not isinstance(accent, int) or not 0 <= accent <= morae:
                 raise UserDictionaryError(
-                    f"{where} ({surface!r}): accent must be an integer from 0 to {morae} (the morae of {kata}), got {accent!r}"
+                    f"{where} ({surface!r}): accent must be an integer from 0 to {morae} "
+                    f"(the morae of {kata}), got {accent!r}"
                 )
         if isinstance(priority, bool) or not isinstance(priority, int) or not 0 <= priority <= 10:
-            raise UserDictionaryError(f"{where} ({surface!r}): priority must be an integer from 0 to 10, got {priority!r}")
+            raise UserDictionaryError(
+                f"{where} ({surface!r}): priority must be an integer from 0 to 10, got {priority!r}"
+            )
         if pos not in _POS:
-            raise UserDictionaryError(f"{where} ({surface!r}): pos must be one of {sorted(_POS)}, got {pos!r}")
+            raise UserDictionaryError(
+                f"{where} ({surface!r}): pos must be one of {sorted(_POS)}, got {pos!r}"
+            )
         return UserWord(unicodedata.normalize("NFKC", surface.strip()), kata, accent, priority, pos)
 
 
@@ -189,7 +198,9 @@ class UserDictionary:
     def remove_word(self, surface: str) -> bool:
         """Remove a word; True if it was there."""
         with self._lock:
-            found = self._words.pop(unicodedata.normalize("NFKC", surface.strip()), None) is not None
+            found = (
+                self._words.pop(unicodedata.normalize("NFKC", surface.strip()), None) is not None
+            )
             if found and self.is_active:
                 self.apply()
             return found
@@ -230,7 +241,9 @@ class UserDictionary:
         _LOGGER.info("loaded %d user dictionary words from %s", len(words), path)
         return len(words)
 
-    def update(self, words: list[UserWord], *, remove: frozenset[str] | set[str] = frozenset()) -> None:
+    def update(
+        self, words: list[UserWord], *, remove: frozenset[str] | set[str] = frozenset()
+    ) -> None:
         """Remove the surfaces ``remove``, add ``words`` (later ones win), apply once."""
         with self._lock:
             for surface in remove:
@@ -244,14 +257,18 @@ class UserDictionary:
         """Write the words as JSON (``.json``) or CSV (otherwise)."""
         path = Path(path)
         if path.suffix.lower() == ".json":
-            data = {"words": [{k: v for k, v in asdict(w).items() if v is not None} for w in self.words]}
+            data = {
+                "words": [{k: v for k, v in asdict(w).items() if v is not None} for w in self.words]
+            }
             path.write_text(json.dumps(data, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
             return
         buf = io.StringIO()
         writer = csv.writer(buf, lineterminator="\n")
         writer.writerow(["surface", "reading", "accent", "priority"])
         for w in self.words:
-            writer.writerow([w.surface, w.reading, "" if w.accent is None else w.accent, w.priority])
+            writer.writerow(
+                [w.surface, w.reading, "" if w.accent is None else w.accent, w.priority]
+            )
         path.write_text(buf.getvalue(), encoding="utf-8")
 
     # -- OpenJTalk ------------------------------------------------------------------------
@@ -310,8 +327,12 @@ def _parse_csv(raw: str, path: Path, problems: list[str]) -> list[UserWord]:
             if len(row) < 2:
                 raise UserDictionaryError(f"{where}: need at least surface,reading")
             fields = [c.strip() for c in row]
-            accent = _int_field(fields[2], "accent", where) if len(fields) > 2 and fields[2] else None
-            priority = _int_field(fields[3], "priority", where) if len(fields) > 3 and fields[3] else 5
+            accent = (
+                _int_field(fields[2], "accent", where) if len(fields) > 2 and fields[2] else None
+            )
+            priority = (
+                _int_field(fields[3], "priority", where) if len(fields) > 3 and fields[3] else 5
+            )
             pos = fields[4] if len(fields) > 4 and fields[4] else "proper_noun"
             words.append(UserWord.make(fields[0], fields[1], accent, priority, pos, where=where))
         except UserDictionaryError as exc:
@@ -334,7 +355,7 @@ def _parse_json(raw: str, path: Path, problems: list[str]) -> list[UserWord]:
     if isinstance(data, dict):
         data = data.get("words")
     if not isinstance(data, list):
-        raise UserDictionaryError(f"{path}: expected a list of words or {{\"words\": [...]}}")
+        raise UserDictionaryError(f'{path}: expected a list of words or {{"words": [...]}}')
     words = []
     for i, item in enumerate(data):
         where = f"{path}: words[{i}]"
@@ -369,7 +390,9 @@ def _mecab_surface(surface: str) -> str:
 
     norm = normalize_text(surface)
     if not norm:
-        raise UserDictionaryError(f"user dictionary ({surface!r}): surface has no readable characters")
+        raise UserDictionaryError(
+            f"user dictionary ({surface!r}): surface has no readable characters"
+        )
     return "".join(node["string"] for node in pyopenjtalk.run_frontend(norm))
 
 
@@ -401,7 +424,20 @@ def _csv_row(word: UserWord) -> list[str]:
 
 
 def _sentinel_row() -> list[str]:
-    return [_SENTINEL_SURFACE, "", "", "10000", *_POS["noun"], "*", "*", _SENTINEL_SURFACE, "ア", "ア", "0/1", "*"]
+    return [
+        _SENTINEL_SURFACE,
+        "",
+        "",
+        "10000",
+        *_POS["noun"],
+        "*",
+        "*",
+        _SENTINEL_SURFACE,
+        "ア",
+        "ア",
+        "0/1",
+        "*",
+    ]
 
 
 class _Active:
