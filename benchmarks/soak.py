@@ -55,6 +55,7 @@ REPO = HERE.parent
 sys.path.insert(0, str(REPO))
 
 from tests.helpers.net import free_port  # noqa: E402
+
 CACHE = HERE / ".cache"
 SMALL_ROOT = CACHE / "soak-small"
 SMALL_VOICE = "tiny"

@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import Any
 
 from ..bert.features import BertBackend
-from ..model_files import explain_load_failure
 from ..layout import (
     OnnxFolderFiles,
     PlainFolderFiles,
@@ -41,6 +40,7 @@ from ..layout import (
     plain_folder_files,
     speaker_prefix,
 )
+from ..model_files import explain_load_failure
 from ..options import EngineOptions
 from ..synth.common import SynthBackend
 from .config import load_config
@@ -178,7 +178,9 @@ def load_neural_voice(
         raise ValueError(f"backend must be 'onnx' or 'torch', got {backend!r}")
     loc = locate_voice(name, src, "cuda" if backend == "torch" else "cpu")
     try:
-        return _load_located(name, loc, backend, device, bert, compile, quantize, cache_dir, options)
+        return _load_located(
+            name, loc, backend, device, bert, compile, quantize, cache_dir, options
+        )
     except (ImportError, FileNotFoundError, MemoryError):
         raise  # a missing file or module says so itself
     except Exception as exc:  # name the damaged file (read only now, on the error path)

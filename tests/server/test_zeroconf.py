@@ -7,9 +7,7 @@ interfaces.
 
 from __future__ import annotations
 
-import asyncio
 import ipaddress
-import time
 import uuid
 
 import pytest
