@@ -28,8 +28,8 @@ import logging
 import queue
 import threading
 from collections.abc import (
+    AsyncGenerator,
     AsyncIterable,
-    AsyncIterator,
     Generator,
     Iterable,
     Iterator,
@@ -197,7 +197,7 @@ class Speaker:
         output: OutputOptions | None = None,
         measure_whole: bool = False,
         **options: Any,
-    ) -> AsyncIterator[AudioResult]:
+    ) -> AsyncGenerator[AudioResult, None]:
         """`stream` driven by a worker thread; text may also be an async iterable of deltas.
 
         The worker runs at most a couple of chunks ahead of the consumer (bounded memory).
@@ -312,7 +312,7 @@ class Speaker:
         opts: SynthesisOptions,
         cancel: threading.Event | None,
         stage: OutputStage,
-    ) -> Iterator[AudioResult]:
+    ) -> Generator[AudioResult, None, None]:
         from .text import ssml
 
         _refresh_user_dictionary()
@@ -346,7 +346,7 @@ class Speaker:
         opts: SynthesisOptions,
         cancel: threading.Event | None,
         stage: OutputStage,
-    ) -> Iterator[AudioResult]:
+    ) -> Generator[AudioResult, None, None]:
         """SSML (`engine.text.ssml.Segment`s): text at its rate, breaks as exact silence.
 
         Text is split into sentences across segments; a rate change or a break ends the

@@ -6,10 +6,11 @@ from __future__ import annotations
 import math
 import wave
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
-import soxr
+import soxr  # type: ignore[import-untyped]
 
 from engine import OUTPUT_RATES, AudioResult, Chime, OutputOptions, Speaker, WavError
 from engine.output import Limiter, OutputStage, integrated_loudness, read_wav
@@ -255,8 +256,9 @@ def test_wav_reader_reads_pcm_widths_and_names_bad_files(tmp_path: Path) -> None
     ],
 )
 def test_bad_output_options_are_refused_by_name(field: str, value: float) -> None:
+    values: dict[str, Any] = {field: value}
     with pytest.raises(ValueError, match=f"OutputOptions.{field}"):
-        OutputOptions(**{field: value})
+        OutputOptions(**values)
 
 
 # --- through Speaker --------------------------------------------------------------------
