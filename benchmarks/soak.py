@@ -2,7 +2,7 @@
 
     python benchmarks/soak.py                       # 1000 requests, embedded + small neural voice
     python benchmarks/soak.py --requests 200 --neural none
-    python benchmarks/soak.py --neural fullsize     # a full-size random voice (benchmarks/fullsize.py)
+    python benchmarks/soak.py --neural fullsize     # full-size random voice (fullsize.py)
 
 The server is `python -m wyoming_hayakoe` on 127.0.0.1, serving the embedded voice
 (``openjtalk-mei``) and a neural one: ``small`` (default) is the tests' small random-weight
@@ -267,8 +267,9 @@ class Server:
     ) -> tuple[int, int, int]:
         """`usage` once the requests' threads and connections are gone: when fds and threads
         are back to the figures of `idle` (the previous sample), or have been steady for a
-        second when there is none, at most `limit_s` after the last answer. A worker may outlive its client by the length
-        of the sentence it was rendering; what is still there after `limit_s` is growth.
+        second when there is none, at most `limit_s` after the last answer. A worker may
+        outlive its client by the length of the sentence it was rendering; what is still
+        there after `limit_s` is growth.
         RSS is read at least `quiet_s` after the last answer: an idle server hands freed
         heap back after a second (`wyoming_hayakoe.memory.IdleHeapTrim`), so this is the
         resident size of the idle server, which only held (leaked) memory can raise."""

@@ -39,7 +39,7 @@ def _glibc() -> Any | None:
         return None
     try:
         libc = ctypes.CDLL(name)
-        libc.gnu_get_libc_version  # only glibc has it (and its mallopt numbers)
+        _ = libc.gnu_get_libc_version  # only glibc has it (and its mallopt numbers)
     except (OSError, AttributeError):
         return None
     return libc

@@ -22,9 +22,9 @@ import pytest
 boto3 = pytest.importorskip("boto3")
 pytest.importorskip("moto.server")
 
-from engine.sources import CacheWriteError, S3Source, SourceUnavailableError
-from tests.helpers.paths import REPO_ROOT
-from tests.helpers.stores import moto_server
+from engine.sources import CacheWriteError, S3Source, SourceUnavailableError  # noqa: E402
+from tests.helpers.paths import REPO_ROOT  # noqa: E402
+from tests.helpers.stores import moto_server  # noqa: E402
 
 pytestmark = pytest.mark.timeout(180)
 
