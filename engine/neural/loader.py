@@ -41,6 +41,7 @@ from ..layout import (
     plain_folder_files,
     speaker_prefix,
 )
+from ..model_files import explain_load_failure
 from ..options import EngineOptions
 from ..synth.common import SynthBackend
 from .config import load_config
@@ -177,7 +178,29 @@ def load_neural_voice(
     if backend not in ("onnx", "torch"):
         raise ValueError(f"backend must be 'onnx' or 'torch', got {backend!r}")
     loc = locate_voice(name, src, "cuda" if backend == "torch" else "cpu")
+    try:
+        return _load_located(
+            name, loc, backend, device, bert, compile, quantize, cache_dir, options
+        )
+    except (ImportError, FileNotFoundError, MemoryError):
+        raise  # a missing file or module says so itself
+    except Exception as exc:  # name the damaged file (read only now, on the error path)
+        files = sorted(p for p in loc.directory.rglob("*") if p.is_file())
+        raise explain_load_failure(f"voice {name!r}", exc, files, loc.directory) from exc
 
+
+def _load_located(
+    name: str,
+    loc: VoiceLocation,
+    backend: str,
+    device: str,
+    bert: BertBackend,
+    compile: bool,
+    quantize: bool,
+    cache_dir: Any,
+    options: EngineOptions,
+) -> NeuralVoice:
+    cuda = str(device).startswith("cuda")
     if loc.kind == "onnx":
         files = onnx_folder_files(loc.directory)
         if backend == "torch":

@@ -40,6 +40,7 @@ OPTION_FLAGS = {
     "streaming": "--no-streaming",
     "samples_per_chunk": "--samples-per-chunk",
     "max_text_length": "--max-text-length",
+    "max_queue": "--max-queue",
     "rewrite": "--no-rewrite",
     "precision": "--precision",
     "volume": "--volume",
