@@ -7,6 +7,9 @@
 #   VOICES       voices to bake, separated by spaces or commas: NAME or NAME=SOURCE
 #   DEVICE       cpu (ONNX files) or cuda (PyTorch files)
 #   BERT_SOURCE  optional source URI of the BERT (default: the engine's)
+#   INT8         1: also bake each voice's int8 decoder graphs and fidelity report into the
+#                cache (`wyoming-hayakoe quantize`, CPU images only; minutes per voice), so
+#                that `--precision auto` needs no calibration at the first start
 # Secrets (BuildKit `--mount=type=secret`, read from $HAYAKOE_SECRETS_DIR, default /run/secrets):
 #   hf_token     Hugging Face token for private or gated repositories
 #   aws          AWS shared-credentials file for s3:// sources
@@ -46,6 +49,29 @@ fi
 
 echo "bake-voices: baking ${voices[*]} (device ${DEVICE:-cpu}) into ${cache}" >&2
 wyoming-hayakoe "${args[@]}"
+
+if [[ "${INT8:-0}" == "1" && "${DEVICE:-cpu}" == "cpu" ]]; then
+    official="$(python -c 'from engine import OFFICIAL_SOURCE; print(OFFICIAL_SOURCE)')"
+    for voice in "${voices[@]}"; do
+        name="${voice%%=*}"
+        source="${voice#*=}"
+        if [[ "${source}" == "${voice}" ]]; then
+            source=""  # an official voice: the engine's default source
+        fi
+        if [[ "${name}" == "openjtalk-mei" ]]; then
+            continue  # the embedded voice has no neural decoder
+        fi
+        qargs=(quantize "${source:-${official}}" --name "${name}" --cache-dir "${cache}")
+        if [[ -n "${BERT_SOURCE:-}" ]]; then
+            qargs+=(--bert-source "${BERT_SOURCE}")
+        fi
+        if [[ -n "${token}" ]]; then
+            qargs+=(--hf-token-file "${secrets}/hf_token")
+        fi
+        echo "bake-voices: int8 graphs for ${name} (calibration and fidelity gate)" >&2
+        wyoming-hayakoe "${qargs[@]}"
+    done
+fi
 
 if [[ -n "${token}" ]] && grep -rqF -- "${token}" "${cache}"; then
     echo "bake-voices: the Hugging Face token was written under ${cache}; refusing to bake it" >&2

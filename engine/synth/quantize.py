@@ -71,9 +71,12 @@ class QuantSettings:
     only adds requantization steps)."""
     per_channel: bool = True
     """One weight scale per output channel (decoder weights differ a lot between channels)."""
-    fp32_tail_stages: int = 0
+    fp32_tail_stages: int = 1
     """Upsampling stages at the end of the decoder left in fp32 (their convolutions are
-    narrow, so int8 gains little there, and their rounding reaches the audio directly)."""
+    narrow, so int8 gains little there, and their rounding reaches the audio directly):
+    measured on the full-size voice, keeping the last stage in fp32 took the audible-band
+    SNR from 13 to 26 dB and the log-mel distance from 1.2 to 0.3 dB for ~20 % of the
+    speed-up (docs/synthesizer.md)."""
     crop_frames: int = 48
     """Latent frames per calibration crop (one crop per sentence and style)."""
     percentile: float = 99.999

@@ -168,6 +168,30 @@ def test_bake_without_secrets_or_bert_source(tmp_path):
     assert "AWS_SHARED_CREDENTIALS_FILE" not in env
 
 
+def test_bake_int8_quantizes_each_neural_voice_after_the_download(tmp_path):
+    from wyoming_hayakoe.commands.quantize import build_parser as quantize_parser
+
+    secrets = tmp_path / "secrets"
+    secrets.mkdir()
+    (secrets / "hf_token").write_text("hf_build_secret_43\n")
+    voices = "openjtalk-mei,jvnv-F1-jp mine=s3://bucket/voices"
+    proc = _bake(tmp_path, VOICES=voices, DEVICE="cpu", INT8="1", BERT_SOURCE="hf://x/bert")
+    assert proc.returncode == 0, proc.stderr
+    assert "int8 graphs for jvnv-F1-jp" in proc.stderr and "int8 graphs for mine" in proc.stderr
+    assert "openjtalk-mei (" not in proc.stderr  # the embedded voice has no decoder to quantize
+    argv, env = _recorded(tmp_path)  # the stub keeps the last call: the last voice's
+    assert argv[0] == "quantize"
+    args = quantize_parser().parse_args(argv[1:])
+    assert (args.src, args.name, args.out_root) == ("s3://bucket/voices", "mine", None)
+    assert args.cache_dir == tmp_path / "cache" and args.bert_source == "hf://x/bert"
+    assert args.hf_token_file == secrets / "hf_token"
+    assert not any("hf_build_secret_43" in a for a in argv)
+    # CUDA images (PyTorch) have no int8 decoder: download only.
+    proc = _bake(tmp_path, VOICES="jvnv-F1-jp", DEVICE="cuda", INT8="1")
+    assert proc.returncode == 0, proc.stderr
+    assert _recorded(tmp_path)[0][0] == "download"
+
+
 def test_bake_with_no_voices_downloads_nothing(tmp_path):
     proc = _bake(tmp_path, VOICES=" ")
     assert proc.returncode == 0, proc.stderr
