@@ -17,7 +17,10 @@ ratios ours/hayakoe compare like with like on the same machine at the same time)
    none; see hayakoe_runner.py), each on 127.0.0.1, timed by a real TCP client: time to first
    audio, one-shot `synthesize` and streaming (`synthesize-start/-chunk/-stop`);
 5. ablation: our engine with one change turned off, against our engine, to show what each
-   kept change is worth.
+   kept change is worth;
+6. precision (`precision.py`): ours int8 / ours fp32 / hayakoe in the same run (RTF, time to
+   first audio of `stream()` and of Wyoming streaming, RSS after prepare, idle and with one
+   core busy) and the fidelity report of the voice's int8 graphs.
 
 Both engines get the same options (common.OPTIONS): speed 1, sdp_ratio 0 (durations from the
 deterministic predictor, so both make the same number of frames), noise 0.6, noise_w 0.8.
@@ -334,8 +337,15 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _start_server(engine: str, root: Path, port: int) -> subprocess.Popen:
-    logf = open(CACHE / "logs" / f"wyoming-{engine}.log", "ab")  # noqa: SIM115 - the server keeps it
+def _start_server(
+    engine: str,
+    root: Path,
+    port: int,
+    extra_env: dict[str, str] | None = None,
+    label: str | None = None,
+) -> subprocess.Popen:
+    name = (label or engine).replace(" ", "_")
+    logf = open(CACHE / "logs" / f"wyoming-{name}.log", "ab")  # noqa: SIM115 - the server keeps it
     uri = f"tcp://127.0.0.1:{port}"
     if engine == "hayakoe":
         argv = [
@@ -370,7 +380,7 @@ def _start_server(engine: str, root: Path, port: int) -> subprocess.Popen:
             "--noise-w",
             str(OPTIONS["noise_w"]),
         ]
-        env = _env()
+        env = _env(extra_env)
     return subprocess.Popen(argv, stdout=logf, stderr=logf, env=env, cwd=REPO)
 
 
@@ -455,6 +465,11 @@ def main() -> int:
     parser.add_argument("--no-wyoming", action="store_true")
     parser.add_argument("--no-ablation", action="store_true")
     parser.add_argument(
+        "--no-precision",
+        action="store_true",
+        help="skip the ours int8 / ours fp32 / hayakoe rows (benchmarks/precision.py)",
+    )
+    parser.add_argument(
         "--ablation",
         action="append",
         choices=sorted(ABLATIONS),
@@ -528,6 +543,18 @@ def main() -> int:
             root, args.ablation_reps or args.reps, args.ablation or sorted(ABLATIONS)
         )
         save()
+    if not args.no_precision:
+        log("phase: precision (ours int8 / ours fp32 / hayakoe)")
+        from precision import phase_precision
+        from precision import render as render_precision
+
+        results["precision"] = phase_precision(
+            root, args.reps, 1, True, args.wyoming_reps or args.reps
+        )
+        save()
+        (args.out / "precision.md").write_text(
+            render_precision(results["precision"]) + "\n", encoding="utf-8"
+        )
     results["machine"]["load_avg_end"] = os.getloadavg()
     results["elapsed_s"] = time.time() - t_start
 
