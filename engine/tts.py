@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -48,6 +48,9 @@ class TTS:
     overrides where downloads go (else ``$HAYAKOE_CACHE`` or the default cache). `rewrite`
     turns on the text rewriting pass (times, units, Latin words, user dictionary). `options`
     (`EngineOptions`) holds the tuning knobs: threads, streaming windows, memory, offline.
+    `precision` (``"auto"``, ``"fp32"``, ``"int8"``; default: `options.precision`, "auto")
+    picks the decoder arithmetic of CPU voices: "auto" runs int8 where the voice's int8
+    graphs passed the fidelity gate (`engine.synth.precision`), fp32 otherwise.
     """
 
     def __init__(
@@ -59,9 +62,12 @@ class TTS:
         hf_token: str | None = None,
         rewrite: bool = True,
         options: EngineOptions | None = None,
+        precision: str | None = None,
     ) -> None:
         self.device = device
         self.options = options or EngineOptions()
+        if precision is not None:
+            self.options = replace(self.options, precision=precision)
         """Tuning passed to sources, the BERT and every voice (see `engine.options`)."""
         self.cache_dir = Path(cache_dir) if cache_dir is not None else None
         self.bert_source = bert_source

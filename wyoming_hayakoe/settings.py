@@ -236,6 +236,16 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="never contact a voice store; use the cache only (default: $HAYAKOE_OFFLINE)",
     )
+    e.add_argument(
+        "--precision",
+        choices=["auto", "fp32", "int8"],
+        default=None,
+        help=(
+            "decoder arithmetic of CPU voices: int8 (about 2-3x faster, checked against fp32), "
+            "fp32, or auto: int8 where the voice's int8 graphs passed the fidelity gate "
+            "(default: $WYOMING_HAYAKOE_PRECISION, else auto)"
+        ),
+    )
     g = p.add_argument_group("synthesis defaults (per voice when not given)")
     g.add_argument(
         "--speed",
@@ -444,6 +454,7 @@ def _engine_options(args: argparse.Namespace, env: Mapping[str, str]) -> EngineO
         "conv2d": args.conv2d,
         "release_memory": args.release_memory,
         "offline": args.offline,
+        "precision": args.precision,
     }
     return dataclasses.replace(
         EngineOptions.from_env(env), **{k: v for k, v in given.items() if v is not None}

@@ -42,6 +42,7 @@ OPTION_FLAGS = {
     "max_text_length": "--max-text-length",
     "max_queue": "--max-queue",
     "rewrite": "--no-rewrite",
+    "precision": "--precision",
     "volume": "--volume",
     "loudness": "--loudness",
     "lead_silence": "--lead-silence",
