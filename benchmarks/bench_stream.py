@@ -65,7 +65,11 @@ def _timed(run: Callable[[], Iterator[Any]]) -> dict[str, float]:
         if first is None:
             first = time.perf_counter() - t0
     wall = time.perf_counter() - t0
-    return {"ttfa": first if first is not None else wall, "wall": wall, "cpu": time.process_time() - c0}
+    return {
+        "ttfa": first if first is not None else wall,
+        "wall": wall,
+        "cpu": time.process_time() - c0,
+    }
 
 
 class CpuClock:
@@ -106,7 +110,9 @@ def measure(speaker: Any, texts: list[str], reps: int, label: str) -> None:
     }
     load = os.getloadavg()[0]
     print(f"\n## {label} (load average {load:.1f} at start, {os.cpu_count()} CPUs)")
-    print("| text | variant | TTFA s | wall s | CPU s | TTFA / gen | wall / gen | CPU / gen |")
+    print(
+        "| text | variant | TTFA s | wall s | CPU s | TTFA / gen | wall / gen | CPU / gen |"
+    )
     print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     for key in texts:
         text = TEXTS[key]
@@ -116,20 +122,37 @@ def measure(speaker: Any, texts: list[str], reps: int, label: str) -> None:
                 rows[name].append(_timed(run))
         gen = rows["generate"]
         for name in variants:
-            med = {m: statistics.median(r[m] for r in rows[name]) for m in ("ttfa", "wall", "cpu")}
-            ratio = {m: statistics.median(r[m] / g[m] for r, g in zip(rows[name], gen)) for m in med}
-            print(f"| {key} | {name} | {med['ttfa']:.2f} | {med['wall']:.2f} | {med['cpu']:.2f} "
-                  f"| {ratio['ttfa']:.2f} | {ratio['wall']:.2f} | {ratio['cpu']:.2f} |", flush=True)
+            med = {
+                m: statistics.median(r[m] for r in rows[name])
+                for m in ("ttfa", "wall", "cpu")
+            }
+            ratio = {
+                m: statistics.median(r[m] / g[m] for r, g in zip(rows[name], gen))
+                for m in med
+            }
+            print(
+                f"| {key} | {name} | {med['ttfa']:.2f} | {med['wall']:.2f} | {med['cpu']:.2f} "
+                f"| {ratio['ttfa']:.2f} | {ratio['wall']:.2f} | {ratio['cpu']:.2f} |",
+                flush=True,
+            )
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--texts", default="short,medium", help="comma-separated keys of common.TEXTS")
+    ap.add_argument(
+        "--texts", default="short,medium", help="comma-separated keys of common.TEXTS"
+    )
     ap.add_argument("--reps", type=int, default=3)
-    ap.add_argument("--no-busy", action="store_true", help="skip the one-core-busy measurement")
-    ap.add_argument("--clock", choices=("wall", "cpu"), default="wall",
-                    help="playback clock of the window schedule: wall (real) or cpu (idle-"
-                         "equivalent on a shared machine, see CpuClock)")
+    ap.add_argument(
+        "--no-busy", action="store_true", help="skip the one-core-busy measurement"
+    )
+    ap.add_argument(
+        "--clock",
+        choices=("wall", "cpu"),
+        default="wall",
+        help="playback clock of the window schedule: wall (real) or cpu (idle-"
+        "equivalent on a shared machine, see CpuClock)",
+    )
     args = ap.parse_args()
 
     import fullsize

@@ -43,16 +43,23 @@ LATENT = 8
 def _generator(geom: DecoderGeometry, seed: int = 0, dtype=torch.float32) -> Generator:
     torch.manual_seed(seed)
     gen = Generator(
-        LATENT, geom.resblock, list(geom.resblock_kernel_sizes),
-        [list(d) for d in geom.resblock_dilation_sizes], list(geom.upsample_rates),
-        32, list(geom.upsample_kernel_sizes), gin_channels=GIN,
+        LATENT,
+        geom.resblock,
+        list(geom.resblock_kernel_sizes),
+        [list(d) for d in geom.resblock_dilation_sizes],
+        list(geom.upsample_rates),
+        32,
+        list(geom.upsample_kernel_sizes),
+        gin_channels=GIN,
     )
     with torch.no_grad():
         for module in gen.modules():
             if isinstance(module, torch.nn.Conv1d):
                 fan_in = module.weight.shape[1] * module.weight.shape[2]
             elif isinstance(module, torch.nn.ConvTranspose1d):
-                fan_in = module.weight.shape[0] * module.weight.shape[2] / module.stride[0]
+                fan_in = (
+                    module.weight.shape[0] * module.weight.shape[2] / module.stride[0]
+                )
             else:
                 continue
             module.weight.normal_(0.0, 1.4 / math.sqrt(fan_in))
@@ -68,7 +75,9 @@ def _decoder(gen: Generator, g: torch.Tensor):
 
 
 def _joined(z, decode, context, plan, hop):
-    return np.concatenate(list(decode_windows(z, decode, context, plan.windows(z.shape[2]), hop)))
+    return np.concatenate(
+        list(decode_windows(z, decode, context, plan.windows(z.shape[2]), hop))
+    )
 
 
 def test_jp_extra_receptive_field_is_13_frames_each_side():
@@ -140,7 +149,9 @@ def f32_model():
     return gen, g, z
 
 
-@pytest.mark.parametrize("plan", PLANS, ids=lambda p: f"first{p.first}-x{p.growth}-max{p.largest}")
+@pytest.mark.parametrize(
+    "plan", PLANS, ids=lambda p: f"first{p.first}-x{p.growth}-max{p.largest}"
+)
 def test_windowed_equals_whole_pytorch_float32(f32_model, plan):
     gen, g, z = f32_model
     decode = _decoder(gen, g)
@@ -164,10 +175,14 @@ def test_windowed_equals_whole_onnxruntime(f32_model, tmp_path):
             return self.gen(z, g)
 
     torch.onnx.export(
-        _Dec(), (torch.from_numpy(z[:, :, :20]), g), str(path),
-        input_names=["z", "g"], output_names=["audio"],
+        _Dec(),
+        (torch.from_numpy(z[:, :, :20]), g),
+        str(path),
+        input_names=["z", "g"],
+        output_names=["audio"],
         dynamic_axes={"z": {2: "frames"}, "audio": {2: "samples"}},
-        opset_version=17, dynamo=False,
+        opset_version=17,
+        dynamo=False,
     )
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = 1
@@ -180,7 +195,9 @@ def test_windowed_equals_whole_onnxruntime(f32_model, tmp_path):
     whole = decode(z).reshape(-1)
     with torch.no_grad():
         torch_whole = gen(torch.from_numpy(z), g).numpy().reshape(-1)
-    assert np.abs(whole - torch_whole).max() <= TOLERANCE_F32  # the export is the same model
+    assert (
+        np.abs(whole - torch_whole).max() <= TOLERANCE_F32
+    )  # the export is the same model
     for plan in PLANS[1:4]:
         joined = _joined(z, decode, JP_EXTRA.context_frames(), plan, JP_EXTRA.hop)
         assert np.abs(joined - whole).max() <= TOLERANCE_F32, plan
@@ -212,23 +229,45 @@ def test_wrong_decoder_output_length_is_an_error():
     with pytest.raises(ValueError, match="expected 5120"):
         list(decode_windows(z, lambda zz: np.zeros(7), (2, 2), [(0, 10)], 512))
     with pytest.raises(ValueError, match="outside"):
-        list(decode_windows(z, lambda zz: np.zeros(zz.shape[2] * 512), (2, 2), [(0, 11)], 512))
+        list(
+            decode_windows(
+                z, lambda zz: np.zeros(zz.shape[2] * 512), (2, 2), [(0, 11)], 512
+            )
+        )
 
 
 def test_geometry_from_config_names_bad_field():
-    geom = DecoderGeometry.from_config({"model": {
-        "upsample_rates": [8, 8, 2, 2, 2], "upsample_kernel_sizes": [16, 16, 8, 2, 2],
-        "resblock": "1", "resblock_kernel_sizes": [3, 7, 11],
-        "resblock_dilation_sizes": [[1, 3, 5]] * 3,
-    }})
+    geom = DecoderGeometry.from_config(
+        {
+            "model": {
+                "upsample_rates": [8, 8, 2, 2, 2],
+                "upsample_kernel_sizes": [16, 16, 8, 2, 2],
+                "resblock": "1",
+                "resblock_kernel_sizes": [3, 7, 11],
+                "resblock_dilation_sizes": [[1, 3, 5]] * 3,
+            }
+        }
+    )
     assert geom == JP_EXTRA
     with pytest.raises(ValueError, match="model.resblock_kernel_sizes"):
-        DecoderGeometry.from_config({"upsample_rates": [8], "upsample_kernel_sizes": [16],
-                                     "resblock": "1", "resblock_dilation_sizes": [[1]]})
+        DecoderGeometry.from_config(
+            {
+                "upsample_rates": [8],
+                "upsample_kernel_sizes": [16],
+                "resblock": "1",
+                "resblock_dilation_sizes": [[1]],
+            }
+        )
     with pytest.raises(ValueError, match="upsample kernel 15"):
-        DecoderGeometry.from_config({"upsample_rates": [8], "upsample_kernel_sizes": [15],
-                                     "resblock": "1", "resblock_kernel_sizes": [3],
-                                     "resblock_dilation_sizes": [[1]]})
+        DecoderGeometry.from_config(
+            {
+                "upsample_rates": [8],
+                "upsample_kernel_sizes": [15],
+                "resblock": "1",
+                "resblock_kernel_sizes": [3],
+                "resblock_dilation_sizes": [[1]],
+            }
+        )
 
 
 # ------------------------------------------------------------ wired into the ONNX voice ---
@@ -245,8 +284,12 @@ def small_root(tmp_path_factory: pytest.TempPathFactory):
     torch.set_num_threads(1)
     root = tmp_path_factory.mktemp("voices")
     plain = copy_small(root / "plain")
-    export_model_dir(plain / "config.json", plain / "model.safetensors",
-                     plain / "style_vectors.npy", root / "onnx" / "speakers" / "small")
+    export_model_dir(
+        plain / "config.json",
+        plain / "model.safetensors",
+        plain / "style_vectors.npy",
+        root / "onnx" / "speakers" / "small",
+    )
     return root
 
 
@@ -255,7 +298,9 @@ def _inputs(length: int = 41, seed: int = 0):
 
     rng = np.random.default_rng(seed)
     return SynthInputs(
-        rng.integers(1, 100, length), rng.integers(0, 12, length), np.ones(length, np.int64),
+        rng.integers(1, 100, length),
+        rng.integers(0, 12, length),
+        np.ones(length, np.int64),
         rng.standard_normal((1024, length)).astype(np.float32),
         rng.standard_normal(256).astype(np.float32),
     )
@@ -275,13 +320,25 @@ def test_split_graphs_equal_hayakoes_synthesizer(small_root):
     original = (folder / "synthesizer.onnx").read_bytes()
     kw = {"inter_channels": 32, "hop_length": 512, "sample_rate": 44100, "threads": 1}
     whole = OnnxSynthesizer(folder / "synthesizer.onnx", None, **kw)
-    split = SplitOnnxSynthesizer(folder / "synthesizer.onnx", folder / "duration_predictor.onnx",
-                                 geometry=JP_EXTRA, **kw)
-    assert (folder / "synthesizer.onnx").read_bytes() == original  # hayakoe's file untouched
-    front_file, decoder_file = folder / FRONT_FILE.format(""), folder / DECODER_FILE.format("")
+    split = SplitOnnxSynthesizer(
+        folder / "synthesizer.onnx",
+        folder / "duration_predictor.onnx",
+        geometry=JP_EXTRA,
+        **kw,
+    )
+    assert (
+        folder / "synthesizer.onnx"
+    ).read_bytes() == original  # hayakoe's file untouched
+    front_file, decoder_file = (
+        folder / FRONT_FILE.format(""),
+        folder / DECODER_FILE.format(""),
+    )
     front_mtime = front_file.stat().st_mtime_ns
     assert decoder_file.stat().st_size < front_file.stat().st_size
-    for seed, params in ((5, SynthParams()), (6, SynthParams(sdp_ratio=0.0, length_scale=1.3))):
+    for seed, params in (
+        (5, SynthParams()),
+        (6, SynthParams(sdp_ratio=0.0, length_scale=1.3)),
+    ):
         a = whole.synthesize(_inputs(), params, NoiseSource(seed))
         b = split.synthesize(_inputs(), params, NoiseSource(seed))
         assert a.audio.shape == b.audio.shape
@@ -300,13 +357,29 @@ def test_windowed_sentence_equals_whole_onnx(small_root):
     from engine.runtime.windowed import WindowedSentence
 
     folder = small_root / "onnx" / "speakers" / "small"
-    synth = SplitOnnxSynthesizer(folder / "synthesizer.onnx", None, geometry=JP_EXTRA,
-                                 inter_channels=32, hop_length=512, sample_rate=44100, threads=1)
+    synth = SplitOnnxSynthesizer(
+        folder / "synthesizer.onnx",
+        None,
+        geometry=JP_EXTRA,
+        inter_channels=32,
+        hop_length=512,
+        sample_rate=44100,
+        threads=1,
+    )
     inputs = _inputs(61, seed=3)
     whole = synth.synthesize(inputs, SynthParams(), NoiseSource(9))
     for plan in PLANS[:4]:
-        ws = WindowedSentence(synth, inputs, SynthParams(), NoiseSource(9), plan,
-                              sample_rate=44100, trim_lead=False, trim_trail=False, margin=0)
+        ws = WindowedSentence(
+            synth,
+            inputs,
+            SynthParams(),
+            NoiseSource(9),
+            plan,
+            sample_rate=44100,
+            trim_lead=False,
+            trim_trail=False,
+            margin=0,
+        )
         pieces = list(ws.pieces())
         n_frames = len(whole.audio) // 512
         assert len(pieces) == len(plan.windows(n_frames)) > 1
@@ -352,8 +425,14 @@ def test_window_env_setting():
 
     assert StreamingPlans.from_env({}) == StreamingPlans()
     assert StreamingPlans.from_env({"WYOMING_HAYAKOE_FIRST_WINDOW": "0"}) is None
-    assert StreamingPlans.from_env({"WYOMING_HAYAKOE_FIRST_WINDOW": "12"}).first.first == 12
-    assert StreamingPlans.from_env({"WYOMING_HAYAKOE_FIRST_WINDOW": "x"}) == StreamingPlans()
+    assert (
+        StreamingPlans.from_env({"WYOMING_HAYAKOE_FIRST_WINDOW": "12"}).first.first
+        == 12
+    )
+    assert (
+        StreamingPlans.from_env({"WYOMING_HAYAKOE_FIRST_WINDOW": "x"})
+        == StreamingPlans()
+    )
 
 
 def test_graph_without_decoder_is_refused():
@@ -363,7 +442,9 @@ def test_graph_without_decoder_is_refused():
 
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])
-    model = helper.make_model(helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g", [x], [y]))
+    model = helper.make_model(
+        helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g", [x], [y])
+    )
     with pytest.raises(SplitError, match="ConvTranspose"):
         find_decoder_cut(model)
 
@@ -377,13 +458,23 @@ def test_conv2d_rewrite_keeps_the_audio(small_root, monkeypatch):
     from engine.runtime.synth_common import NoiseSource, SynthParams
 
     folder = small_root / "onnx" / "speakers" / "small"
-    kw = {"inter_channels": 32, "hop_length": 512, "sample_rate": 44100, "threads": 1, "geometry": JP_EXTRA}
+    kw = {
+        "inter_channels": 32,
+        "hop_length": 512,
+        "sample_rate": 44100,
+        "threads": 1,
+        "geometry": JP_EXTRA,
+    }
     monkeypatch.setenv("WYOMING_HAYAKOE_CONV2D", "1")
     fast = SplitOnnxSynthesizer(folder / "synthesizer.onnx", None, **kw)
     _, dec_path = derived_graphs(folder / "synthesizer.onnx")
     assert dec_path.name.endswith(".conv2d.onnx")
     weights = {t.name: t for t in onnx.load(str(dec_path)).graph.initializer}
-    convs = [n for n in onnx.load(str(dec_path)).graph.node if n.op_type in ("Conv", "ConvTranspose")]
+    convs = [
+        n
+        for n in onnx.load(str(dec_path)).graph.node
+        if n.op_type in ("Conv", "ConvTranspose")
+    ]
     assert convs and all(len(weights[n.input[1]].dims) == 4 for n in convs)
 
     monkeypatch.delenv("WYOMING_HAYAKOE_CONV2D")
@@ -402,7 +493,13 @@ def test_release_memory_setting_keeps_the_audio(small_root, monkeypatch):
     from engine.runtime.synth_common import NoiseSource, SynthParams
 
     folder = small_root / "onnx" / "speakers" / "small"
-    kw = {"inter_channels": 32, "hop_length": 512, "sample_rate": 44100, "threads": 1, "geometry": JP_EXTRA}
+    kw = {
+        "inter_channels": 32,
+        "hop_length": 512,
+        "sample_rate": 44100,
+        "threads": 1,
+        "geometry": JP_EXTRA,
+    }
     monkeypatch.delenv("WYOMING_HAYAKOE_RELEASE_MEMORY", raising=False)
     on = SplitOnnxSynthesizer(folder / "synthesizer.onnx", None, **kw)
     monkeypatch.setenv("WYOMING_HAYAKOE_RELEASE_MEMORY", "0")
@@ -437,7 +534,9 @@ def test_playback_clock_counts_queued_audio_and_stalls():
 # ------------------------------------------------------------- staged (stage by stage) ---
 
 
-def _torch_stages(gen: Generator, g: torch.Tensor, geom: DecoderGeometry) -> list[DecoderStage]:
+def _torch_stages(
+    gen: Generator, g: torch.Tensor, geom: DecoderGeometry
+) -> list[DecoderStage]:
     """The generator's forward pass cut where `DecoderGeometry.stages` cuts it."""
     import torch.nn.functional as F
 
@@ -485,7 +584,9 @@ def test_staged_decoding_is_exact_and_its_contexts_tight_float64(geom: DecoderGe
                 continue
             short = list(stages)
             fewer = {side: getattr(stage.shape, side) - 1}
-            short[j] = DecoderStage(stage.run, dataclasses.replace(stage.shape, **fewer))
+            short[j] = DecoderStage(
+                stage.run, dataclasses.replace(stage.shape, **fewer)
+            )
             dec = StagedDecoding(z, short)
             joined = np.concatenate([dec.audio_until(e) for e in range(1, 61)])
             assert np.abs(joined - whole).max() > 1e-10, (j, side)
@@ -516,13 +617,17 @@ def test_split_decoder_stages_run_in_order_equal_the_decoder(small_root):
         split_decoder_stages,
     )
 
-    _, decoder_path = derived_graphs(small_root / "onnx" / "speakers" / "small" / "synthesizer.onnx")
+    _, decoder_path = derived_graphs(
+        small_root / "onnx" / "speakers" / "small" / "synthesizer.onnx"
+    )
     decoder = onnx.load(str(decoder_path))
     stages = split_decoder_stages(decoder)
     assert len(stages) == len(JP_EXTRA.upsample_rates) + 1
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = 1
-    whole = ort.InferenceSession(decoder.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+    whole = ort.InferenceSession(
+        decoder.SerializeToString(), opts, providers=["CPUExecutionProvider"]
+    )
     rng = np.random.default_rng(4)
     dims = {i.name: i.shape for i in whole.get_inputs()}
     feeds = {Z_NAME: rng.standard_normal((1, dims[Z_NAME][1], 9)).astype(np.float32)}
@@ -530,6 +635,8 @@ def test_split_decoder_stages_run_in_order_equal_the_decoder(small_root):
         feeds[G_NAME] = rng.standard_normal((1, dims[G_NAME][1], 1)).astype(np.float32)
     x = None
     for k, stage in enumerate(stages):
-        sess = ort.InferenceSession(stage.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+        sess = ort.InferenceSession(
+            stage.SerializeToString(), opts, providers=["CPUExecutionProvider"]
+        )
         x = sess.run(None, feeds if k == 0 else {STAGE_IN: x})[0]
     np.testing.assert_array_equal(x, whole.run(None, feeds)[0])

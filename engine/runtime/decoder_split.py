@@ -53,12 +53,16 @@ class DecoderCut:
     """Where the decoder starts in a synthesizer graph."""
 
     z: str  # tensor feeding conv_pre
-    g: str | None  # tensor feeding the decoder's cond conv (None: no speaker conditioning)
+    g: (
+        str | None
+    )  # tensor feeding the decoder's cond conv (None: no speaker conditioning)
     channels: int
     gin: int
 
 
-def _kernel(graph: Any, node: Any, inits: dict[str, Any]) -> tuple[int, int, int] | None:
+def _kernel(
+    graph: Any, node: Any, inits: dict[str, Any]
+) -> tuple[int, int, int] | None:
     """(out, in, kernel) of a Conv node's constant weight, or None."""
     if node.op_type != "Conv" or len(node.input) < 2 or node.input[1] not in inits:
         return None
@@ -79,7 +83,9 @@ def find_decoder_cut(model: Any) -> DecoderCut:
         raise SplitError("first upsampling layer is not preceded by a LeakyRelu")
     src = producer.get(act.input[0])
     if src is None:
-        raise SplitError("cannot follow the decoder input back from the first LeakyRelu")
+        raise SplitError(
+            "cannot follow the decoder input back from the first LeakyRelu"
+        )
     if src.op_type == "Conv":
         k = _kernel(graph, src, inits)
         if k is None:
@@ -98,7 +104,9 @@ def find_decoder_cut(model: Any) -> DecoderCut:
         else:
             pre = (node, k)
     if pre is None or cond is None:
-        raise SplitError("decoder input Add does not join conv_pre and cond convolutions")
+        raise SplitError(
+            "decoder input Add does not join conv_pre and cond convolutions"
+        )
     return DecoderCut(pre[0].input[0], cond[0].input[0], pre[1][1], cond[1][1])
 
 
@@ -130,7 +138,9 @@ def _subgraph(model: Any, inputs: list[Any], outputs: list[Any], name: str) -> A
     used = {x for n in nodes for x in n.input} | seen
     inits = [t for t in graph.initializer if t.name in used]
     g = helper.make_graph(nodes, name, inputs, outputs, initializer=inits)
-    out = helper.make_model(g, opset_imports=model.opset_import, producer_name="wyoming-hayakoe")
+    out = helper.make_model(
+        g, opset_imports=model.opset_import, producer_name="wyoming-hayakoe"
+    )
     out.ir_version = model.ir_version
     return out
 
@@ -141,11 +151,19 @@ def split_synthesizer(model: Any) -> tuple[Any, Any, DecoderCut]:
 
     cut = find_decoder_cut(model)
     graph = model.graph
-    z_vi = helper.make_tensor_value_info(cut.z, TensorProto.FLOAT, [1, cut.channels, "frames"])
-    g_vi = helper.make_tensor_value_info(cut.g, TensorProto.FLOAT, [1, cut.gin, 1]) if cut.g else None
+    z_vi = helper.make_tensor_value_info(
+        cut.z, TensorProto.FLOAT, [1, cut.channels, "frames"]
+    )
+    g_vi = (
+        helper.make_tensor_value_info(cut.g, TensorProto.FLOAT, [1, cut.gin, 1])
+        if cut.g
+        else None
+    )
     audio_vi = graph.output[0]
     extra = [o for o in graph.output[1:] if o.name == "durations"]
-    front = _subgraph(model, list(graph.input), [z_vi] + ([g_vi] if g_vi else []) + extra, "front")
+    front = _subgraph(
+        model, list(graph.input), [z_vi] + ([g_vi] if g_vi else []) + extra, "front"
+    )
     decoder = _subgraph(model, [z_vi] + ([g_vi] if g_vi else []), [audio_vi], "decoder")
     # Stable public names on both sides of the cut.
     for m in (front, decoder):
@@ -193,7 +211,9 @@ def find_stage_cuts(decoder: Any) -> list[str]:
         while src is not None and src.op_type in _PASS_THROUGH:
             src = producer.get(src.input[0])
         if src is None or src.op_type != "LeakyRelu":
-            raise SplitError(f"ConvTranspose {node.name!r} is not preceded by a LeakyRelu")
+            raise SplitError(
+                f"ConvTranspose {node.name!r} is not preceded by a LeakyRelu"
+            )
         cuts.append(src.input[0])
     if not cuts:
         raise SplitError("no ConvTranspose node: not a HiFi-GAN decoder")
@@ -212,13 +232,19 @@ def split_decoder_stages(decoder: Any) -> list[Any]:
     inputs = list(graph.input)
     stages = []
     for k, end in enumerate(cuts + [graph.output[0].name]):
-        out_vi = helper.make_tensor_value_info(end, TensorProto.FLOAT, [1, f"c{k + 1}", f"n{k + 1}"])
+        out_vi = helper.make_tensor_value_info(
+            end, TensorProto.FLOAT, [1, f"c{k + 1}", f"n{k + 1}"]
+        )
         stage = _subgraph(decoder, inputs, [out_vi], f"decoder_stage{k}")
         _rename(stage.graph, end, STAGE_OUT)
         if k:
             _rename(stage.graph, inputs[0].name, STAGE_IN)
         stages.append(stage)
-        inputs = [helper.make_tensor_value_info(end, TensorProto.FLOAT, [1, f"c{k + 1}", f"n{k + 1}"])]
+        inputs = [
+            helper.make_tensor_value_info(
+                end, TensorProto.FLOAT, [1, f"c{k + 1}", f"n{k + 1}"]
+            )
+        ]
     return stages
 
 
@@ -238,12 +264,20 @@ def conv1d_as_conv2d(model: Any) -> int:
     nodes = []
     count = 0
     for node in graph.node:
-        weight = inits.get(node.input[1]) if node.op_type in ("Conv", "ConvTranspose") and len(node.input) > 1 else None
+        weight = (
+            inits.get(node.input[1])
+            if node.op_type in ("Conv", "ConvTranspose") and len(node.input) > 1
+            else None
+        )
         if weight is None or len(weight.dims) != 3:
             nodes.append(node)
             continue
         arr = numpy_helper.to_array(weight)
-        weight.CopyFrom(numpy_helper.from_array(np.ascontiguousarray(arr[:, :, None, :]), weight.name))
+        weight.CopyFrom(
+            numpy_helper.from_array(
+                np.ascontiguousarray(arr[:, :, None, :]), weight.name
+            )
+        )
         for a in node.attribute:  # a new leading spatial axis of size 1
             if a.name in ("kernel_shape", "strides", "dilations", "output_shape"):
                 a.ints[:] = [1] + list(a.ints)
@@ -288,7 +322,12 @@ def _variant() -> str:
 
 def _stamp(source: Path) -> dict:
     st = source.stat()
-    return {"format": FORMAT, "source": source.name, "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+    return {
+        "format": FORMAT,
+        "source": source.name,
+        "size": st.st_size,
+        "mtime_ns": st.st_mtime_ns,
+    }
 
 
 def _candidates(source: Path, cache_dir: Any = None) -> list[Path]:
@@ -296,7 +335,10 @@ def _candidates(source: Path, cache_dir: Any = None) -> list[Path]:
     from ..sources.cache import cache_root
 
     digest = hashlib.sha1(str(source.resolve()).encode("utf-8")).hexdigest()[:16]
-    return [source.parent, cache_root(cache_dir) / "derived" / f"{source.stem}-{digest}"]
+    return [
+        source.parent,
+        cache_root(cache_dir) / "derived" / f"{source.stem}-{digest}",
+    ]
 
 
 def derived_graphs(source: Path, cache_dir: Any = None) -> tuple[Path, Path]:
@@ -310,13 +352,18 @@ def derived_graphs(source: Path, cache_dir: Any = None) -> tuple[Path, Path]:
 
     source = Path(source)
     variant = _variant()
-    front_name, decoder_name, stamp_name = (f.format(variant) for f in (FRONT_FILE, DECODER_FILE, STAMP_FILE))
+    front_name, decoder_name, stamp_name = (
+        f.format(variant) for f in (FRONT_FILE, DECODER_FILE, STAMP_FILE)
+    )
     want = _stamp(source)
     dirs = _candidates(source, cache_dir)
     for d in dirs:
         try:
-            if json.loads((d / stamp_name).read_text(encoding="utf-8")) == want and \
-                    (d / front_name).is_file() and (d / decoder_name).is_file():
+            if (
+                json.loads((d / stamp_name).read_text(encoding="utf-8")) == want
+                and (d / front_name).is_file()
+                and (d / decoder_name).is_file()
+            ):
                 return d / front_name, d / decoder_name
         except (OSError, ValueError):
             continue
@@ -343,7 +390,9 @@ def derived_graphs(source: Path, cache_dir: Any = None) -> tuple[Path, Path]:
         release_free_memory()
         _LOGGER.info("Cut %s at the decoder → %s", source, d)
         return d / front_name, d / decoder_name
-    raise OSError(f"cannot write the split graphs of {source} anywhere: {'; '.join(errors)}")
+    raise OSError(
+        f"cannot write the split graphs of {source} anywhere: {'; '.join(errors)}"
+    )
 
 
 def release_free_memory() -> None:
@@ -384,10 +433,14 @@ class SplitOnnxSynthesizer(OnnxSynthesizer):
         self.geometry = geometry
         self.context = geometry.context_frames()
         if geometry.hop != hop_length:
-            raise SplitError(f"decoder upsamples by {geometry.hop}, config hop_length is {hop_length}")
+            raise SplitError(
+                f"decoder upsamples by {geometry.hop}, config hop_length is {hop_length}"
+            )
         front, decoder = derived_graphs(Path(synthesizer), cache_dir)
         opts = session_options(threads)
-        self._synth = ort.InferenceSession(str(front), sess_options=opts, providers=["CPUExecutionProvider"])
+        self._synth = ort.InferenceSession(
+            str(front), sess_options=opts, providers=["CPUExecutionProvider"]
+        )
         self._stages = _stage_sessions(decoder, opts)
         self._stage_shapes = geometry.stages()
         if len(self._stage_shapes) != len(self._stages):
@@ -398,15 +451,25 @@ class SplitOnnxSynthesizer(OnnxSynthesizer):
         self._decoder = self._stages[0]  # reads z (and g)
         self._has_g = G_NAME in {i.name for i in self._decoder.get_inputs()}
         self._synth_inputs = {i.name for i in self._synth.get_inputs()}
-        self._synth_noise = sum(1 for n in self._synth_inputs if n.startswith(NOISE_INPUT.format("")))
-        self._has_durations = any(o.name == "durations" for o in self._synth.get_outputs())
+        self._synth_noise = sum(
+            1 for n in self._synth_inputs if n.startswith(NOISE_INPUT.format(""))
+        )
+        self._has_durations = any(
+            o.name == "durations" for o in self._synth.get_outputs()
+        )
         # After a request, give decoder activation memory back (`release_memory`).
         self._release = os.environ.get(RELEASE_ENV, "").strip() != "0"
         self._used = 0  # largest decoder run (frames) since the last release
-        self._gin = next((int(i.shape[1]) for i in self._decoder.get_inputs() if i.name == G_NAME), 0)
+        self._gin = next(
+            (int(i.shape[1]) for i in self._decoder.get_inputs() if i.name == G_NAME), 0
+        )
         self._shrink = ort.RunOptions()
-        self._shrink.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
-        self._dp_path = Path(duration_predictor) if duration_predictor is not None else None
+        self._shrink.add_run_config_entry(
+            "memory.enable_memory_arena_shrinkage", "cpu:0"
+        )
+        self._dp_path = (
+            Path(duration_predictor) if duration_predictor is not None else None
+        )
         self._threads = threads
         self._dp = None
         self._dp_noise = 0
@@ -426,7 +489,9 @@ class SplitOnnxSynthesizer(OnnxSynthesizer):
             self._dp, self._dp_noise = load_session(self._dp_path, self._threads)
         return super().predict_durations(inputs, params, noise)
 
-    def latent(self, inputs: SynthInputs, params: SynthParams, noise: NoiseSource) -> Latent:
+    def latent(
+        self, inputs: SynthInputs, params: SynthParams, noise: NoiseSource
+    ) -> Latent:
         """Run the front graph: the sentence's latent, ready for `decode`."""
         feeds = self._synth_feeds(inputs, params)
         t = inputs.length
@@ -464,7 +529,9 @@ class SplitOnnxSynthesizer(OnnxSynthesizer):
             return lambda x: sess.run(None, {STAGE_IN: x})[0]
 
         runs = [first] + [later(sess) for sess in self._stages[1:]]
-        return StagedDecoding(z, [DecoderStage(r, sh) for r, sh in zip(runs, self._stage_shapes)])
+        return StagedDecoding(
+            z, [DecoderStage(r, sh) for r, sh in zip(runs, self._stage_shapes)]
+        )
 
     def decode(self, latent: Latent, z: np.ndarray) -> np.ndarray:
         """Audio `float32 [frames·hop]` of the latent slice `z` `[1, C, frames]`."""
@@ -486,7 +553,9 @@ class SplitOnnxSynthesizer(OnnxSynthesizer):
         self._used = 0
         release_free_memory()
 
-    def synthesize(self, inputs: SynthInputs, params: SynthParams, noise: NoiseSource) -> SynthOutput:
+    def synthesize(
+        self, inputs: SynthInputs, params: SynthParams, noise: NoiseSource
+    ) -> SynthOutput:
         lat = self.latent(inputs, params, noise)
         audio = self.decode(lat, lat.z)
         return SynthOutput(np.asarray(audio, np.float32), lat.durations)
@@ -502,7 +571,11 @@ def _stage_sessions(decoder: Path, opts: Any) -> list[Any]:
     sessions = []
     while stages:
         data = stages.pop(0).SerializeToString()
-        sessions.append(ort.InferenceSession(data, sess_options=opts, providers=["CPUExecutionProvider"]))
+        sessions.append(
+            ort.InferenceSession(
+                data, sess_options=opts, providers=["CPUExecutionProvider"]
+            )
+        )
         del data
     return sessions
 

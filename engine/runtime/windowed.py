@@ -42,7 +42,11 @@ class DecoderGeometry:
     upsample_kernel_sizes: tuple[int, ...] = (16, 16, 8, 2, 2)
     resblock: str = "1"
     resblock_kernel_sizes: tuple[int, ...] = (3, 7, 11)
-    resblock_dilation_sizes: tuple[tuple[int, ...], ...] = ((1, 3, 5), (1, 3, 5), (1, 3, 5))
+    resblock_dilation_sizes: tuple[tuple[int, ...], ...] = (
+        (1, 3, 5),
+        (1, 3, 5),
+        (1, 3, 5),
+    )
     pre_kernel: int = 7
     post_kernel: int = 7
 
@@ -54,9 +58,13 @@ class DecoderGeometry:
         try:
             geom = cls(
                 upsample_rates=tuple(int(v) for v in model["upsample_rates"]),
-                upsample_kernel_sizes=tuple(int(v) for v in model["upsample_kernel_sizes"]),
+                upsample_kernel_sizes=tuple(
+                    int(v) for v in model["upsample_kernel_sizes"]
+                ),
                 resblock=str(model["resblock"]),
-                resblock_kernel_sizes=tuple(int(v) for v in model["resblock_kernel_sizes"]),
+                resblock_kernel_sizes=tuple(
+                    int(v) for v in model["resblock_kernel_sizes"]
+                ),
                 resblock_dilation_sizes=tuple(
                     tuple(int(d) for d in ds) for ds in model["resblock_dilation_sizes"]
                 ),
@@ -81,7 +89,9 @@ class DecoderGeometry:
                     "exactly rate × input samples"
                 )
         if self.resblock not in ("1", "2"):
-            raise ValueError(f"config.json: model.resblock {self.resblock!r} is not '1' or '2'")
+            raise ValueError(
+                f"config.json: model.resblock {self.resblock!r} is not '1' or '2'"
+            )
         if len(self.resblock_kernel_sizes) != len(self.resblock_dilation_sizes):
             raise ValueError(
                 "config.json: model.resblock_kernel_sizes and "
@@ -124,13 +134,17 @@ class DecoderGeometry:
         def record(lo: int, hi: int, r: int) -> None:
             nonlocal need_left, need_right
             need_left = max(need_left, math.ceil(-lo / r) if lo < 0 else 0)
-            need_right = max(need_right, math.ceil((hi - (r - 1)) / r) if hi > r - 1 else 0)
+            need_right = max(
+                need_right, math.ceil((hi - (r - 1)) / r) if hi > r - 1 else 0
+            )
 
         half_post = (self.post_kernel - 1) // 2
         a, b = a - half_post, b + half_post  # conv_post reads this from the last stage
         record(a, b, rate)
         radius = self._resblock_radius()
-        for u, k in reversed(list(zip(self.upsample_rates, self.upsample_kernel_sizes))):
+        for u, k in reversed(
+            list(zip(self.upsample_rates, self.upsample_kernel_sizes))
+        ):
             a, b = a - radius, b + radius  # residual blocks of this stage
             record(a, b, rate)
             p = (k - u) // 2
@@ -157,13 +171,17 @@ class DecoderGeometry:
         out = [StageShape(1, half_pre, half_pre)]
         radius = self._resblock_radius()
         last = len(self.upsample_rates) - 1
-        for i, (u, k) in enumerate(zip(self.upsample_rates, self.upsample_kernel_sizes)):
+        for i, (u, k) in enumerate(
+            zip(self.upsample_rates, self.upsample_kernel_sizes)
+        ):
             need_left = need_right = 0
 
             def record(lo: int, hi: int, r: int) -> None:
                 nonlocal need_left, need_right
                 need_left = max(need_left, math.ceil(-lo / r) if lo < 0 else 0)
-                need_right = max(need_right, math.ceil((hi - (r - 1)) / r) if hi > r - 1 else 0)
+                need_right = max(
+                    need_right, math.ceil((hi - (r - 1)) / r) if hi > r - 1 else 0
+                )
 
             a, b = 0, u - 1  # output samples of input sample 0
             if i == last:
@@ -322,8 +340,12 @@ class StagedDecoding:
             self._lengths.append(self._lengths[-1] * st.shape.rate)
         self.hop = math.prod(st.shape.rate for st in self.stages)
         self._inputs: list[np.ndarray] = [z] + [z[:, :0, :0]] * (len(self.stages) - 1)
-        self._offsets = [0] * len(self.stages)  # global index of each kept input's first sample
-        self._known = [self.frames] + [0] * (len(self.stages) - 1)  # input samples known exactly
+        self._offsets = [0] * len(
+            self.stages
+        )  # global index of each kept input's first sample
+        self._known = [self.frames] + [0] * (
+            len(self.stages) - 1
+        )  # input samples known exactly
         self._done = [0] * len(self.stages)  # input samples whose output was produced
         self.frames_done = 0
         self.calls = 0
@@ -331,14 +353,20 @@ class StagedDecoding:
     def audio_until(self, end: int) -> np.ndarray:
         """Audio samples of frames `[frames_done, end)` (1-D, the decoder's dtype)."""
         if not self.frames_done <= end <= self.frames:
-            raise ValueError(f"frames [{self.frames_done}, {end}) outside the latent's {self.frames}")
+            raise ValueError(
+                f"frames [{self.frames_done}, {end}) outside the latent's {self.frames}"
+            )
         # Walk back: how far each stage must get so that the last one reaches `end`.
         want = [0] * len(self.stages)
         need = end * self.hop  # output samples of the last stage
         for j in range(len(self.stages) - 1, -1, -1):
             shape = self.stages[j].shape
             want[j] = max(self._done[j], -(-need // shape.rate))
-            need = min(self._lengths[j], want[j] + shape.right) if want[j] > self._done[j] else 0
+            need = (
+                min(self._lengths[j], want[j] + shape.right)
+                if want[j] > self._done[j]
+                else 0
+            )
         out = np.zeros(0, np.float32)
         for j, stage in enumerate(self.stages):
             out = self._advance(j, stage, want[j])
@@ -358,7 +386,11 @@ class StagedDecoding:
             if hi > self._known[j] or lo < self._offsets[j]:
                 raise RuntimeError(f"stage {j}: input [{lo}, {hi}) not available")
             x = self._inputs[j]
-            y = stage.run(np.ascontiguousarray(x[:, :, lo - self._offsets[j] : hi - self._offsets[j]]))
+            y = stage.run(
+                np.ascontiguousarray(
+                    x[:, :, lo - self._offsets[j] : hi - self._offsets[j]]
+                )
+            )
             self.calls += 1
             if y.ndim != 3 or y.shape[2] != (hi - lo) * shape.rate:
                 raise ValueError(
@@ -374,7 +406,9 @@ class StagedDecoding:
                 self._offsets[j] += keep
         if j + 1 < len(self.stages) and new.shape[2]:
             kept = self._inputs[j + 1]
-            self._inputs[j + 1] = new if kept.shape[2] == 0 else np.concatenate([kept, new], axis=2)
+            self._inputs[j + 1] = (
+                new if kept.shape[2] == 0 else np.concatenate([kept, new], axis=2)
+            )
             self._known[j + 1] = self._done[j] * shape.rate
         return new
 
@@ -394,11 +428,17 @@ class StreamingPlans:
     request) and the measured decoding speed: as large as can be decoded before that audio
     runs out (less repeated context), never smaller than `first`."""
 
-    first: WindowPlan = WindowPlan(first=24, growth=2.0, largest=512, min_tail=16, adaptive=True)
-    later: WindowPlan = WindowPlan(first=24, growth=2.0, largest=512, min_tail=16, adaptive=True)
+    first: WindowPlan = WindowPlan(
+        first=24, growth=2.0, largest=512, min_tail=16, adaptive=True
+    )
+    later: WindowPlan = WindowPlan(
+        first=24, growth=2.0, largest=512, min_tail=16, adaptive=True
+    )
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> StreamingPlans | None:
+    def from_env(
+        cls, environ: Mapping[str, str] | None = None
+    ) -> StreamingPlans | None:
         """Default plans, with `WYOMING_HAYAKOE_FIRST_WINDOW` (frames) applied; None if 0."""
         import os
 
@@ -413,10 +453,16 @@ class StreamingPlans:
             return cls()
         if first <= 0:
             return None
-        return cls(first=WindowPlan(first=first, growth=2.0, largest=512, min_tail=16, adaptive=True))
+        return cls(
+            first=WindowPlan(
+                first=first, growth=2.0, largest=512, min_tail=16, adaptive=True
+            )
+        )
 
 
-def _silent_run(audio: np.ndarray, sample_rate: int, peak: float, from_end: bool) -> int:
+def _silent_run(
+    audio: np.ndarray, sample_rate: int, peak: float, from_end: bool
+) -> int:
     """Samples of silence (whole 10 ms windows below 2 % of `peak`) at one end of `audio`
     (the rule `engine.neural.silent_edges` uses, with the peak given)."""
     n = len(audio)
@@ -444,9 +490,13 @@ class PlaybackClock:
     sentences of one request, with the decoding speed last measured."""
 
     def __init__(self) -> None:
-        self.start: float | None = None  # when the player would have started (shifted by stalls)
+        self.start: float | None = (
+            None  # when the player would have started (shifted by stalls)
+        )
         self.handed_out = 0.0  # seconds of audio handed out
-        self.per_frame: float | None = None  # seconds to decode one frame (with context)
+        self.per_frame: float | None = (
+            None  # seconds to decode one frame (with context)
+        )
         self.last_size = 0  # frames in the last window
 
     def ahead(self) -> float:
@@ -539,7 +589,9 @@ class WindowedSentence:
         # A backend that can decode stage by stage recomputes only a few samples per stage
         # at each window boundary instead of the whole receptive field (`StagedDecoding`).
         make_staged = getattr(synth, "staged", None)
-        staged: StagedDecoding | None = make_staged(latent) if make_staged is not None else None
+        staged: StagedDecoding | None = (
+            make_staged(latent) if make_staged is not None else None
+        )
         overlap = 0 if staged is not None else left + right
         peak = 0.0
         start = 0
