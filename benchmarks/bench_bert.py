@@ -2,7 +2,7 @@
 
 Builds (once, cached under benchmarks/.cache/) a random-weight DeBERTa-v2-large-japanese-char
 (24 layers, hidden 1024, 16 heads, intermediate 4096, vocab 22012, relative attention as the
-real config), exports it with `engine.runtime.bert_export` to ONNX fp32 and int8, then runs
+real config), exports it with `engine.bert.export` to ONNX fp32 and int8, then runs
 each backend in its own process (so peak RSS is that backend's alone) and prints, for PyTorch
 (with and without `TorchBert`'s relative-position cache), ONNX fp32 and ONNX int8:
 
@@ -36,11 +36,15 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(REPO))
 
+from engine import layout  # noqa: E402 (after the path set-up)
+
 # BENCH_BERT_SMOKE=1: a tiny shape, to check the script itself in seconds.
 SMOKE = os.environ.get("BENCH_BERT_SMOKE") == "1"
 CACHE = HERE / ".cache" / ("bert_smoke_random" if SMOKE else "bert_large_random")
-MODEL_DIR = CACHE / "pytorch"
+MODEL_DIR = CACHE / "torch_model"
 ONNX_ROOT = CACHE / "export"
+Q8_PATH = f"{layout.BERT_ONNX_Q8_PREFIX}/{layout.BERT_ONNX_Q8_FILE}"
+FP32_PATH = f"{layout.BERT_ONNX_FP32_PREFIX}/{layout.BERT_ONNX_FP32_FILE}"
 TOKENIZER_DIR = REPO / "tests" / "data" / "bert_small"
 
 FULL_SIZE = {
@@ -53,8 +57,14 @@ FULL_SIZE = {
     "vocab_size": 22012,
 }
 if SMOKE:
-    FULL_SIZE.update(hidden_size=64, num_hidden_layers=4, num_attention_heads=2, attention_head_size=32,
-                     intermediate_size=256, pooler_hidden_size=64)
+    FULL_SIZE.update(
+        hidden_size=64,
+        num_hidden_layers=4,
+        num_attention_heads=2,
+        attention_head_size=32,
+        intermediate_size=256,
+        pooler_hidden_size=64,
+    )
 
 SENTENCES = [
     "こんにちは。",
@@ -108,19 +118,26 @@ def build(rebuild: bool) -> None:
         with torch.no_grad():
             for _, p in model.named_parameters():
                 if p.numel() and bool((p == p.flatten()[0]).all()):
-                    p.add_(torch.randn(p.shape, generator=gen) * (0.05 if float(p.flatten()[0]) == 0 else 0.1))
+                    p.add_(
+                        torch.randn(p.shape, generator=gen)
+                        * (0.05 if float(p.flatten()[0]) == 0 else 0.1)
+                    )
         MODEL_DIR.mkdir(parents=True, exist_ok=True)
         model.save_pretrained(str(MODEL_DIR), safe_serialization=True)
         n_params = sum(p.numel() for p in model.parameters())
-        print(f"built random DeBERTa-v2-large: {n_params / 1e6:.0f} M params in {time.perf_counter() - t0:.0f} s")
+        print(
+            f"built random DeBERTa-v2-large: {n_params / 1e6:.0f} M params in {time.perf_counter() - t0:.0f} s"
+        )
         del model
-    q8 = ONNX_ROOT / "onnx/bert/q8/bert_q8.onnx"
-    fp32 = ONNX_ROOT / "onnx/bert/fp32/bert.onnx"
+    q8 = ONNX_ROOT / Q8_PATH
+    fp32 = ONNX_ROOT / FP32_PATH
     if not (q8.is_file() and fp32.is_file()):
-        from engine.runtime.bert_export import export_bert
+        from engine.bert.export import export_bert
 
         t0 = time.perf_counter()
-        result = export_bert(MODEL_DIR, ONNX_ROOT, tokenizer_dir=TOKENIZER_DIR, quantize=True, keep_fp32=True)
+        result = export_bert(
+            MODEL_DIR, ONNX_ROOT, tokenizer_dir=TOKENIZER_DIR, quantize=True, keep_fp32=True
+        )
         print(
             f"exported ONNX fp32 + int8 in {time.perf_counter() - t0:.0f} s "
             f"(peak RSS of the build process {peak_rss_mb():.0f} MB); "
@@ -145,7 +162,11 @@ def frontend_inputs() -> tuple[list[str], list[list[int]], float | None]:
         t0 = time.perf_counter()
         results = [analyze(s) for s in SENTENCES]
         per_sentence = (time.perf_counter() - t0) / len(SENTENCES)
-        return [r.bert_text for r in results], [list(r.with_blanks().word2ph) for r in results], per_sentence
+        return (
+            [r.bert_text for r in results],
+            [list(r.with_blanks().word2ph) for r in results],
+            per_sentence,
+        )
     except Exception as exc:  # noqa: BLE001 - the benchmark still measures BERT
         print(f"(frontend not used: {exc!r})", file=sys.stderr)
         return list(SENTENCES), [[1] * (len(s) + 2) for s in SENTENCES], None
@@ -162,13 +183,15 @@ def worker(kind: str, threads: int, inputs: Path, out_npz: Path) -> None:
         import torch
 
         torch.set_num_threads(threads)
-        from engine.runtime.bert_torch import TorchBert
+        from engine.bert.torch_backend import TorchBert
 
-        bert = TorchBert(MODEL_DIR, TOKENIZER_DIR, device="cpu", cache_rel_projections=kind == "torch")
+        bert = TorchBert(
+            MODEL_DIR, TOKENIZER_DIR, device="cpu", cache_rel_projections=kind == "torch"
+        )
     else:
-        from engine.runtime.bert_onnx import OnnxBert
+        from engine.bert.onnx_backend import OnnxBert
 
-        path = ONNX_ROOT / ("onnx/bert/fp32/bert.onnx" if kind == "onnx-fp32" else "onnx/bert/q8/bert_q8.onnx")
+        path = ONNX_ROOT / (FP32_PATH if kind == "onnx-fp32" else Q8_PATH)
         bert = OnnxBert(path, TOKENIZER_DIR, threads=threads)
     load_s = time.perf_counter() - t0
     bert.features(texts, w2ps)  # warm-up: every shape once
@@ -186,11 +209,28 @@ def worker(kind: str, threads: int, inputs: Path, out_npz: Path) -> None:
         feats = bert.features(texts, w2ps)
         w2, c2 = time.perf_counter(), time.process_time()
         n = len(texts)
-        print(json.dumps({"single_s": (w1 - w0) / n, "single_cpu_s": (c1 - c0) / n,
-                          "batched_s": (w2 - w1) / n, "batched_cpu_s": (c2 - c1) / n}), flush=True)
+        print(
+            json.dumps(
+                {
+                    "single_s": (w1 - w0) / n,
+                    "single_cpu_s": (c1 - c0) / n,
+                    "batched_s": (w2 - w1) / n,
+                    "batched_cpu_s": (c2 - c1) / n,
+                }
+            ),
+            flush=True,
+        )
     np.savez(out_npz, *(feats or bert.features(texts, w2ps)))
-    print(json.dumps({"rss_after_mb": rss_mb(), "peak_rss_mb": peak_rss_mb(), "chars": [len(t) for t in texts]}),
-          flush=True)
+    print(
+        json.dumps(
+            {
+                "rss_after_mb": rss_mb(),
+                "peak_rss_mb": peak_rss_mb(),
+                "chars": [len(t) for t in texts],
+            }
+        ),
+        flush=True,
+    )
 
 
 def run_interleaved(kinds: list[str], threads: int, repeats: int, inputs: Path) -> dict[str, dict]:
@@ -201,8 +241,18 @@ def run_interleaved(kinds: list[str], threads: int, repeats: int, inputs: Path) 
     try:
         for kind in kinds:
             npz = CACHE / f"feats-{kind}.npz"
-            cmd = [sys.executable, __file__, "--worker", kind, "--threads", str(threads),
-                   "--inputs", str(inputs), "--out", str(npz)]
+            cmd = [
+                sys.executable,
+                __file__,
+                "--worker",
+                kind,
+                "--threads",
+                str(threads),
+                "--inputs",
+                str(inputs),
+                "--out",
+                str(npz),
+            ]
             proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
             procs[kind] = proc
             rows[kind] = {**json.loads(proc.stdout.readline()), "rounds": [], "npz": npz}
@@ -238,17 +288,25 @@ def _similarity(a: list[np.ndarray], b: list[np.ndarray]) -> tuple[float, float,
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--threads", type=int, default=None, help="threads per backend (default: physical cores)")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--threads", type=int, default=None, help="threads per backend (default: physical cores)"
+    )
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--rebuild", action="store_true")
-    parser.add_argument("--worker", choices=["torch", "torch-nocache", "onnx-fp32", "onnx-q8"], help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--worker",
+        choices=["torch", "torch-nocache", "onnx-fp32", "onnx-q8"],
+        help=argparse.SUPPRESS,
+    )
     parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--inputs", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
 
     if args.threads is None:
-        from engine.runtime.bert_onnx import physical_cores
+        from engine.bert.onnx_backend import physical_cores
 
         args.threads = physical_cores()
     if args.worker:
@@ -258,7 +316,9 @@ def main() -> int:
     build(args.rebuild)
     texts, w2ps, frontend_s = frontend_inputs()
     inputs = CACHE / "inputs.json"
-    inputs.write_text(json.dumps({"texts": texts, "word2phs": w2ps}, ensure_ascii=False), encoding="utf-8")
+    inputs.write_text(
+        json.dumps({"texts": texts, "word2phs": w2ps}, ensure_ascii=False), encoding="utf-8"
+    )
     kinds = ["torch", "onnx-fp32", "onnx-q8", "torch-nocache"]
     rows = run_interleaved(kinds, args.threads, args.repeats, inputs)
     feats = {}
@@ -268,13 +328,17 @@ def main() -> int:
 
     base = rows["torch"]
     chars = base["chars"]
-    print(f"\nBERT at {'SMOKE-TEST' if SMOKE else 'full DeBERTa-v2-large'} shape (random weights), {args.threads} thread(s), "
-          f"{len(chars)} sentences of {min(chars)}-{max(chars)} chars (mean {np.mean(chars):.0f}), "
-          f"median of {args.repeats} interleaved rounds; load average before: {os.getloadavg()[0]:.1f}")
+    print(
+        f"\nBERT at {'SMOKE-TEST' if SMOKE else 'full DeBERTa-v2-large'} shape (random weights), {args.threads} thread(s), "
+        f"{len(chars)} sentences of {min(chars)}-{max(chars)} chars (mean {np.mean(chars):.0f}), "
+        f"median of {args.repeats} interleaved rounds; load average before: {os.getloadavg()[0]:.1f}"
+    )
     if frontend_s is not None:
         print(f"frontend (engine.text.analyze): {frontend_s * 1e3:.1f} ms/sentence")
-    head = (f"{'backend':<11}{'load s':>7}{'RSS MB':>8}{'peak MB':>8}{'ms/sent':>9}{'cpu ms':>8}{'x torch':>8}"
-            f"{'batched':>9}{'cpu ms':>8}{'x torch':>8}")
+    head = (
+        f"{'backend':<11}{'load s':>7}{'RSS MB':>8}{'peak MB':>8}{'ms/sent':>9}{'cpu ms':>8}{'x torch':>8}"
+        f"{'batched':>9}{'cpu ms':>8}{'x torch':>8}"
+    )
     print(head)
     print("-" * len(head))
     for kind, r in rows.items():
@@ -283,14 +347,23 @@ def main() -> int:
             f"{r['single_s'] * 1e3:>9.0f}{r['single_cpu_s'] * 1e3:>8.0f}{base['single_s'] / r['single_s']:>7.2f}x"
             f"{r['batched_s'] * 1e3:>9.0f}{r['batched_cpu_s'] * 1e3:>8.0f}{base['batched_s'] / r['batched_s']:>7.2f}x"
         )
-    print("(ms/sent: wall time per sentence, one sentence per call; batched: all sentences in one padded\n"
-          " call, per sentence; cpu ms: process CPU time (all threads) per sentence, less sensitive to\n"
-          " other load; x torch: wall-time speed-up over PyTorch (fp32, CPU). Backends run round-robin,\n"
-          " one round each in turn. RSS: resident after the rounds; peak: VmHWM of the backend's\n"
-          " process; both include Python, numpy and the backend library)")
-    print("(torch-nocache: PyTorch recomputing the relative-position projections on every call, as\n"
-          " transformers does; torch: with TorchBert's cache of them)")
-    for a, b in (("onnx-q8", "onnx-fp32"), ("onnx-fp32", "torch"), ("onnx-q8", "torch"), ("torch-nocache", "torch")):
+    print(
+        "(ms/sent: wall time per sentence, one sentence per call; batched: all sentences in one padded\n"
+        " call, per sentence; cpu ms: process CPU time (all threads) per sentence, less sensitive to\n"
+        " other load; x torch: wall-time speed-up over PyTorch (fp32, CPU). Backends run round-robin,\n"
+        " one round each in turn. RSS: resident after the rounds; peak: VmHWM of the backend's\n"
+        " process; both include Python, numpy and the backend library)"
+    )
+    print(
+        "(torch-nocache: PyTorch recomputing the relative-position projections on every call, as\n"
+        " transformers does; torch: with TorchBert's cache of them)"
+    )
+    for a, b in (
+        ("onnx-q8", "onnx-fp32"),
+        ("onnx-fp32", "torch"),
+        ("onnx-q8", "torch"),
+        ("torch-nocache", "torch"),
+    ):
         mean_cos, min_cos, diff = _similarity(feats[a], feats[b])
         print(f"{a} vs {b}: cosine mean {mean_cos:.5f}, min {min_cos:.5f}; max abs diff {diff:.3g}")
     return 0

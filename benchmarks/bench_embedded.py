@@ -117,7 +117,10 @@ def start_server() -> tuple[subprocess.Popen, int]:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     proc = subprocess.Popen(
         [sys.executable, "-m", "wyoming_hayakoe", "--uri", f"tcp://127.0.0.1:{port}"],
-        cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True,
+        cwd=ROOT,
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     assert proc.stderr is not None
     for line in proc.stderr:

@@ -21,8 +21,8 @@ import json
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -40,7 +40,9 @@ EXTRA = [
 
 
 def _sentences() -> list[str]:
-    lines = (ROOT / "tests" / "data" / "frontend_golden.jsonl").read_text(encoding="utf-8").splitlines()
+    lines = (
+        (ROOT / "tests" / "data" / "frontend_golden.jsonl").read_text(encoding="utf-8").splitlines()
+    )
     texts = [json.loads(line)["text"] for line in lines]
     texts = [t for t in texts if t.strip() and "まっーたく" not in t]
     return texts + EXTRA
@@ -90,7 +92,9 @@ def main() -> None:
     results = [(name, _time(fn, args.repeats) / n) for name, fn in stages]
     base = results[0][1]
     mean_chars = sum(map(len, texts)) / n
-    print(f"frontend benchmark: {n} sentences, {mean_chars:.1f} characters on average, median of {args.repeats}")
+    print(
+        f"frontend benchmark: {n} sentences, {mean_chars:.1f} characters on average, median of {args.repeats}"
+    )
     print(f"{'stage':38} {'µs/sentence':>12} {'× baseline':>11}")
     for name, sec in results:
         print(f"{name:38} {sec * 1e6:12.1f} {sec / base:11.2f}")

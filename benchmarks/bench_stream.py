@@ -35,7 +35,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
-from common import OPTIONS, TEXTS, VOICE_NAME
+from common import OPTIONS, TEXTS, VOICE_NAME  # noqa: E402
 
 
 def _spin() -> None:
@@ -73,7 +73,7 @@ def _timed(run: Callable[[], Iterator[Any]]) -> dict[str, float]:
 
 
 class CpuClock:
-    """A stand-in for the `time` module in `engine.runtime.windowed`: `perf_counter` is this
+    """A stand-in for the `time` module in `engine.synth.windowed`: `perf_counter` is this
     process's CPU time over the decoder's threads, i.e. the clock of the same process with its
     cores to itself. On a shared, loaded machine (where decoding is slower than real time in
     wall-clock terms, so windows grow fast) it makes the window sizes those of an idle
@@ -87,7 +87,7 @@ class CpuClock:
 
 
 def measure(speaker: Any, texts: list[str], reps: int, label: str) -> None:
-    from engine.runtime.windowed import StreamingPlans
+    from engine.synth.windowed import StreamingPlans
 
     voice = speaker.voice
     now_synth, now_plans = voice.synth, voice.window_plans
@@ -110,9 +110,7 @@ def measure(speaker: Any, texts: list[str], reps: int, label: str) -> None:
     }
     load = os.getloadavg()[0]
     print(f"\n## {label} (load average {load:.1f} at start, {os.cpu_count()} CPUs)")
-    print(
-        "| text | variant | TTFA s | wall s | CPU s | TTFA / gen | wall / gen | CPU / gen |"
-    )
+    print("| text | variant | TTFA s | wall s | CPU s | TTFA / gen | wall / gen | CPU / gen |")
     print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     for key in texts:
         text = TEXTS[key]
@@ -122,12 +120,9 @@ def measure(speaker: Any, texts: list[str], reps: int, label: str) -> None:
                 rows[name].append(_timed(run))
         gen = rows["generate"]
         for name in variants:
-            med = {
-                m: statistics.median(r[m] for r in rows[name])
-                for m in ("ttfa", "wall", "cpu")
-            }
+            med = {m: statistics.median(r[m] for r in rows[name]) for m in ("ttfa", "wall", "cpu")}
             ratio = {
-                m: statistics.median(r[m] / g[m] for r, g in zip(rows[name], gen))
+                m: statistics.median(r[m] / g[m] for r, g in zip(rows[name], gen, strict=True))
                 for m in med
             }
             print(
@@ -139,13 +134,9 @@ def measure(speaker: Any, texts: list[str], reps: int, label: str) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument(
-        "--texts", default="short,medium", help="comma-separated keys of common.TEXTS"
-    )
+    ap.add_argument("--texts", default="short,medium", help="comma-separated keys of common.TEXTS")
     ap.add_argument("--reps", type=int, default=3)
-    ap.add_argument(
-        "--no-busy", action="store_true", help="skip the one-core-busy measurement"
-    )
+    ap.add_argument("--no-busy", action="store_true", help="skip the one-core-busy measurement")
     ap.add_argument(
         "--clock",
         choices=("wall", "cpu"),
@@ -170,10 +161,10 @@ def main() -> None:
         for _ in speaker.stream(TEXTS[key], **OPTIONS):
             pass
     if args.clock == "cpu":
-        import engine.runtime.windowed as windowed
-        from engine.runtime.synth_onnx import default_threads
+        import engine.synth.windowed as windowed
+        from engine.options import EngineOptions
 
-        windowed.time = CpuClock(default_threads())  # type: ignore[assignment]
+        windowed.time = CpuClock(EngineOptions().intra_op_threads)  # type: ignore[assignment]
         print("(window schedule: playback clock = CPU time / threads, see CpuClock)")
     measure(speaker, texts, args.reps, "idle")
     if not args.no_busy:

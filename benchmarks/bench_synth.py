@@ -51,7 +51,7 @@ TEXTS = {
 
 
 def phone_inputs(text: str, bert_channels: int = 1024):
-    from engine.runtime.synth_common import SynthInputs
+    from engine.synth.common import SynthInputs
 
     try:
         from engine.text import analyze
@@ -66,9 +66,14 @@ def phone_inputs(text: str, bert_channels: int = 1024):
         langs = [0 if i % 2 == 0 else 1 for i in range(n)]
     t = len(ids)
     rng = np.random.default_rng(len(text))
-    return SynthInputs(np.asarray(ids, np.int64), np.asarray(tones, np.int64), np.asarray(langs, np.int64),
-                       rng.standard_normal((bert_channels, t)).astype(np.float32),
-                       rng.standard_normal(256).astype(np.float32) * 0.1, 0)
+    return SynthInputs(
+        np.asarray(ids, np.int64),
+        np.asarray(tones, np.int64),
+        np.asarray(langs, np.int64),
+        rng.standard_normal((bert_channels, t)).astype(np.float32),
+        rng.standard_normal(256).astype(np.float32) * 0.1,
+        0,
+    )
 
 
 def build(rebuild: bool = False) -> Path:
@@ -76,9 +81,9 @@ def build(rebuild: bool = False) -> Path:
     import torch
     from safetensors.torch import save_file
 
-    from engine.config import parse_config
     from engine.model import JPExtraSynthesizer
-    from engine.runtime.export import export_model_dir
+    from engine.neural.config import parse_config
+    from engine.synth.export import export_model_dir
 
     stamp = CACHE / "built.json"
     if not rebuild and stamp.is_file() and json.loads(stamp.read_text()).get("version") == VERSION:
@@ -86,8 +91,11 @@ def build(rebuild: bool = False) -> Path:
     shutil.rmtree(CACHE, ignore_errors=True)
     plain = CACHE / "plain"
     plain.mkdir(parents=True)
-    raw = {"version": "2.5.0-JP-Extra", "model_name": "bench",
-           "data": {"n_speakers": 1, "spk2id": {"bench": 0}, "style2id": {"Neutral": 0}}}
+    raw = {
+        "version": "2.5.0-JP-Extra",
+        "model_name": "bench",
+        "data": {"n_speakers": 1, "spk2id": {"bench": 0}, "style2id": {"Neutral": 0}},
+    }
     torch.manual_seed(0)
     model = JPExtraSynthesizer(parse_config(raw)).eval()
     # Solve the dp bias so the texts average FRAMES_PER_ID frames per id.
@@ -98,9 +106,15 @@ def build(rebuild: bool = False) -> Path:
         for text in TEXTS.values():
             inp = phone_inputs(text)
             t = inp.length
-            enc = model.encode(torch.from_numpy(inp.phone_ids)[None], torch.tensor([t]), torch.tensor([0]),
-                               torch.from_numpy(inp.tone_ids)[None], torch.from_numpy(inp.lang_ids)[None],
-                               torch.from_numpy(inp.bert)[None], torch.from_numpy(inp.style_vec)[None])
+            enc = model.encode(
+                torch.from_numpy(inp.phone_ids)[None],
+                torch.tensor([t]),
+                torch.tensor([0]),
+                torch.from_numpy(inp.tone_ids)[None],
+                torch.from_numpy(inp.lang_ids)[None],
+                torch.from_numpy(inp.bert)[None],
+                torch.from_numpy(inp.style_vec)[None],
+            )
             raws.append(model.dp(enc.hidden, enc.x_mask, g=enc.g).flatten())
         logw = torch.cat(raws)
         lo, hi = -3.0, 3.0
@@ -117,15 +131,21 @@ def build(rebuild: bool = False) -> Path:
     save_file(state, str(plain / "model.safetensors"))
     (plain / "config.json").write_text(json.dumps(raw))
     np.save(plain / "style_vectors.npy", np.zeros((1, 256), np.float32))
-    export_model_dir(plain / "config.json", plain / "model.safetensors", plain / "style_vectors.npy",
-                     CACHE / "onnx")
+    export_model_dir(
+        plain / "config.json",
+        plain / "model.safetensors",
+        plain / "style_vectors.npy",
+        CACHE / "onnx_export",
+    )
     stamp.write_text(json.dumps({"version": VERSION}))
     return CACHE
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--threads", type=int, default=None, help="threads for both backends (default: all usable)")
+    parser.add_argument(
+        "--threads", type=int, default=None, help="threads for both backends (default: all usable)"
+    )
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--rebuild", action="store_true")
     parser.add_argument("--backends", default="onnx,torch,int8")
@@ -133,10 +153,10 @@ def main() -> None:
 
     import torch
 
-    from engine.config import load_config
-    from engine.runtime.synth_common import NoiseSource, SynthParams
-    from engine.runtime.synth_onnx import OnnxSynthesizer, default_threads
-    from engine.runtime.synth_torch import TorchSynthesizer
+    from engine.neural.config import load_config
+    from engine.synth.common import NoiseSource, SynthParams
+    from engine.synth.onnx_backend import OnnxSynthesizer, default_threads
+    from engine.synth.torch_backend import TorchSynthesizer
 
     threads = args.threads or default_threads()
     torch.set_num_threads(threads)
@@ -147,20 +167,27 @@ def main() -> None:
     for name in args.backends.split(","):
         t = time.perf_counter()
         if name == "onnx":
-            backends[name] = OnnxSynthesizer(root / "onnx" / "synthesizer.onnx", None,
-                                             inter_channels=cfg.model.inter_channels,
-                                             hop_length=cfg.hop_length, sample_rate=cfg.sample_rate,
-                                             threads=threads)
+            backends[name] = OnnxSynthesizer(
+                root / "onnx_export" / "synthesizer.onnx",
+                None,
+                inter_channels=cfg.model.inter_channels,
+                hop_length=cfg.hop_length,
+                sample_rate=cfg.sample_rate,
+                threads=threads,
+            )
         elif name == "torch":
             backends[name] = TorchSynthesizer(cfg, root / "plain" / "model.safetensors")
         elif name == "int8":
-            backends[name] = TorchSynthesizer(cfg, root / "plain" / "model.safetensors", quantize=True)
+            backends[name] = TorchSynthesizer(
+                cfg, root / "plain" / "model.safetensors", quantize=True
+            )
         print(f"load {name}: {time.perf_counter() - t:.1f} s", file=sys.stderr)
     # sdp_ratio 0: durations from the deterministic predictor (calibrated to FRAMES_PER_ID).
     params = SynthParams(noise_scale=0.6, length_scale=1.0, noise_scale_w=0.8, sdp_ratio=0.0)
     print(f"threads: {threads}; torch {torch.__version__}; repeats {args.repeats} (median)")
     header = f"{'text':7} {'ids':>5} {'frames':>6} {'audio s':>8} " + " ".join(
-        f"{b + ' s':>9} {b + ' RTF':>9} {'vs onnx':>7}" for b in backends)
+        f"{b + ' s':>9} {b + ' RTF':>9} {'vs onnx':>7}" for b in backends
+    )
     print(header)
     warm = phone_inputs(TEXTS["short"], cfg.model.bert_channels)
     for synth in backends.values():

@@ -205,5 +205,10 @@ class EngineWorker:
 
     def handlers(self) -> dict[str, Callable[[dict], dict]]:
         """Command name → method, for `serve_commands`."""
-        return {"prepare": self.prepare, "add_speakers": self.add_speakers,
-                "generate": self.generate, "stream": self.stream, "mem": self.mem}
+        return {
+            "prepare": self.prepare,
+            "add_speakers": self.add_speakers,
+            "generate": self.generate,
+            "stream": self.stream,
+            "mem": self.mem,
+        }

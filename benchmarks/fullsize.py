@@ -7,13 +7,13 @@ Weight values do not change the cost of a forward pass; shapes and output length
 
 - the synthesizer has the real JP-Extra shapes (the project's own `JPExtraSynthesizer` with
   the default config = `full_size_manifest.tsv`), random weights, exported by the project's
-  exporter (`engine.runtime.export`) to hayakoe's `synthesizer.onnx` + `duration_predictor.onnx`;
+  exporter (`engine.synth.export`) to hayakoe's `synthesizer.onnx` + `duration_predictor.onnx`;
 - the duration predictor's output projection is rescaled and its bias solved so that the
   benchmark texts get a real voice's speaking rate, about 2.75 frames per phone id including
   blanks (「こんにちは。」 ≈ 0.8 s); the stochastic predictor's output affine is set to the same
   mean, so sdp_ratio > 0 (the servers' default) keeps that rate too;
 - the BERT is DeBERTa-v2-large (24 layers, hidden 1024, vocab 22012) with random weights,
-  built by `bench_bert.build` (exported and int8-quantised by `engine.runtime.bert_export`),
+  built by `bench_bert.build` (exported and int8-quantised by `engine.bert.export`),
   with the real character tokenizer files.
 
 Layout under benchmarks/.cache/fullsize/ (what both hayakoe 1.3.1 and our engine read):
@@ -43,13 +43,20 @@ sys.path.insert(0, str(HERE))
 
 from common import TEXTS, VOICE_NAME
 
+from engine import layout  # noqa: E402 (after the path set-up)
+
 CACHE = HERE / ".cache"
 ROOT = CACHE / "fullsize"
 EXTRA_SPEAKERS = ("bench2", "bench3")
 FRAMES_PER_PHONE = 2.75
 BUILD_VERSION = 2  # bump when the recipe changes: the cache is rebuilt
 _MARKER = ".complete.json"
-_TOKENIZER_FILES = ("vocab.txt", "tokenizer_config.json", "special_tokens_map.json", "tokenizer.json")
+_TOKENIZER_FILES = (
+    "vocab.txt",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "tokenizer.json",
+)
 
 _LOG = logging.getLogger("fullsize")
 
@@ -57,30 +64,35 @@ _LOG = logging.getLogger("fullsize")
 def _tokenizer_source() -> Path:
     """The real char tokenizer files: the shared reference copy, else the identical copy
     the tests keep (so a fresh clone builds without ../shared)."""
-    for cand in (REPO.parent / "shared" / "reference" / "tokenizer", REPO / "tests" / "data" / "bert_small"):
+    for cand in (
+        REPO.parent / "shared" / "reference" / "tokenizer",
+        REPO / "tests" / "data" / "bert_small",
+    ):
         if all((cand / f).is_file() for f in _TOKENIZER_FILES):
             return cand
-    raise FileNotFoundError("no tokenizer files (vocab.txt, ...) in ../shared/reference/tokenizer or tests/data/bert_small")
+    raise FileNotFoundError(
+        "no tokenizer files (vocab.txt, ...) in ../shared/reference/tokenizer or tests/data/bert_small"
+    )
 
 
 def build_bert(root: Path) -> Path:
     """The random full-size int8 BERT and its tokenizer under `root`; returns the q8 path.
 
     Built by the BERT benchmark's own builder (`bench_bert.build`: random DeBERTa-v2-large,
-    exported and int8-quantised by `engine.runtime.bert_export`, cached in its own folder),
+    exported and int8-quantised by `engine.bert.export`, cached in its own folder),
     then linked into hayakoe's layout here.
     """
-    q8 = root / "onnx" / "bert" / "q8" / "bert_q8.onnx"
+    q8 = root / layout.BERT_ONNX_Q8_PREFIX / layout.BERT_ONNX_Q8_FILE
     if q8.is_file():
         return q8
     import bench_bert
 
     t0 = time.perf_counter()
     bench_bert.build(False)
-    src_q8 = bench_bert.ONNX_ROOT / "onnx" / "bert" / "q8" / "bert_q8.onnx"
+    src_q8 = bench_bert.ONNX_ROOT / bench_bert.Q8_PATH
     q8.parent.mkdir(parents=True, exist_ok=True)
     _link_or_copy(src_q8, q8)
-    tok = root / "bert" / "tokenizer"
+    tok = root / layout.BERT_TOKENIZER_PREFIX
     tok.mkdir(parents=True, exist_ok=True)
     src_tok = _tokenizer_source()
     for name in _TOKENIZER_FILES:
@@ -101,13 +113,18 @@ def _link_or_copy(src: Path, dst: Path) -> None:
 
 
 def _voice_config() -> dict:
-    from engine.config import VoiceConfig
+    from engine.neural.config import VoiceConfig
 
     cfg = VoiceConfig().to_dict()
     cfg["version"] = "2.5.0-JP-Extra"
     cfg["model_name"] = VOICE_NAME
-    cfg["data"].update(n_speakers=1, spk2id={VOICE_NAME: 0}, num_styles=1,
-                       style2id={"Neutral": 0}, use_jp_extra=True)
+    cfg["data"].update(
+        n_speakers=1,
+        spk2id={VOICE_NAME: 0},
+        num_styles=1,
+        style2id={"Neutral": 0},
+        use_jp_extra=True,
+    )
     cfg["model"].pop("bert_channels", None)  # not an upstream key
     return cfg
 
@@ -126,11 +143,16 @@ def _calibration_inputs(root: Path):
             a = analyze(sentence).with_blanks()
             feats = bert.features([a.bert_text], [a.word2ph])[0]
             n = len(a.phone_ids)
-            out.append((
-                torch.tensor([a.phone_ids]), torch.tensor([n]), torch.tensor([0]),
-                torch.tensor([a.tone_ids]), torch.tensor([a.lang_ids]),
-                torch.from_numpy(feats)[None],
-            ))
+            out.append(
+                (
+                    torch.tensor([a.phone_ids]),
+                    torch.tensor([n]),
+                    torch.tensor([0]),
+                    torch.tensor([a.tone_ids]),
+                    torch.tensor([a.lang_ids]),
+                    torch.from_numpy(feats)[None],
+                )
+            )
     del bert
     return out
 
@@ -151,7 +173,7 @@ def _calibrate_durations(model, inputs, style_vec) -> float:
     hook.remove()
     w = model.dp.proj.weight.detach()[0, :, 0]  # [filter]
     h = torch.cat([c[0] for c in captured], dim=1)  # [filter, all phone ids]
-    proj = (w @ h)
+    proj = w @ h
     spread = 0.25 / max(float(proj.std()), 1e-6)  # log-duration spread of ±0.25
     proj = proj * spread
 
@@ -179,14 +201,14 @@ def _calibrate_durations(model, inputs, style_vec) -> float:
 
 def build_synthesizer(root: Path) -> Path:
     """Random full-size JP-Extra synthesizer exported into `root/onnx/speakers/bench`."""
-    out = root / "onnx" / "speakers" / VOICE_NAME
+    out = root / layout.speaker_prefix(VOICE_NAME, "onnx")
     if (out / "synthesizer.onnx").is_file() and (out / "duration_predictor.onnx").is_file():
         return out
     import torch
 
-    from engine.config import parse_config
     from engine.model import JPExtraSynthesizer
-    from engine.runtime.export import (
+    from engine.neural.config import parse_config
+    from engine.synth.export import (
         export_duration_predictor_onnx,
         export_synthesizer_onnx,
     )
@@ -204,9 +226,13 @@ def build_synthesizer(root: Path) -> Path:
     t0 = time.perf_counter()
     export_synthesizer_onnx(model, tmp / "synthesizer.onnx")
     export_duration_predictor_onnx(model, tmp / "duration_predictor.onnx")
-    (tmp / "config.json").write_text(json.dumps(raw, ensure_ascii=False, indent=2), encoding="utf-8")
+    (tmp / "config.json").write_text(
+        json.dumps(raw, ensure_ascii=False, indent=2), encoding="utf-8"
+    )
     np.save(tmp / "style_vectors.npy", style_vectors)
-    (tmp / "calibration.json").write_text(json.dumps({"frames_per_phone_id": mean, "parameters": n_params}))
+    (tmp / "calibration.json").write_text(
+        json.dumps({"frames_per_phone_id": mean, "parameters": n_params})
+    )
     shutil.rmtree(out, ignore_errors=True)
     tmp.rename(out)
     _LOG.info("synthesizer exported in %.0f s → %s", time.perf_counter() - t0, out)
@@ -214,9 +240,9 @@ def build_synthesizer(root: Path) -> Path:
 
 
 def _copy_speakers(root: Path) -> None:
-    src = root / "onnx" / "speakers" / VOICE_NAME
+    src = root / layout.speaker_prefix(VOICE_NAME, "onnx")
     for name in EXTRA_SPEAKERS:
-        dst = root / "onnx" / "speakers" / name
+        dst = root / layout.speaker_prefix(name, "onnx")
         if dst.is_dir():
             continue
         tmp = dst.with_name(name + ".partial")
@@ -225,7 +251,9 @@ def _copy_speakers(root: Path) -> None:
         cfg = json.loads((tmp / "config.json").read_text(encoding="utf-8"))
         cfg["model_name"] = name
         cfg["data"]["spk2id"] = {name: 0}
-        (tmp / "config.json").write_text(json.dumps(cfg, ensure_ascii=False, indent=2), encoding="utf-8")
+        (tmp / "config.json").write_text(
+            json.dumps(cfg, ensure_ascii=False, indent=2), encoding="utf-8"
+        )
         tmp.rename(dst)
 
 

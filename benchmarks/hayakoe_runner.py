@@ -65,13 +65,28 @@ def _serve(args: argparse.Namespace) -> None:
     speaker = tts.speakers[args.voice]
     rate = speaker.sampling_rate
     attribution = Attribution(name="hayakoe", url="https://github.com/LemonDouble/hayakoe")
-    info = Info(tts=[TtsProgram(
-        name="hayakoe-minimal", description="hayakoe 1.3.1 behind a minimal Wyoming handler",
-        attribution=attribution, installed=True, version="1.3.1",
-        voices=[TtsVoice(name=args.voice, description=args.voice, attribution=attribution,
-                         installed=True, version=None, languages=["ja"])],
-        supports_synthesize_streaming=True,
-    )])
+    info = Info(
+        tts=[
+            TtsProgram(
+                name="hayakoe-minimal",
+                description="hayakoe 1.3.1 behind a minimal Wyoming handler",
+                attribution=attribution,
+                installed=True,
+                version="1.3.1",
+                voices=[
+                    TtsVoice(
+                        name=args.voice,
+                        description=args.voice,
+                        attribution=attribution,
+                        installed=True,
+                        version=None,
+                        languages=["ja"],
+                    )
+                ],
+                supports_synthesize_streaming=True,
+            )
+        ]
+    )
 
     class Handler(AsyncEventHandler):
         def __init__(self, *a, **kw) -> None:
@@ -85,8 +100,9 @@ def _serve(args: argparse.Namespace) -> None:
                 if not self.started:
                     await self.write_event(AudioStart(rate=rate, width=2, channels=1).event())
                     self.started = True
-                await self.write_event(AudioChunk(rate=rate, width=2, channels=1,
-                                                  audio=chunk.pcm_bytes()).event())
+                await self.write_event(
+                    AudioChunk(rate=rate, width=2, channels=1, audio=chunk.pcm_bytes()).event()
+                )
 
         async def handle_event(self, event: Event) -> bool:
             if Describe.is_type(event.type):

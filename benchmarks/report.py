@@ -1,6 +1,6 @@
 """Turn `run.py`'s results (the JSON it writes) into the Markdown table and the PNG chart.
 
-    python benchmarks/report.py [benchmarks/results/latest.json]   # re-render from a JSON
+python benchmarks/report.py [benchmarks/results/latest.json]   # re-render from a JSON
 """
 
 from __future__ import annotations
@@ -32,7 +32,9 @@ def _fmt(v: float, unit: str = "") -> str:
     return f"{v:.3f}"
 
 
-def _row(label: str, text: str, ours: float, base: float, unit: str, target: float | None = None) -> str:
+def _row(
+    label: str, text: str, ours: float, base: float, unit: str, target: float | None = None
+) -> str:
     r = _ratio(ours, base)
     mark = ""
     if target is not None and not math.isnan(r):
@@ -46,10 +48,12 @@ def render_markdown(res: dict[str, Any]) -> str:
     m = res.get("machine", {})
     texts = res.get("texts", {})
     lines = [
-        (f"Run {res.get('date_utc', '?')} UTC on {m.get('cpus', '?')} CPUs ({m.get('platform', '')}); "
-        f"load average {_load(m.get('load_avg_start'))} at the start, {_load(m.get('load_avg_end'))} at the end "
-        f"(a shared machine: other jobs ran at the same time). Medians of {res.get('reps', '?')} alternating runs. "
-        f"Options for both: {', '.join(f'{k}={v}' for k, v in res.get('options', {}).items())}."),
+        (
+            f"Run {res.get('date_utc', '?')} UTC on {m.get('cpus', '?')} CPUs ({m.get('platform', '')}); "
+            f"load average {_load(m.get('load_avg_start'))} at the start, {_load(m.get('load_avg_end'))} at the end "
+            f"(a shared machine: other jobs ran at the same time). Medians of {res.get('reps', '?')} alternating runs. "
+            f"Options for both: {', '.join(f'{k}={v}' for k, v in res.get('options', {}).items())}."
+        ),
         "",
         "| measure | text | ours | hayakoe 1.3.1 | ours / hayakoe |",
         "| --- | --- | ---: | ---: | ---: |",
@@ -60,67 +64,191 @@ def render_markdown(res: dict[str, Any]) -> str:
         for key in TEXT_ORDER:
             if key in o:
                 tgt = TARGETS["rtf"] if key in ("medium", "long") else None
-                lines.append(_row("real-time factor, `generate()`", _tlabel(key, texts), o[key]["rtf"], h[key]["rtf"], "", tgt))
+                lines.append(
+                    _row(
+                        "real-time factor, `generate()`",
+                        _tlabel(key, texts),
+                        o[key]["rtf"],
+                        h[key]["rtf"],
+                        "",
+                        tgt,
+                    )
+                )
         for key in TEXT_ORDER:
             if key in o:
-                lines.append(_row("wall time (s), `generate()`", _tlabel(key, texts), o[key]["wall_s"], h[key]["wall_s"], "s"))
+                lines.append(
+                    _row(
+                        "wall time (s), `generate()`",
+                        _tlabel(key, texts),
+                        o[key]["wall_s"],
+                        h[key]["wall_s"],
+                        "s",
+                    )
+                )
         for key in TEXT_ORDER:
             if key in o:
-                lines.append(_row("time to first audio (s), `stream()`", _tlabel(key, texts), o[key]["ttfa_s"], h[key]["ttfa_s"], "s", TARGETS["ttfa"]))
+                lines.append(
+                    _row(
+                        "time to first audio (s), `stream()`",
+                        _tlabel(key, texts),
+                        o[key]["ttfa_s"],
+                        h[key]["ttfa_s"],
+                        "s",
+                        TARGETS["ttfa"],
+                    )
+                )
         for key in TEXT_ORDER:
             if key in o and "gap_s" in o[key]:
-                lines.append(_row("`stream()` played in real time: silence from late chunks (s)", _tlabel(key, texts),
-                                  o[key]["gap_s"], h[key]["gap_s"], "s"))
+                lines.append(
+                    _row(
+                        "`stream()` played in real time: silence from late chunks (s)",
+                        _tlabel(key, texts),
+                        o[key]["gap_s"],
+                        h[key]["gap_s"],
+                        "s",
+                    )
+                )
         for key in TEXT_ORDER:
             if key in o and "played_s" in o[key]:
-                lines.append(_row("`stream()` played in real time: last sample heard at (s)", _tlabel(key, texts),
-                                  o[key]["played_s"], h[key]["played_s"], "s"))
+                lines.append(
+                    _row(
+                        "`stream()` played in real time: last sample heard at (s)",
+                        _tlabel(key, texts),
+                        o[key]["played_s"],
+                        h[key]["played_s"],
+                        "s",
+                    )
+                )
         for key in TEXT_ORDER:
             if key in o:
-                lines.append(_row("audio length (s)", _tlabel(key, texts), o[key]["audio_s"], h[key]["audio_s"], "s"))
+                lines.append(
+                    _row(
+                        "audio length (s)",
+                        _tlabel(key, texts),
+                        o[key]["audio_s"],
+                        h[key]["audio_s"],
+                        "s",
+                    )
+                )
     wy = res.get("wyoming")
     if wy:
         o, h = wy["ours"], wy["hayakoe"]
         for key in TEXT_ORDER:
             if key in o:
-                lines.append(_row("Wyoming one-shot, time to first audio (s)", _tlabel(key, texts),
-                                  o[key]["oneshot_ttfa_s"], h[key]["oneshot_ttfa_s"], "s"))
+                lines.append(
+                    _row(
+                        "Wyoming one-shot, time to first audio (s)",
+                        _tlabel(key, texts),
+                        o[key]["oneshot_ttfa_s"],
+                        h[key]["oneshot_ttfa_s"],
+                        "s",
+                    )
+                )
         for key in TEXT_ORDER:
             if key in o:
-                lines.append(_row("Wyoming streaming, time to first audio (s)", _tlabel(key, texts),
-                                  o[key]["streaming_ttfa_s"], h[key]["streaming_ttfa_s"], "s", TARGETS["ttfa"]))
+                lines.append(
+                    _row(
+                        "Wyoming streaming, time to first audio (s)",
+                        _tlabel(key, texts),
+                        o[key]["streaming_ttfa_s"],
+                        h[key]["streaming_ttfa_s"],
+                        "s",
+                        TARGETS["ttfa"],
+                    )
+                )
     mem = res.get("memory")
     if mem:
         o, h = mem["ours"], mem["hayakoe"]
-        lines.append(_row("RSS after `prepare()` (MiB)", "1 voice", o["rss_after_prepare"], h["rss_after_prepare"], "MiB", TARGETS["rss"]))
-        lines.append(_row("peak RSS up to end of `prepare()` (MiB)", "1 voice", o["peak_after_prepare"], h["peak_after_prepare"], "MiB", TARGETS["rss"]))
-        lines.append(_row("peak RSS while speaking (MiB)", "all texts", o["peak_while_speaking"], h["peak_while_speaking"], "MiB"))
-        lines.append(_row("RSS per extra speaker (MiB)", "2 more voices", o["rss_per_extra_speaker"], h["rss_per_extra_speaker"], "MiB", TARGETS["rss"]))
+        lines.append(
+            _row(
+                "RSS after `prepare()` (MiB)",
+                "1 voice",
+                o["rss_after_prepare"],
+                h["rss_after_prepare"],
+                "MiB",
+                TARGETS["rss"],
+            )
+        )
+        lines.append(
+            _row(
+                "peak RSS up to end of `prepare()` (MiB)",
+                "1 voice",
+                o["peak_after_prepare"],
+                h["peak_after_prepare"],
+                "MiB",
+                TARGETS["rss"],
+            )
+        )
+        lines.append(
+            _row(
+                "peak RSS while speaking (MiB)",
+                "all texts",
+                o["peak_while_speaking"],
+                h["peak_while_speaking"],
+                "MiB",
+            )
+        )
+        lines.append(
+            _row(
+                "RSS per extra speaker (MiB)",
+                "2 more voices",
+                o["rss_per_extra_speaker"],
+                h["rss_per_extra_speaker"],
+                "MiB",
+                TARGETS["rss"],
+            )
+        )
         if "rss_3_voices_used" in o:
-            lines.append(_row("RSS, each voice has spoken (MiB)", "1 voice", o["rss_1_voice_used"], h["rss_1_voice_used"], "MiB"))
-            lines.append(_row("RSS, each voice has spoken (MiB)", "3 voices", o["rss_3_voices_used"], h["rss_3_voices_used"], "MiB", TARGETS["rss"]))
+            lines.append(
+                _row(
+                    "RSS, each voice has spoken (MiB)",
+                    "1 voice",
+                    o["rss_1_voice_used"],
+                    h["rss_1_voice_used"],
+                    "MiB",
+                )
+            )
+            lines.append(
+                _row(
+                    "RSS, each voice has spoken (MiB)",
+                    "3 voices",
+                    o["rss_3_voices_used"],
+                    h["rss_3_voices_used"],
+                    "MiB",
+                    TARGETS["rss"],
+                )
+            )
         lines.append(_row("`prepare()` time (s)", "1 voice", o["prepare_s"], h["prepare_s"], "s"))
     ex = res.get("exactness")
     if ex:
         wv = ex.get("windowed_vs_whole", {})
-        lines += ["", f"Exactness on the full-size voice ({ex.get('frames')} frames, audio peak {ex.get('peak', 0):.3f}): "
-                  f"windowed vs whole-sentence decoding, max |difference| "
-                  + ", ".join(f"{v:.1e} ({k})" for k, v in wv.items())
-                  + f"; our cut graphs vs hayakoe's synthesizer.onnx {ex.get('cut_vs_hayakoe_graph', float('nan')):.1e}."]
+        lines += [
+            "",
+            f"Exactness on the full-size voice ({ex.get('frames')} frames, audio peak {ex.get('peak', 0):.3f}): "
+            f"windowed vs whole-sentence decoding, max |difference| "
+            + ", ".join(f"{v:.1e} ({k})" for k, v in wv.items())
+            + f"; our cut graphs vs hayakoe's synthesizer.onnx {ex.get('cut_vs_hayakoe_graph', float('nan')):.1e}.",
+        ]
     abl = res.get("ablation")
     if abl:
-        lines += ["", "What each kept change is worth (our engine with the change vs without it, same run):", "",
-                  "| change | figure | text | with | without | with / without |",
-                  "| --- | --- | --- | ---: | ---: | ---: |"]
+        lines += [
+            "",
+            "What each kept change is worth (our engine with the change vs without it, same run):",
+            "",
+            "| change | figure | text | with | without | with / without |",
+            "| --- | --- | --- | ---: | ---: | ---: |",
+        ]
         for a in abl.values():
             for key in TEXT_ORDER:
                 if key not in a["on"]:
                     continue
                 on, off = a["on"][key], a["off"][key]
-                figs = [("ttfa_s", "time to first audio (s), `stream()`"),
-                        ("gap_s", "`stream()` real-time playback: silence from late chunks (s)"),
-                        ("stream_wall_s", "`stream()` wall time (s)"),
-                        ("rtf", "real-time factor, `generate()`")]
+                figs = [
+                    ("ttfa_s", "time to first audio (s), `stream()`"),
+                    ("gap_s", "`stream()` real-time playback: silence from late chunks (s)"),
+                    ("stream_wall_s", "`stream()` wall time (s)"),
+                    ("rtf", "real-time factor, `generate()`"),
+                ]
                 if a.get("memory"):
                     figs.append(("rss_after", "RSS after `generate()` (MiB)"))
                 for fig, label in figs:
@@ -128,8 +256,10 @@ def render_markdown(res: dict[str, Any]) -> str:
                         r = _ratio(on[fig], off[fig])
                         rs = "–" if math.isnan(r) else f"{r:.2f}×"
                         unit = {"rtf": "", "rss_after": "MiB"}.get(fig, "s")
-                        lines.append(f"| {a['turns_off']} | {label} | {_tlabel(key, texts)} | "
-                                     f"{_fmt(on[fig], unit)} | {_fmt(off[fig], unit)} | {rs} |")
+                        lines.append(
+                            f"| {a['turns_off']} | {label} | {_tlabel(key, texts)} | "
+                            f"{_fmt(on[fig], unit)} | {_fmt(off[fig], unit)} | {rs} |"
+                        )
     lines.append("")
     return "\n".join(lines)
 
@@ -156,14 +286,22 @@ def render_chart(res: dict[str, Any], path: Path) -> None:
     colors = {"ours": "#2a7ab0", "hayakoe": "#c8763a"}
     label = {"ours": "wyoming-hayakoe", "hayakoe": "hayakoe 1.3.1"}
 
-    def bars(ax, groups: list[str], values: dict[str, list[float]], title: str, ylabel: str) -> None:
+    def bars(
+        ax, groups: list[str], values: dict[str, list[float]], title: str, ylabel: str
+    ) -> None:
         width = 0.38
         for i, eng in enumerate(("ours", "hayakoe")):
             xs = [g + (i - 0.5) * width for g in range(len(groups))]
             ax.bar(xs, values[eng], width, label=label[eng], color=colors[eng])
             for x, v in zip(xs, values[eng]):
                 if not math.isnan(v):
-                    ax.annotate(f"{v:.2f}" if v < 100 else f"{v:.0f}", (x, v), ha="center", va="bottom", fontsize=8)
+                    ax.annotate(
+                        f"{v:.2f}" if v < 100 else f"{v:.0f}",
+                        (x, v),
+                        ha="center",
+                        va="bottom",
+                        fontsize=8,
+                    )
         ax.set_xticks(range(len(groups)), groups)
         ax.set_title(title)
         ax.set_ylabel(ylabel)
@@ -172,32 +310,66 @@ def render_chart(res: dict[str, Any], path: Path) -> None:
     speed = res.get("speed")
     if speed:
         keys = [k for k in TEXT_ORDER if k in speed["ours"]]
-        bars(axes[0][0], keys, {e: [speed[e][k]["rtf"] for k in keys] for e in ("ours", "hayakoe")},
-             "real-time factor, generate() (lower is faster)", "seconds per second of audio")
-        bars(axes[0][1], keys, {e: [speed[e][k]["ttfa_s"] for k in keys] for e in ("ours", "hayakoe")},
-             "time to first audio, stream()", "s")
+        bars(
+            axes[0][0],
+            keys,
+            {e: [speed[e][k]["rtf"] for k in keys] for e in ("ours", "hayakoe")},
+            "real-time factor, generate() (lower is faster)",
+            "seconds per second of audio",
+        )
+        bars(
+            axes[0][1],
+            keys,
+            {e: [speed[e][k]["ttfa_s"] for k in keys] for e in ("ours", "hayakoe")},
+            "time to first audio, stream()",
+            "s",
+        )
     wy = res.get("wyoming")
     if wy:
         keys = [k for k in TEXT_ORDER if k in wy["ours"]]
         groups = [f"{k}\none-shot" for k in keys] + [f"{k}\nstreaming" for k in keys]
-        vals = {e: [wy[e][k]["oneshot_ttfa_s"] for k in keys] + [wy[e][k]["streaming_ttfa_s"] for k in keys]
-                for e in ("ours", "hayakoe")}
+        vals = {
+            e: [wy[e][k]["oneshot_ttfa_s"] for k in keys]
+            + [wy[e][k]["streaming_ttfa_s"] for k in keys]
+            for e in ("ours", "hayakoe")
+        }
         bars(axes[1][0], groups, vals, "Wyoming, time to first audio (TCP client)", "s")
         axes[1][0].tick_params(axis="x", labelsize=7)
     mem = res.get("memory")
     if mem:
-        keys = ["rss_after_prepare", "peak_after_prepare", "peak_while_speaking", "rss_per_extra_speaker"]
-        groups = ["RSS after\nprepare()", "peak up to\nprepare()", "peak while\nspeaking", "per extra\nspeaker"]
-        bars(axes[1][1], groups, {e: [mem[e][k] / MIB for k in keys] for e in ("ours", "hayakoe")},
-             "memory", "MiB")
-    fig.suptitle(f"wyoming-hayakoe vs hayakoe 1.3.1 — full-size random-weight voice, {res.get('date_utc', '')} UTC")
+        keys = [
+            "rss_after_prepare",
+            "peak_after_prepare",
+            "peak_while_speaking",
+            "rss_per_extra_speaker",
+        ]
+        groups = [
+            "RSS after\nprepare()",
+            "peak up to\nprepare()",
+            "peak while\nspeaking",
+            "per extra\nspeaker",
+        ]
+        bars(
+            axes[1][1],
+            groups,
+            {e: [mem[e][k] / MIB for k in keys] for e in ("ours", "hayakoe")},
+            "memory",
+            "MiB",
+        )
+    fig.suptitle(
+        f"wyoming-hayakoe vs hayakoe 1.3.1 — full-size random-weight voice, {res.get('date_utc', '')} UTC"
+    )
     fig.tight_layout()
     fig.savefig(path, dpi=90)
     plt.close(fig)
 
 
 def main() -> None:
-    src = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).parent / "results" / "latest.json"
+    src = (
+        Path(sys.argv[1])
+        if len(sys.argv) > 1
+        else Path(__file__).parent / "results" / "latest.json"
+    )
     res = json.loads(src.read_text(encoding="utf-8"))
     md = render_markdown(res)
     (src.parent / "results.md").write_text(md, encoding="utf-8")

@@ -55,12 +55,21 @@ OURS_CACHE = CACHE / "ours-cache"
 
 ABLATIONS: dict[str, dict[str, Any]] = {
     # name: environment of the variant (the change turned off), what it is, what to time
-    "windows": {"env": {"WYOMING_HAYAKOE_FIRST_WINDOW": "0"},
-                "what": "sub-sentence streaming (windowed decoder)",
-                "texts": ("short", "medium", "long"), "generate": False, "stream": True},
-    "release": {"env": {"WYOMING_HAYAKOE_RELEASE_MEMORY": "0"},
-                "what": "decoder activation memory given back after each request",
-                "texts": ("medium", "long"), "generate": True, "stream": False, "memory": True},
+    "windows": {
+        "env": {"WYOMING_HAYAKOE_FIRST_WINDOW": "0"},
+        "what": "sub-sentence streaming (windowed decoder)",
+        "texts": ("short", "medium", "long"),
+        "generate": False,
+        "stream": True,
+    },
+    "release": {
+        "env": {"WYOMING_HAYAKOE_RELEASE_MEMORY": "0"},
+        "what": "decoder activation memory given back after each request",
+        "texts": ("medium", "long"),
+        "generate": True,
+        "stream": False,
+        "memory": True,
+    },
 }
 
 
@@ -80,13 +89,21 @@ def hayakoe_python() -> Path:
     log(f"creating {HAYAKOE_VENV} with {' '.join(HAYAKOE_PINS)} (no torch)")
     base = shutil.which("python3") or sys.executable
     if Path(sys.prefix) != Path(sys.base_prefix):  # we run in a venv: use its base interpreter
-        cand = Path(sys.base_prefix) / "bin" / f"python{sys.version_info.major}.{sys.version_info.minor}"
+        cand = (
+            Path(sys.base_prefix)
+            / "bin"
+            / f"python{sys.version_info.major}.{sys.version_info.minor}"
+        )
         if cand.is_file():
             base = str(cand)
     subprocess.run([base, "-m", "venv", "--clear", str(HAYAKOE_VENV)], check=True)
     subprocess.run([str(py), "-m", "pip", "install", "-q", *HAYAKOE_PINS], check=True)
-    check = subprocess.run([str(py), "-c", "import importlib.util as u; print(u.find_spec('torch') is None)"],
-                           capture_output=True, text=True, check=True)
+    check = subprocess.run(
+        [str(py), "-c", "import importlib.util as u; print(u.find_spec('torch') is None)"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     if check.stdout.strip() != "True":
         raise RuntimeError(f"{HAYAKOE_VENV} has torch installed; the baseline must be torch-free")
     stamp.write_text(" ".join(HAYAKOE_PINS))
@@ -94,8 +111,11 @@ def hayakoe_python() -> Path:
 
 
 def _env(extra: dict[str, str] | None = None, *, hayakoe: bool = False) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("WYOMING_HAYAKOE_", "OMP_", "HF_TOKEN"))}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("WYOMING_HAYAKOE_", "OMP_", "HF_TOKEN"))
+    }
     env.pop("PYTHONPATH", None)
     env["HF_HUB_OFFLINE"] = "1"
     env["HAYAKOE_CACHE"] = str(CACHE / ("hayakoe-cache" if hayakoe else "ours-cache"))
@@ -113,8 +133,16 @@ class Worker:
         self.log_path = CACHE / "logs" / f"{name.replace(' ', '_').replace(':', '')}.log"
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log = open(self.log_path, "ab")  # noqa: SIM115 - closed in close()
-        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=self._log, env=env, text=True, encoding="utf-8", cwd=REPO)
+        self.proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._log,
+            env=env,
+            text=True,
+            encoding="utf-8",
+            cwd=REPO,
+        )
 
     def call(self, cmd: str, **kw: Any) -> dict:
         assert self.proc.stdin and self.proc.stdout
@@ -142,8 +170,11 @@ class Worker:
 
 def start(engine: str, extra_env: dict[str, str] | None = None, label: str | None = None) -> Worker:
     if engine == "hayakoe":
-        return Worker(label or engine, [str(hayakoe_python()), str(HERE / "hayakoe_runner.py"), "worker"],
-                      _env(extra_env, hayakoe=True))
+        return Worker(
+            label or engine,
+            [str(hayakoe_python()), str(HERE / "hayakoe_runner.py"), "worker"],
+            _env(extra_env, hayakoe=True),
+        )
     return Worker(label or engine, [sys.executable, str(HERE / "ours_runner.py")], _env(extra_env))
 
 
@@ -158,7 +189,7 @@ def phase_memory(root: Path, reps: int) -> dict:
     """RSS after prepare / peak / while speaking, and per extra speaker (fresh processes)."""
     out: dict[str, dict[str, list[float]]] = {"hayakoe": {}, "ours": {}}
     for rep in range(reps):
-        for engine in (("ours", "hayakoe") if rep % 2 else ("hayakoe", "ours")):
+        for engine in ("ours", "hayakoe") if rep % 2 else ("hayakoe", "ours"):
             rec = out[engine]
             w = start(engine)
             try:
@@ -168,7 +199,9 @@ def phase_memory(root: Path, reps: int) -> dict:
                 rec.setdefault("prepare_s", []).append(r["prepare_s"])
                 for text in TEXTS.values():
                     w.call("generate", speaker=VOICE_NAME, text=text, options=OPTIONS)
-                    w.call("stream", speaker=VOICE_NAME, text=text, options=OPTIONS, first_only=True)
+                    w.call(
+                        "stream", speaker=VOICE_NAME, text=text, options=OPTIONS, first_only=True
+                    )
                 rec.setdefault("peak_while_speaking", []).append(w.call("mem")["hwm"])
             finally:
                 w.close()
@@ -189,22 +222,36 @@ def phase_memory(root: Path, reps: int) -> dict:
                 rec.setdefault("rss_per_extra_speaker", []).append((r3 - r1) / 2)
                 rec.setdefault("rss_1_voice_used", []).append(r1)
                 rec.setdefault("rss_3_voices_used", []).append(r3)
-                log(f"memory {engine}: after prepare {r1 / 2**20:.0f} MiB, +{(r2 - r1) / 2**20:.0f}, "
-                    f"+{(r3 - r2) / 2**20:.0f} MiB per extra speaker")
+                log(
+                    f"memory {engine}: after prepare {r1 / 2**20:.0f} MiB, +{(r2 - r1) / 2**20:.0f}, "
+                    f"+{(r3 - r2) / 2**20:.0f} MiB per extra speaker"
+                )
             finally:
                 w.close()
     return {e: {k: median(v) for k, v in rec.items()} for e, rec in out.items()}
 
 
-def _timed_calls(workers: dict[str, Worker], texts: dict[str, str], reps: int,
-                 *, generate: bool = True, stream: bool = True, stream_texts: set[str] | None = None) -> dict:
+def _timed_calls(
+    workers: dict[str, Worker],
+    texts: dict[str, str],
+    reps: int,
+    *,
+    generate: bool = True,
+    stream: bool = True,
+    stream_texts: set[str] | None = None,
+) -> dict:
     """Alternate the workers on every text; medians of generate wall/RTF and stream TTFA."""
     raw: dict[str, dict[str, dict[str, list[float]]]] = {n: {t: {} for t in texts} for n in workers}
     names = list(workers)
     for name, w in workers.items():  # warm-up: first-call costs are not what we compare
         for text in texts.values():
             w.call("stream", speaker=VOICE_NAME, text=text, options=OPTIONS, first_only=True)
-        w.call("generate", speaker=VOICE_NAME, text=TEXTS.get("short", next(iter(texts.values()))), options=OPTIONS)
+        w.call(
+            "generate",
+            speaker=VOICE_NAME,
+            text=TEXTS.get("short", next(iter(texts.values()))),
+            options=OPTIONS,
+        )
     for rep in range(reps):
         order = names if rep % 2 == 0 else names[::-1]
         for key, text in texts.items():
@@ -225,7 +272,10 @@ def _timed_calls(workers: dict[str, Worker], texts: dict[str, str], reps: int,
                     rec.setdefault("gap_s", []).append(r["gap_s"])
                     rec.setdefault("played_s", []).append(r["played_s"])
         log(f"speed: rep {rep + 1}/{reps} done")
-    return {n: {t: {k: median(v) for k, v in m.items()} for t, m in per.items()} for n, per in raw.items()}
+    return {
+        n: {t: {k: median(v) for k, v in m.items()} for t, m in per.items()}
+        for n, per in raw.items()
+    }
 
 
 def phase_speed(root: Path, reps: int) -> dict:
@@ -254,16 +304,26 @@ def phase_ablation(root: Path, reps: int, names: list[str]) -> dict:
     for name in names:
         spec = ABLATIONS[name]
         texts = {k: TEXTS[k] for k in spec["texts"] if k in TEXTS}
-        workers = {"on": start("ours", label="ours"), "off": start("ours", spec["env"], label=f"ours-no-{name}")}
+        workers = {
+            "on": start("ours", label="ours"),
+            "off": start("ours", spec["env"], label=f"ours-no-{name}"),
+        }
         try:
             for w in workers.values():
                 w.call("prepare", root=str(root), speakers=[VOICE_NAME])
-            res = _timed_calls(workers, texts, reps, generate=spec["generate"], stream=spec["stream"])
+            res = _timed_calls(
+                workers, texts, reps, generate=spec["generate"], stream=spec["stream"]
+            )
         finally:
             for w in workers.values():
                 w.close()
-        results[name] = {"turns_off": spec["what"], "env": spec["env"], "on": res["on"], "off": res["off"],
-                         "memory": spec.get("memory", False)}
+        results[name] = {
+            "turns_off": spec["what"],
+            "env": spec["env"],
+            "on": res["on"],
+            "off": res["off"],
+            "memory": spec.get("memory", False),
+        }
         log(f"ablation {name} done")
     return results
 
@@ -278,14 +338,38 @@ def _start_server(engine: str, root: Path, port: int) -> subprocess.Popen:
     logf = open(CACHE / "logs" / f"wyoming-{engine}.log", "ab")  # noqa: SIM115 - the server keeps it
     uri = f"tcp://127.0.0.1:{port}"
     if engine == "hayakoe":
-        argv = [str(hayakoe_python()), str(HERE / "hayakoe_runner.py"), "serve",
-                "--root", str(root), "--voice", VOICE_NAME, "--uri", uri]
+        argv = [
+            str(hayakoe_python()),
+            str(HERE / "hayakoe_runner.py"),
+            "serve",
+            "--root",
+            str(root),
+            "--voice",
+            VOICE_NAME,
+            "--uri",
+            uri,
+        ]
         env = _env(hayakoe=True)
     else:
-        argv = [sys.executable, "-m", "wyoming_hayakoe", "--uri", uri,
-                "--voice", f"{VOICE_NAME}={root}", "--bert-source", str(root),
-                "--speed", str(OPTIONS["speed"]), "--sdp-ratio", str(OPTIONS["sdp_ratio"]),
-                "--noise", str(OPTIONS["noise"]), "--noise-w", str(OPTIONS["noise_w"])]
+        argv = [
+            sys.executable,
+            "-m",
+            "wyoming_hayakoe",
+            "--uri",
+            uri,
+            "--voice",
+            f"{VOICE_NAME}={root}",
+            "--bert-source",
+            str(root),
+            "--speed",
+            str(OPTIONS["speed"]),
+            "--sdp-ratio",
+            str(OPTIONS["sdp_ratio"]),
+            "--noise",
+            str(OPTIONS["noise"]),
+            "--noise-w",
+            str(OPTIONS["noise_w"]),
+        ]
         env = _env()
     return subprocess.Popen(argv, stdout=logf, stderr=logf, env=env, cwd=REPO)
 
@@ -326,7 +410,10 @@ def phase_wyoming(root: Path, reps: int) -> dict:
                 proc.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 proc.kill()
-    return {e: {t: {k: median(v) for k, v in m.items()} for t, m in per.items()} for e, per in raw.items()}
+    return {
+        e: {t: {k: median(v) for k, v in m.items()} for t, m in per.items()}
+        for e, per in raw.items()
+    }
 
 
 # ----------------------------------------------------------------------------- report ---
@@ -351,20 +438,37 @@ def update_readme(md: str, chart: Path) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description="Benchmark our engine against hayakoe 1.3.1.")
-    parser.add_argument("--reps", type=int, default=3, help="timed repetitions per text (default 3)")
-    parser.add_argument("--mem-reps", type=int, default=1, help="memory measurements per engine (default 1)")
-    parser.add_argument("--wyoming-reps", type=int, help="repetitions over Wyoming (default: --reps)")
-    parser.add_argument("--ablation-reps", type=int, help="repetitions per ablation (default: --reps)")
+    parser.add_argument(
+        "--reps", type=int, default=3, help="timed repetitions per text (default 3)"
+    )
+    parser.add_argument(
+        "--mem-reps", type=int, default=1, help="memory measurements per engine (default 1)"
+    )
+    parser.add_argument(
+        "--wyoming-reps", type=int, help="repetitions over Wyoming (default: --reps)"
+    )
+    parser.add_argument(
+        "--ablation-reps", type=int, help="repetitions per ablation (default: --reps)"
+    )
     parser.add_argument("--no-memory", action="store_true")
     parser.add_argument("--no-speed", action="store_true")
     parser.add_argument("--no-wyoming", action="store_true")
     parser.add_argument("--no-ablation", action="store_true")
-    parser.add_argument("--ablation", action="append", choices=sorted(ABLATIONS),
-                        help="only these ablations (repeatable; default all)")
-    parser.add_argument("--texts", help="comma-separated subset of " + ",".join(TEXTS) + " (default all)")
+    parser.add_argument(
+        "--ablation",
+        action="append",
+        choices=sorted(ABLATIONS),
+        help="only these ablations (repeatable; default all)",
+    )
+    parser.add_argument(
+        "--texts", help="comma-separated subset of " + ",".join(TEXTS) + " (default all)"
+    )
     parser.add_argument("--out", type=Path, default=RESULTS, help="where to write the results")
-    parser.add_argument("--update-readme", action="store_true",
-                        help="put the table and chart into README.md (between the bench markers)")
+    parser.add_argument(
+        "--update-readme",
+        action="store_true",
+        help="put the table and chart into README.md (between the bench markers)",
+    )
     args = parser.parse_args()
     if args.texts:
         keep = [t.strip() for t in args.texts.split(",")]
@@ -384,8 +488,12 @@ def main() -> int:
     hayakoe_python()
     results: dict[str, Any] = {
         "date_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
-        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
-                    "python": platform.python_version(), "load_avg_start": os.getloadavg()},
+        "machine": {
+            "cpus": os.cpu_count(),
+            "platform": platform.platform(),
+            "python": platform.python_version(),
+            "load_avg_start": os.getloadavg(),
+        },
         "options": OPTIONS,
         "texts": {k: {"chars": len(v)} for k, v in TEXTS.items()},
         "reps": args.reps,
@@ -394,7 +502,9 @@ def main() -> int:
 
     def save() -> None:  # after every phase, so an interrupted run still leaves its figures
         results["elapsed_s"] = time.time() - t_start
-        (args.out / "latest.json").write_text(json.dumps(results, indent=2, ensure_ascii=False), encoding="utf-8")
+        (args.out / "latest.json").write_text(
+            json.dumps(results, indent=2, ensure_ascii=False), encoding="utf-8"
+        )
 
     log("phase: exactness")
     results["exactness"] = phase_exactness(root)
@@ -414,20 +524,26 @@ def main() -> int:
         save()
     if not args.no_ablation:
         log("phase: ablation")
-        results["ablation"] = phase_ablation(root, args.ablation_reps or args.reps, args.ablation or sorted(ABLATIONS))
+        results["ablation"] = phase_ablation(
+            root, args.ablation_reps or args.reps, args.ablation or sorted(ABLATIONS)
+        )
         save()
     results["machine"]["load_avg_end"] = os.getloadavg()
     results["elapsed_s"] = time.time() - t_start
 
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "latest.json").write_text(json.dumps(results, indent=2, ensure_ascii=False), encoding="utf-8")
+    (args.out / "latest.json").write_text(
+        json.dumps(results, indent=2, ensure_ascii=False), encoding="utf-8"
+    )
     md = render_markdown(results)
     (args.out / "results.md").write_text(md, encoding="utf-8")
     render_chart(results, args.out / "latest.png")
     print(md)
     if args.update_readme:
         update_readme(md, args.out / "latest.png")
-    log(f"wrote {args.out / 'latest.json'}, results.md, latest.png in {results['elapsed_s'] / 60:.1f} min")
+    log(
+        f"wrote {args.out / 'latest.json'}, results.md, latest.png in {results['elapsed_s'] / 60:.1f} min"
+    )
     return 0
 
 

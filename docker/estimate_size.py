@@ -45,16 +45,41 @@ def download(arch: str, files: list[str], python: str, dest: Path) -> list[Path]
     """The wheels pip would install for `arch`/`python`, downloaded into `dest`."""
     sdist = dest / "sdist"
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "--wheel-dir", str(sdist),
-         "-r", str(DOCKER / "requirements-sdist.txt")],
-        env=_pip_env(), check=True,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "-q",
+            "--wheel-dir",
+            str(sdist),
+            "-r",
+            str(DOCKER / "requirements-sdist.txt"),
+        ],
+        env=_pip_env(),
+        check=True,
     )
-    platforms = [f"manylinux_2_{n}_{arch}" for n in range(17, GLIBC + 1)] + [f"manylinux2014_{arch}"]
+    platforms = [f"manylinux_2_{n}_{arch}" for n in range(17, GLIBC + 1)] + [
+        f"manylinux2014_{arch}"
+    ]
     cmd = [
-        sys.executable, "-m", "pip", "download", "-q", "--no-cache-dir", "--only-binary=:all:",
-        "--python-version", python, "--implementation", "cp",
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "-q",
+        "--no-cache-dir",
+        "--only-binary=:all:",
+        "--python-version",
+        python,
+        "--implementation",
+        "cp",
         *[a for p in platforms for a in ("--platform", p)],
-        "--find-links", str(sdist), "-d", str(dest / "wheels"),
+        "--find-links",
+        str(sdist),
+        "-d",
+        str(dest / "wheels"),
     ]
     for f in files:
         cmd += ["-r", str(DOCKER / f)]
@@ -70,7 +95,9 @@ def unpacked_size(wheel: Path) -> int:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--with-cuda", action="store_true", help="include the CUDA image (~2.5 GB download)")
+    parser.add_argument(
+        "--with-cuda", action="store_true", help="include the CUDA image (~2.5 GB download)"
+    )
     parser.add_argument("--python", default="3.11")
     args = parser.parse_args()
     for label, (arch, files) in IMAGES.items():
@@ -78,11 +105,15 @@ def main() -> int:
             continue
         with tempfile.TemporaryDirectory(prefix="hayakoe-size-") as tmp:
             wheels = download(arch, files, args.python, Path(tmp))
-            rows = sorted(((unpacked_size(w), w.stat().st_size, w.name) for w in wheels), reverse=True)
+            rows = sorted(
+                ((unpacked_size(w), w.stat().st_size, w.name) for w in wheels), reverse=True
+            )
         total_unpacked = sum(r[0] for r in rows)
         total_download = sum(r[1] for r in rows)
-        print(f"\n{label}: {len(rows)} wheels, {total_download / 1e6:.0f} MB to download, "
-              f"{total_unpacked / 1e6:.0f} MB installed")
+        print(
+            f"\n{label}: {len(rows)} wheels, {total_download / 1e6:.0f} MB to download, "
+            f"{total_unpacked / 1e6:.0f} MB installed"
+        )
         for unpacked, size, name in rows[:8]:
             print(f"  {unpacked / 1e6:8.1f} MB  ({size / 1e6:6.1f} MB wheel)  {name}")
     return 0

@@ -18,7 +18,7 @@ import argparse
 import asyncio
 import os
 import sys
-from typing import Mapping
+from collections.abc import Mapping
 from urllib.parse import urlsplit, urlunsplit
 
 from wyoming.client import AsyncClient

@@ -17,11 +17,15 @@ import re
 from importlib import metadata
 from pathlib import Path
 
+from . import layout
 from .audio import AudioResult
+from .layout import OFFICIAL_SOURCE
 from .openjtalk import EMBEDDED_VOICE_NAME
+from .options import EngineOptions
+from .output import OUTPUT_RATES, Chime, OutputOptions, WavError
 from .speaker import Speaker
-from .tts import DEFAULT_SOURCE, TTS, NeuralEngineMissingError
-from .voice import AudioPiece, SynthesisOptions, Voice
+from .tts import TTS
+from .voice_backend import AudioPiece, SynthesisOptions, Voice
 
 
 def _version() -> str:
@@ -30,7 +34,9 @@ def _version() -> str:
     except metadata.PackageNotFoundError:  # running from a source tree
         pyproject = Path(__file__).resolve().parent.parent / "pyproject.toml"
         try:
-            found = re.search(r'^version\s*=\s*"([^"]+)"', pyproject.read_text("utf-8"), re.MULTILINE)
+            found = re.search(
+                r'^version\s*=\s*"([^"]+)"', pyproject.read_text("utf-8"), re.MULTILINE
+            )
         except OSError:
             found = None
         return found.group(1) if found else "unknown"
@@ -47,9 +53,12 @@ _LAZY = {
     "cache_root": ("engine.sources.cache", "cache_root"),
     "parse_source": ("engine.sources", "parse_source"),
     "pre_download": ("engine.download", "pre_download"),
-    "export_bert": ("engine.runtime.bert_export", "export_bert"),
-    "export_voice": ("engine.runtime.export", "export_voice"),
-    "check_export": ("engine.runtime.export", "check_export"),
+    "export_bert": ("engine.bert.export", "export_bert"),
+    "export_voice": ("engine.synth.export", "export_voice"),
+    "check_export": ("engine.synth.export", "check_export"),
+    # user dictionary files: reload on SIGHUP, `dict check`
+    "reload_user_dictionary": ("engine.text.userdict_watch", "reload_user_dictionary"),
+    "check_user_dictionary": ("engine.text.userdict_watch", "check_user_dictionary"),
 }
 
 
@@ -64,22 +73,29 @@ def __getattr__(name: str):
 
 
 __all__ = [
-    "DEFAULT_SOURCE",
+    "OFFICIAL_SOURCE",
     "EMBEDDED_VOICE_NAME",
+    "OUTPUT_RATES",
     "TTS",
     "AudioPiece",
     "AudioResult",
-    "NeuralEngineMissingError",
+    "Chime",
+    "EngineOptions",
+    "OutputOptions",
     "RedactingFilter",
+    "Speaker",
+    "SynthesisOptions",
+    "Voice",
+    "__version__",
     "cache_root",
     "check_export",
+    "check_user_dictionary",
     "export_bert",
     "export_voice",
     "parse_source",
     "pre_download",
     "redact",
-    "Speaker",
-    "SynthesisOptions",
-    "Voice",
-    "__version__",
+    "layout",
+    "reload_user_dictionary",
+    "WavError",
 ]

@@ -19,14 +19,22 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from pathlib import Path
 
+from .layout import (
+    BERT_REQUIRED_FILES,
+    OFFICIAL_SOURCE,
+    PYTORCH_SPEAKER_FILES,
+    backend_for,
+    bert_prefixes,
+    check_voice_name,
+    speaker_files,
+    speaker_prefix,
+)
 from .openjtalk import EMBEDDED_VOICE_NAME
 from .sources import (
-    OFFICIAL_REPO,
     Source,
     SourceNotFoundError,
     SourceUnavailableError,
@@ -37,63 +45,13 @@ from .sources import (
 
 _LOGGER = logging.getLogger(__name__)
 
-BERT_TOKENIZER = "bert/tokenizer"
-ONNX_BERT = "onnx/bert/q8"
-PYTORCH_BERT = "pytorch/bert/fp32"
-
-Requirement = Sequence["str | Sequence[str]"]
-
-REQUIRED_FILES: dict[str, list] = {
-    BERT_TOKENIZER: ["tokenizer_config.json", ("vocab.txt", "tokenizer.json")],
-    ONNX_BERT: ["bert_q8.onnx"],
-    PYTORCH_BERT: ["config.json", ("*.safetensors", "pytorch_model.bin")],
-}
-"""Files each BERT prefix must hold (entries as in `require_files`)."""
-
-ONNX_SPEAKER_FILES: list = ["config.json", "style_vectors.npy", ("synthesizer.onnx", "synthesizer_q8.onnx")]
-PYTORCH_SPEAKER_FILES: list = ["config.json", "style_vectors.npy", "*.safetensors"]
-PLAIN_SBV2_FILES: list = ["config.json", "style_vectors.npy", "*.safetensors"]
-
-_VOICE_NAME = re.compile(r"^[^/\\\x00-\x1f.][^/\\\x00-\x1f]*$")
-
-
-def backend_for(device: str) -> str:
-    """"pytorch" for CUDA devices ("cuda", "cuda:1"), "onnx" for everything else (hayakoe's rule)."""
-    text = str(device).strip().lower()
-    if not text:
-        raise ValueError("device must be 'cpu' or 'cuda'")
-    return "pytorch" if text.startswith("cuda") else "onnx"
-
-
-def bert_prefixes(device: str) -> list[str]:
-    """The BERT prefixes `device`'s backend reads."""
-    return [BERT_TOKENIZER, PYTORCH_BERT if backend_for(device) == "pytorch" else ONNX_BERT]
-
-
-def speaker_prefix(name: str, device: str) -> str:
-    """`{onnx|pytorch}/speakers/<name>` for `device`."""
-    check_voice_name(name)
-    return f"{backend_for(device)}/speakers/{name}"
-
-
-def speaker_files(device: str) -> list:
-    """Files a speaker folder must hold for `device`'s backend."""
-    return PYTORCH_SPEAKER_FILES if backend_for(device) == "pytorch" else ONNX_SPEAKER_FILES
-
-
-def check_voice_name(name: str) -> str:
-    """`name` if it can be a folder name (no '/', no '..', no control characters)."""
-    if not isinstance(name, str) or not _VOICE_NAME.match(name) or len(name) > 200:
-        raise ValueError(f"bad voice name {name!r}: it must be a single folder name")
-    return name
-
 
 def fetch_bert(source: Source, device: str) -> list[Path]:
     """Fetch and check the tokenizer and the BERT model for `device`; return their folders."""
     folders = []
-    for prefix in bert_prefixes(device):
+    for prefix in bert_prefixes(backend_for(device)):
         folder = source.fetch(prefix)
-        require_files(folder, REQUIRED_FILES[prefix], source.uri, prefix)
+        require_files(folder, BERT_REQUIRED_FILES[prefix], source.uri, prefix)
         folders.append(folder)
     return folders
 
@@ -101,22 +59,27 @@ def fetch_bert(source: Source, device: str) -> list[Path]:
 def fetch_voice(source: Source, name: str, device: str) -> Path:
     """Fetch and check the folder of voice `name` for `device` and return it.
 
-    The order is the one `engine.voices.locate_voice` reads in: the device's own layout
+    The order is the one `engine.neural.loader.locate_voice` reads in: the device's own layout
     (`{backend}/speakers/<name>`), then the other backend's (the loader converts it), then a
     plain Style-Bert-VITS2 model at the source's root (config.json there). Only the first
     one present is fetched. An unreachable store is reported as such, never as "not found"."""
-    preferred = speaker_prefix(name, device)
+    preferred = speaker_prefix(name, backend_for(device))
     other_device = "cpu" if backend_for(device) == "pytorch" else "cuda"
     first_error: SourceNotFoundError | None = None
-    for prefix, dev in ((preferred, device), (speaker_prefix(name, other_device), other_device)):
+    for prefix, dev in (
+        (preferred, device),
+        (speaker_prefix(name, backend_for(other_device)), other_device),
+    ):
         try:
             folder = source.fetch(prefix)
         except SourceNotFoundError as exc:
             first_error = first_error or exc
             continue
         if prefix != preferred:
-            _LOGGER.info("%s: no %s/, using %s/ (converted when loaded)", source.uri, preferred, prefix)
-        require_files(folder, speaker_files(dev), source.uri, prefix)
+            _LOGGER.info(
+                "%s: no %s/, using %s/ (converted when loaded)", source.uri, preferred, prefix
+            )
+        require_files(folder, speaker_files(backend_for(dev)), source.uri, prefix)
         return folder
     try:
         plain = source.exists("config.json")
@@ -124,14 +87,14 @@ def fetch_voice(source: Source, name: str, device: str) -> Path:
         plain = False
     if plain:
         folder = source.fetch("")
-        require_files(folder, PLAIN_SBV2_FILES, source.uri, "")
+        require_files(folder, PYTORCH_SPEAKER_FILES, source.uri, "")
         return folder
     if isinstance(first_error, SourceUnavailableError):
         raise first_error
     raise SourceNotFoundError(
         source.uri,
         preferred,
-        f"the source has no {preferred}/ nor {speaker_prefix(name, other_device)}/ (hayakoe "
+        f"the source has no {preferred}/ nor {speaker_prefix(name, backend_for(other_device))}/ (hayakoe "
         "layout), and no Style-Bert-VITS2 model folder (config.json, *.safetensors, "
         "style_vectors.npy) at its root",
     ) from first_error
@@ -140,10 +103,11 @@ def fetch_voice(source: Source, name: str, device: str) -> Path:
 def pre_download(
     voices: Iterable[tuple[str, str | None]],
     *,
-    bert_source: str = OFFICIAL_REPO,
+    bert_source: str = OFFICIAL_SOURCE,
     device: str = "cpu",
     cache_dir: str | os.PathLike[str] | None = None,
     token: str | None = None,
+    offline: bool = False,
 ) -> list[Path]:
     """Fetch the BERT files and every voice `(name, source or None)` that `device` needs.
 
@@ -151,7 +115,8 @@ def pre_download(
     voice (`EMBEDDED_VOICE_NAME`) needs nothing and is skipped (when it is the only voice,
     nothing is fetched; an empty `voices` fetches the BERT alone). Returns the local
     folders (BERT folders first, then one per voice, in order). Local sources are checked,
-    not copied. Afterwards the same fetches succeed with the network gone."""
+    not copied. Afterwards the same fetches succeed with the network gone. `offline`
+    (`EngineOptions.offline`) only checks the cache."""
     voices = list(voices)
     wanted = []
     for name, source in voices:
@@ -168,11 +133,13 @@ def pre_download(
     )
     if only_embedded:
         return []  # the BERT serves neural voices only
-    bert = parse_source(bert_source, cache_dir=cache_dir, token=token)
+    bert = parse_source(bert_source, cache_dir=cache_dir, token=token, offline=offline)
     folders = fetch_bert(bert, device)
     _LOGGER.info("BERT ready from %s", bert.uri)
     for name, source in voices:
-        src = parse_source(source or OFFICIAL_REPO, cache_dir=cache_dir, token=token)
+        src = parse_source(
+            source or OFFICIAL_SOURCE, cache_dir=cache_dir, token=token, offline=offline
+        )
         folder = fetch_voice(src, name, device)
         where = "in place" if getattr(src, "is_local", False) else "cached"
         _LOGGER.info("Voice %s ready from %s (%s: %s)", name, src.uri, where, folder)

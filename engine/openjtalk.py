@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .voice import AudioPiece, SynthesisOptions
+from .voice_backend import AudioPiece, SynthesisOptions
 
 __all__ = ["DEFAULT_SENTENCE_PAUSE", "EMBEDDED_VOICE_NAME", "STYLES", "OpenJTalkVoice"]
 
@@ -101,7 +101,7 @@ def split_long(sentence: str, limit: int = MAX_PHRASE_CHARS) -> list[str]:
 
 
 class OpenJTalkVoice:
-    """The HTS voice `mei_normal` bundled with pyopenjtalk (48 kHz), as an `engine.voice.Voice`.
+    """The HTS voice `mei_normal` bundled with pyopenjtalk (48 kHz), as an `engine.voice_backend.Voice`.
 
     One `HTSEngine` per instance (not pyopenjtalk's global one), so its speed/pitch settings
     are private; the OpenJTalk text frontend is pyopenjtalk's global instance, which is where
@@ -149,13 +149,17 @@ class OpenJTalkVoice:
         if style is None:
             _LOGGER.warning(
                 "Voice %s has no style %r (available: %s); using Neutral",
-                self.name, options.style, ", ".join(STYLES),
+                self.name,
+                options.style,
+                ", ".join(STYLES),
             )
             style = STYLES["Neutral"]
         weight = _clamp(float(options.style_weight), 0.0, 4.0)
         speed = float(options.speed) if options.speed and options.speed > 0 else 1.0
         rate = _clamp(speed * style.rate**weight, 0.25, 4.0)
-        pitch = float(options.pitch_scale) if options.pitch_scale and options.pitch_scale > 0 else 1.0
+        pitch = (
+            float(options.pitch_scale) if options.pitch_scale and options.pitch_scale > 0 else 1.0
+        )
         half_tones = _clamp(style.half_tones * weight + 12.0 * math.log2(pitch), -24.0, 24.0)
         return rate, half_tones
 

@@ -1,7 +1,7 @@
 """`Speaker`: the public face of one loaded voice.
 
 What is the same for every kind of voice lives here, so a voice backend only turns sentences
-into float audio (`engine.voice.Voice.render`):
+into float audio (`engine.voice_backend.Voice.render`):
 
 - optional rewriting (`engine.text.rewrite`: times, units, Latin words, user dictionary),
 - sentence splitting (`engine.text.split_sentences`, or `SentenceSplitter` for text that
@@ -9,6 +9,8 @@ into float audio (`engine.voice.Voice.render`):
 - one `threading.Lock` per speaker: the same speaker synthesizes one request at a time,
   different speakers run in parallel; a stream that is closed early releases it,
 - float → int16 with one fixed scale (`engine.audio.to_int16`): a stream has one loudness,
+- per-request output shaping (`engine.output`: volume with a limiter, loudness, lead/tail
+  silence, output rate, chime), one `OutputStage` per request; default: none,
 - async wrappers that never run synthesis on the event loop.
 
 Locking: for a whole text the lock is held while the voice renders it (from the first
@@ -30,7 +32,10 @@ from typing import Any
 import numpy as np
 
 from .audio import AudioResult
-from .voice import SynthesisOptions, Voice
+from .output import OutputOptions, OutputStage
+from .text.rewriter import rewrite
+from .text.splitter import SentenceSplitter, split_sentences
+from .voice_backend import SynthesisOptions, Voice
 
 __all__ = ["DEFAULT_STREAM_PAUSE", "Speaker", "StreamCancelled"]
 
@@ -47,13 +52,6 @@ _ASYNC_BUFFER = 2  # chunks a worker may run ahead of an async consumer
 
 class StreamCancelled(Exception):
     """Raised inside a worker when its consumer went away; never reaches callers."""
-
-
-def _text_helpers() -> tuple[Any, Any, Any]:
-    """(split_sentences, SentenceSplitter, rewrite or None) from the frontend (`engine.text`)."""
-    from . import text as frontend
-
-    return frontend.split_sentences, frontend.SentenceSplitter, getattr(frontend, "rewrite", None)
 
 
 class Speaker:
@@ -74,7 +72,6 @@ class Speaker:
         self.rewrite = rewrite
         self.defaults = defaults or SynthesisOptions(style=self._default_style(voice))
         self.lock = threading.Lock()
-        self._warned_no_rewrite = False
 
     # -- description -------------------------------------------------------------------
     @property
@@ -103,7 +100,7 @@ class Speaker:
 
     @property
     def version(self) -> str | None:
-        return getattr(self.voice, "version", None)
+        return self.voice.version
 
     @property
     def default_style(self) -> str:
@@ -136,33 +133,61 @@ class Speaker:
             )
         return opts
 
+    def output_rate(self, output: OutputOptions | None = None) -> int:
+        """The sample rate of the audio this speaker returns with `output`."""
+        return (output or OutputOptions()).rate_for(self.sample_rate)
+
     # -- sync API ----------------------------------------------------------------------
-    def generate(self, text: str, **options: Any) -> AudioResult:
-        """The whole text as one `AudioResult` (empty for text with nothing to say)."""
+    def generate(
+        self, text: str, *, output: OutputOptions | None = None, **options: Any
+    ) -> AudioResult:
+        """The whole text as one `AudioResult` (empty for text with nothing to say).
+
+        `output` shapes the audio (`engine.output.OutputOptions`: volume, loudness measured
+        over the whole text, silence, rate, chime); default: as the voice made it.
+        """
         opts = self.options(**options)
         # Nobody hears the first piece early here: whole-sentence decoding is cheaper.
         opts = dataclasses.replace(opts, extra={**opts.extra, "whole_sentences": True})
-        return AudioResult.concat(self._stream(text, opts, None), sr=self.sample_rate)
+        chunks = self._speak(text, opts, None, output, measure_whole=True)
+        return AudioResult.concat(chunks, sr=self.output_rate(output))
 
-    def stream(self, text: str | Iterable[str], **options: Any) -> Iterator[AudioResult]:
+    def stream(
+        self,
+        text: str | Iterable[str],
+        *,
+        output: OutputOptions | None = None,
+        measure_whole: bool = False,
+        **options: Any,
+    ) -> Iterator[AudioResult]:
         """Yield audio sentence by sentence (at least one chunk per sentence).
 
         `text` is a whole text, or an iterable of text deltas (e.g. an LLM's tokens): each
         sentence is synthesized as soon as it is complete. Closing the generator early
-        releases the speaker's lock.
+        releases the speaker's lock. `output` as in `generate`; with loudness set the level
+        is measured on the first sentence (held back until it is complete) and kept for the
+        stream, or over the whole text when `measure_whole` (then nothing comes until the end).
         """
         opts = self.options(**options)
-        return self._stream(text, opts, None)
+        return self._speak(text, opts, None, output, measure_whole=measure_whole)
 
     # -- async API ---------------------------------------------------------------------
-    async def agenerate(self, text: str, **options: Any) -> AudioResult:
+    async def agenerate(
+        self, text: str, *, output: OutputOptions | None = None, **options: Any
+    ) -> AudioResult:
         """`generate` off the event loop (cancelling it stops the synthesis)."""
         extra = {**(options.pop("extra", None) or {}), "whole_sentences": True}  # see generate
-        pieces = [chunk async for chunk in self.astream(text, extra=extra, **options)]
-        return AudioResult.concat(pieces, sr=self.sample_rate)
+        chunks = self.astream(text, extra=extra, output=output, measure_whole=True, **options)
+        pieces = [chunk async for chunk in chunks]
+        return AudioResult.concat(pieces, sr=self.output_rate(output))
 
     async def astream(
-        self, text: str | Iterable[str] | AsyncIterable[str], **options: Any
+        self,
+        text: str | Iterable[str] | AsyncIterable[str],
+        *,
+        output: OutputOptions | None = None,
+        measure_whole: bool = False,
+        **options: Any,
     ) -> AsyncIterator[AudioResult]:
         """`stream` driven by a worker thread; text may also be an async iterable of deltas.
 
@@ -203,7 +228,7 @@ class Speaker:
 
         def work() -> None:
             try:
-                chunks = self._stream(source, opts, cancel)
+                chunks = self._speak(source, opts, cancel, output, measure_whole=measure_whole)
                 try:
                     for chunk in chunks:
                         if not send(chunk):
@@ -246,13 +271,8 @@ class Speaker:
     # -- internals ---------------------------------------------------------------------
     def _prepare(self, text: str) -> list[str]:
         """Rewrite (optionally) and split a complete text into sentences."""
-        split_sentences, _, rewrite = _text_helpers()
         if self.rewrite:
-            if rewrite is not None:
-                text = rewrite(text)
-            elif not self._warned_no_rewrite:
-                self._warned_no_rewrite = True
-                _LOGGER.warning("engine.text.rewrite is not available; speaking text as given")
+            text = rewrite(text)
         return [s for s in split_sentences(text) if s.strip()]
 
     def _acquire(self, cancel: threading.Event | None) -> None:
@@ -263,18 +283,46 @@ class Speaker:
             if cancel.is_set():
                 raise StreamCancelled()
 
+    def _speak(
+        self,
+        text: str | Iterable[str],
+        opts: SynthesisOptions,
+        cancel: threading.Event | None,
+        output: OutputOptions | None,
+        *,
+        measure_whole: bool,
+    ) -> Iterator[AudioResult]:
+        """`_stream` through one request's `OutputStage`, then what the stage held back."""
+        stage = OutputStage(
+            output or OutputOptions(), self.sample_rate, measure_whole=measure_whole
+        )
+        yield from self._stream(text, opts, cancel, stage)
+        rest = stage.finish()
+        if rest.size:
+            yield AudioResult(stage.rate, rest)
+
     def _stream(
         self,
         text: str | Iterable[str],
         opts: SynthesisOptions,
         cancel: threading.Event | None,
+        stage: OutputStage,
     ) -> Iterator[AudioResult]:
+        from .text import ssml
+
+        _refresh_user_dictionary()
         if isinstance(text, str):
+            if ssml.is_ssml(text):
+                yield from self._speak_segments(ssml.parse_ssml(text), opts, cancel, stage)
+                return
             sentences = self._prepare(text)
             if sentences:
-                yield from self._render(sentences, opts, cancel, pause_before=False)
+                yield from self._render(sentences, opts, cancel, stage, pause_before=False)
             return
-        _, SentenceSplitter, _ = _text_helpers()
+        is_ssml, text = ssml.sniff_ssml(text)
+        if is_ssml:
+            yield from self._speak_segments(_ssml_segments(text, cancel), opts, cancel, stage)
+            return
         splitter = SentenceSplitter()
         spoken = False
         for delta in text:
@@ -283,15 +331,53 @@ class Speaker:
             if not isinstance(delta, str):
                 raise TypeError(f"text deltas must be str, got {type(delta).__name__}")
             for sentence_batch in _nonempty(splitter.feed(delta)):
-                spoken = yield from self._render_batch(sentence_batch, opts, cancel, spoken)
+                spoken = yield from self._render_batch(sentence_batch, opts, cancel, stage, spoken)
         for sentence_batch in _nonempty(splitter.flush()):
-            spoken = yield from self._render_batch(sentence_batch, opts, cancel, spoken)
+            spoken = yield from self._render_batch(sentence_batch, opts, cancel, stage, spoken)
+
+    def _speak_segments(
+        self,
+        segments: Iterable[Any],
+        opts: SynthesisOptions,
+        cancel: threading.Event | None,
+        stage: OutputStage,
+    ) -> Iterator[AudioResult]:
+        """SSML (`engine.text.ssml.Segment`s): text at its rate, breaks as exact silence.
+
+        Text is split into sentences across segments; a rate change or a break ends the
+        sentences before it. A break is exactly its length of zero samples, and replaces
+        the pause the next sentences would get (the voice's own margins stay).
+        """
+        splitter = SentenceSplitter()
+        rate = 1.0
+        spoken = False
+
+        def at(rate: float) -> SynthesisOptions:
+            return dataclasses.replace(opts, speed=opts.speed * rate) if rate != 1.0 else opts
+
+        for seg in segments:
+            if seg.silence > 0 or seg.rate != rate:
+                for batch in _nonempty(splitter.flush()):
+                    spoken = yield from self._render_batch(batch, at(rate), cancel, stage, spoken)
+                rate = seg.rate
+            if seg.silence > 0:
+                n = round(seg.silence * self.sample_rate)
+                chunk = stage.push(np.zeros(n, np.float32), final=True)
+                if chunk.size or stage.passthrough:
+                    yield AudioResult(stage.rate, chunk)
+                spoken = False  # the break is the pause before what follows
+            elif seg.text:
+                for batch in _nonempty(splitter.feed(seg.text)):
+                    spoken = yield from self._render_batch(batch, at(rate), cancel, stage, spoken)
+        for batch in _nonempty(splitter.flush()):
+            spoken = yield from self._render_batch(batch, at(rate), cancel, stage, spoken)
 
     def _render_batch(
         self,
         sentences: list[str],
         opts: SynthesisOptions,
         cancel: threading.Event | None,
+        stage: OutputStage,
         spoken: bool,
     ) -> Iterator[AudioResult]:
         """Render completed sentences of a delta stream; returns whether anything was heard."""
@@ -300,7 +386,7 @@ class Speaker:
             prepared.extend(self._prepare(sentence))
         if not prepared:
             return spoken
-        heard = yield from self._render(prepared, opts, cancel, pause_before=spoken)
+        heard = yield from self._render(prepared, opts, cancel, stage, pause_before=spoken)
         return spoken or heard
 
     def _render(
@@ -308,10 +394,12 @@ class Speaker:
         sentences: Sequence[str],
         opts: SynthesisOptions,
         cancel: threading.Event | None,
+        stage: OutputStage,
         *,
         pause_before: bool,
     ) -> Iterator[AudioResult]:
-        """Voice.render under the lock; int16 chunks. Returns whether any sound was made."""
+        """Voice.render under the lock; int16 chunks (through `stage`). Returns whether any
+        sound was made."""
         sr = self.sample_rate
         heard = False
         self._acquire(cancel)
@@ -324,7 +412,9 @@ class Speaker:
                         gap = np.zeros(int(round(self._pause_s(opts) * sr)), np.float32)
                         samples = np.concatenate([gap, samples])
                     heard = heard or samples.size > 0
-                    yield AudioResult.from_float(sr, samples)
+                    chunk = stage.push(samples, final=piece.final)
+                    if chunk.size or stage.passthrough:  # a held-back piece yields nothing
+                        yield AudioResult(stage.rate, chunk)
             finally:
                 close = getattr(pieces, "close", None)
                 if close is not None:
@@ -336,7 +426,8 @@ class Speaker:
     def _pause_s(self, opts: SynthesisOptions) -> float:
         if opts.sentence_silence is not None:
             return max(0.0, float(opts.sentence_silence))
-        return float(getattr(self.voice, "sentence_pause", DEFAULT_STREAM_PAUSE))
+        pause = self.voice.sentence_pause
+        return DEFAULT_STREAM_PAUSE if pause is None else float(pause)
 
 
 class _Failure:
@@ -354,6 +445,27 @@ def _nonempty(sentences: list[str]) -> list[list[str]]:
     """Completed sentences as one batch (or none)."""
     kept = [s for s in sentences if s and s.strip()]
     return [kept] if kept else []
+
+
+def _refresh_user_dictionary() -> None:
+    """Between requests: reload watched user dictionary files that changed (never raises)."""
+    from .text.userdict_watch import refresh_user_dictionary
+
+    refresh_user_dictionary()
+
+
+def _ssml_segments(deltas: Iterable[str], cancel: threading.Event | None) -> Iterator[Any]:
+    """SSML segments parsed from text deltas as they arrive."""
+    from .text.ssml import SsmlParser
+
+    parser = SsmlParser("SSML stream")
+    for delta in deltas:
+        if cancel is not None and cancel.is_set():
+            raise StreamCancelled()
+        if not isinstance(delta, str):
+            raise TypeError(f"text deltas must be str, got {type(delta).__name__}")
+        yield from parser.feed(delta)
+    yield from parser.close()
 
 
 def _blocking_deltas(feed: queue.Queue[Any], cancel: threading.Event) -> Iterator[str]:

@@ -5,35 +5,34 @@
 
 The embedded voice (`EMBEDDED_VOICE_NAME`, OpenJTalk's "mei") needs no download and never
 imports PyTorch. Every other name is a neural voice: its modules (`engine.sources`,
-`engine.bert`, `engine.voices`) are imported only when such a voice is prepared, and one BERT
+`engine.bert`, `engine.neural.loader`) are imported only when such a voice is prepared, and one BERT
 is shared by all neural speakers of a `TTS`.
 """
 
 from __future__ import annotations
 
-import importlib
 import logging
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from .layout import OFFICIAL_SOURCE
 from .openjtalk import EMBEDDED_VOICE_NAME, OpenJTalkVoice
+from .options import EngineOptions
 from .speaker import Speaker
-from .voice import Voice
+from .voice_backend import Voice
 
-__all__ = ["DEFAULT_SOURCE", "TTS", "NeuralEngineMissingError"]
+if TYPE_CHECKING:  # engine.bert is imported when the first neural voice is prepared
+    from .bert import BertBackend
+
+__all__ = ["TTS"]
 
 _LOGGER = logging.getLogger(__name__)
 
-DEFAULT_SOURCE = "hf://lemondouble/hayakoe"
-"""Where official voices and the BERT come from unless told otherwise."""
 
 _WARMUP_TEXT = "こんにちは。"
-
-
-class NeuralEngineMissingError(RuntimeError):
-    """A neural voice was asked for but the neural engine modules are not importable."""
 
 
 @dataclass(frozen=True)
@@ -42,23 +41,13 @@ class _Registration:
     source: str | None
 
 
-def _engine_module(module: str, purpose: str) -> Any:
-    """Import `engine.<module>`, or explain which part of the engine is missing."""
-    try:
-        return importlib.import_module(f"{__package__}.{module}")
-    except ModuleNotFoundError as exc:
-        raise NeuralEngineMissingError(
-            f"{purpose} needs engine.{module}, which cannot be imported ({exc}). "
-            f"Only the embedded voice {EMBEDDED_VOICE_NAME!r} works without it."
-        ) from exc
-
-
 class TTS:
     """A set of voices sharing one device, one cache and one BERT.
 
     `device` is ``"cpu"`` (ONNX Runtime) or ``"cuda"``/``"cuda:N"`` (PyTorch). `cache_dir`
     overrides where downloads go (else ``$HAYAKOE_CACHE`` or the default cache). `rewrite`
-    turns on the text rewriting pass (times, units, Latin words, user dictionary).
+    turns on the text rewriting pass (times, units, Latin words, user dictionary). `options`
+    (`EngineOptions`) holds the tuning knobs: threads, streaming windows, memory, offline.
     """
 
     def __init__(
@@ -66,18 +55,21 @@ class TTS:
         device: str = "cpu",
         *,
         cache_dir: str | os.PathLike[str] | None = None,
-        bert_source: str = DEFAULT_SOURCE,
+        bert_source: str = OFFICIAL_SOURCE,
         hf_token: str | None = None,
         rewrite: bool = True,
+        options: EngineOptions | None = None,
     ) -> None:
         self.device = device
+        self.options = options or EngineOptions()
+        """Tuning passed to sources, the BERT and every voice (see `engine.options`)."""
         self.cache_dir = Path(cache_dir) if cache_dir is not None else None
         self.bert_source = bert_source
         self._hf_token = hf_token
         self.rewrite = rewrite
         self._registered: dict[str, _Registration] = {}
         self._speakers: dict[str, Speaker] = {}
-        self._bert: Any = None
+        self._bert: BertBackend | None = None
 
     def __repr__(self) -> str:  # no token in here
         return (
@@ -140,24 +132,32 @@ class TTS:
     def _build_voice(self, reg: _Registration, *, compile: bool) -> Voice:
         if reg.name == EMBEDDED_VOICE_NAME:
             return OpenJTalkVoice()
-        sources = _engine_module("sources", f"voice {reg.name!r}")
-        voices = _engine_module("voices", f"voice {reg.name!r}")
-        src = sources.parse_source(
-            reg.source or DEFAULT_SOURCE, cache_dir=self.cache_dir, token=self._hf_token
+        from .bert import load_bert
+        from .neural.loader import load_neural_voice
+        from .sources import parse_source
+
+        src = parse_source(
+            reg.source or OFFICIAL_SOURCE,
+            cache_dir=self.cache_dir,
+            token=self._hf_token,
+            offline=self.options.offline,
         )
         if self._bert is None:
-            bert = _engine_module("bert", f"voice {reg.name!r}")
-            bert_src = sources.parse_source(
-                self.bert_source, cache_dir=self.cache_dir, token=self._hf_token
+            bert_src = parse_source(
+                self.bert_source,
+                cache_dir=self.cache_dir,
+                token=self._hf_token,
+                offline=self.options.offline,
             )
-            self._bert = bert.load_bert(bert_src, self.device)
-        return voices.load_neural_voice(
+            self._bert = load_bert(bert_src, self.device, threads=self.options.threads)
+        return load_neural_voice(
             reg.name,
             src,
             device=self.device,
             bert=self._bert,
             compile=compile,
             cache_dir=self.cache_dir,
+            options=self.options,
         )
 
     def pre_download(self, device: str | None = None) -> list[Path]:
@@ -169,30 +169,39 @@ class TTS:
         names = [r for r in self._registered.values() if r.name != EMBEDDED_VOICE_NAME]
         if not names:
             return []
-        download = _engine_module("download", "pre_download")
-        return download.pre_download(
-            [(r.name, r.source or DEFAULT_SOURCE) for r in names],
+        from .download import pre_download
+
+        return pre_download(
+            [(r.name, r.source or OFFICIAL_SOURCE) for r in names],
             device=device or self.device,
             cache_dir=self.cache_dir,
             bert_source=self.bert_source,
             token=self._hf_token,
+            offline=self.options.offline,
         )
 
     # -- dictionary ----------------------------------------------------------------------
-    def add_word(self, *, surface: str, reading: str, accent: int | None = None, **extra: Any) -> Any:
+    def add_word(
+        self, *, surface: str, reading: str, accent: int | None = None, **extra: Any
+    ) -> Any:
         """Teach the frontend a word: surface form, katakana reading, accent nucleus (None:
         guessed). Process-wide (OpenJTalk has one dictionary); `extra` goes to
         `engine.text.add_word` (e.g. ``priority``, ``pos``)."""
-        return _userdict().add_word(surface=surface, reading=reading, accent=accent, **extra)
+        from .text.userdict import add_word
+
+        return add_word(surface=surface, reading=reading, accent=accent, **extra)
 
     def load_user_dictionary(self, path: str | os.PathLike[str]) -> int:
         """Load a user dictionary file (CSV or JSON, see `engine.text.userdict`); returns
         how many words it held. Process-wide, like `add_word`."""
-        return int(_userdict().load_user_dictionary(Path(path)))
+        from .text.userdict import load_user_dictionary
 
+        return int(load_user_dictionary(Path(path)))
 
-def _userdict() -> Any:
-    try:
-        return importlib.import_module(f"{__package__}.text.userdict")
-    except ModuleNotFoundError as exc:
-        raise RuntimeError(f"user dictionaries need engine.text.userdict ({exc})") from exc
+    def watch_user_dictionaries(self, paths: Sequence[str | os.PathLike[str]]) -> int:
+        """Load dictionary files and keep them in step: a changed file is reloaded before
+        the next request, bad entries are skipped with a warning naming file and line
+        (`engine.text.userdict_watch`). Returns how many words the files hold."""
+        from .text.userdict_watch import watch_user_dictionaries
+
+        return len(watch_user_dictionaries([Path(p) for p in paths]).surfaces)

@@ -1,16 +1,20 @@
-"""Shared fixtures: the embedded voice (prepared once) and in-process servers on loopback."""
+"""Shared fixtures: the embedded voice (prepared once), in-process servers on loopback, a
+stand-in Hub, and a small hayakoe-layout root."""
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from wyoming.client import AsyncTcpClient
 from wyoming.event import Event
 
-from engine import EMBEDDED_VOICE_NAME, TTS, Speaker
+from engine import EMBEDDED_VOICE_NAME, TTS, Speaker, layout
+from tests.helpers.stores import FakeHub, hayakoe_tree
 
 
 @pytest.fixture(scope="session")
@@ -61,7 +65,9 @@ class Wy:
         events: list[Event] = []
         while True:
             event = await client.read_event()
-            assert event is not None, f"connection closed before {event_type}; got {[e.type for e in events]}"
+            assert event is not None, (
+                f"connection closed before {event_type}; got {[e.type for e in events]}"
+            )
             events.append(event)
             if event.type == event_type:
                 return events
@@ -90,3 +96,29 @@ class Wy:
 @pytest.fixture
 def wy() -> type[Wy]:
     return Wy
+
+
+@pytest.fixture
+def hub() -> Iterator[FakeHub]:
+    """A stand-in Hugging Face Hub on loopback serving hayakoe-layout trees: the official
+    repository's name, `someone/voices` (voices alpha, beta) and `someone/private` (gamma)."""
+    official = layout.OFFICIAL_SOURCE.removeprefix("hf://")
+    server = FakeHub(
+        {
+            official: hayakoe_tree(),
+            "someone/voices": hayakoe_tree(),
+            "someone/private": hayakoe_tree(("gamma",)),
+        }
+    ).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def layout_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """hayakoe's layout with small models, as an official repository would hold it: the test
+    BERT (hidden 64, exported to int8 ONNX) and a random-weight synthesizer of matching BERT
+    width named `LAYOUT_VOICE`, in both backends' folders (built once per session)."""
+    from tests.helpers.voices import LAYOUT_VOICE, build_layout_root  # imports torch
+
+    return build_layout_root(tmp_path_factory.mktemp("layout"), LAYOUT_VOICE)

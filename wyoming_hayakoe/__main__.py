@@ -22,7 +22,10 @@ def _subcommand(name: str, argv: list[str]) -> int:
         module = importlib.import_module(module_name(name))
     except ModuleNotFoundError as exc:
         if exc.name and module_name(name).startswith(exc.name):
-            print(f"wyoming-hayakoe: the subcommand {name!r} is not available in this install", file=sys.stderr)
+            print(
+                f"wyoming-hayakoe: the subcommand {name!r} is not available in this install",
+                file=sys.stderr,
+            )
             return 2
         raise
     return int(module.main(argv) or 0)

@@ -127,7 +127,9 @@ class _AudioOut:
         """One line for the log: how much audio, how fast."""
         took = time.monotonic() - self.created
         first = f"{self.first_audio_s * 1000:.0f} ms" if self.first_audio_s is not None else "-"
-        return f"{self.samples / self.rate:.2f} s of audio in {took:.2f} s (first audio after {first})"
+        return (
+            f"{self.samples / self.rate:.2f} s of audio in {took:.2f} s (first audio after {first})"
+        )
 
 
 @dataclass
@@ -178,7 +180,11 @@ class HayakoeHandler(AsyncEventHandler):
         self._write_lock = asyncio.Lock()
         self._stream: _Stream | None = None
         peer = writer.get_extra_info("peername")
-        self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) and len(peer) >= 2 else str(peer or "client")
+        self.peer = (
+            f"{peer[0]}:{peer[1]}"
+            if isinstance(peer, tuple) and len(peer) >= 2
+            else str(peer or "client")
+        )
 
     # -- connection ------------------------------------------------------------------------
     async def run(self) -> None:
@@ -251,29 +257,56 @@ class HayakoeHandler(AsyncEventHandler):
         resolved = self.context.catalog.resolve(voice)
         _LOGGER.debug(
             "synthesize %d chars with %s/%s for %s",
-            len(text), resolved.speaker.name, resolved.style, self.peer,
+            len(text),
+            resolved.speaker.name,
+            resolved.style,
+            self.peer,
         )
-        out = _AudioOut(self, resolved.speaker.sample_rate, self.context.samples_per_chunk)
+        out = _AudioOut(self, resolved.rate, self.context.samples_per_chunk)
         try:
-            async with contextlib.aclosing(self._audio(resolved, text)) as chunks:
+            async with contextlib.aclosing(
+                self._audio(resolved, text, measure_whole=True)
+            ) as chunks:
                 async for chunk in chunks:
                     await out.send(chunk)
         except (ClientGone, asyncio.CancelledError):
             raise
         except Exception as exc:  # a synthesis failure: tell the client, keep the connection
-            _LOGGER.error("Synthesis failed for %s: %s", self.peer, exc, exc_info=_LOGGER.isEnabledFor(logging.DEBUG))
-            await self.write_event(Error(text=f"synthesis failed: {exc}", code="synthesis-failed").event())
+            _LOGGER.error(
+                "Synthesis failed for %s: %s",
+                self.peer,
+                exc,
+                exc_info=_LOGGER.isEnabledFor(logging.DEBUG),
+            )
+            await self.write_event(
+                Error(text=f"synthesis failed: {exc}", code="synthesis-failed").event()
+            )
             if out.started:
                 await out.finish()
             return
         await out.finish()
         _LOGGER.info(
             "Spoke %d characters with %s/%s for %s: %s",
-            len(text), resolved.speaker.name, resolved.style, self.peer, out.summary(),
+            len(text),
+            resolved.speaker.name,
+            resolved.style,
+            self.peer,
+            out.summary(),
         )
 
-    def _audio(self, resolved: Resolved, text: Any) -> AsyncIterator[AudioResult]:
-        return resolved.speaker.astream(text, style=resolved.style, **self.context.options)
+    def _audio(
+        self, resolved: Resolved, text: Any, *, measure_whole: bool = False
+    ) -> AsyncIterator[AudioResult]:
+        """The request's audio: its style, the server-wide options under a preset's, its output
+        shaping (a one-shot request's loudness is measured over the whole text)."""
+        options = {**self.context.options, **resolved.options}
+        return resolved.speaker.astream(
+            text,
+            style=resolved.style,
+            output=resolved.output,
+            measure_whole=measure_whole,
+            **options,
+        )
 
     def _check_length(self, length: int) -> None:
         if length > self.context.max_text_length:
@@ -285,17 +318,21 @@ class HayakoeHandler(AsyncEventHandler):
     # -- streaming -------------------------------------------------------------------------
     async def _stream_start(self, event: Event) -> None:
         if self._stream is not None:
-            raise RequestError("synthesize-start while a stream is in progress; send synthesize-stop first")
+            raise RequestError(
+                "synthesize-start while a stream is in progress; send synthesize-stop first"
+            )
         try:
             voice = _voice_of(event)
         except RequestError as exc:
             _LOGGER.warning("%s; using the default voice", exc)
             voice = None
         resolved = self.context.catalog.resolve(voice)
-        _LOGGER.debug("stream start with %s/%s for %s", resolved.speaker.name, resolved.style, self.peer)
+        _LOGGER.debug(
+            "stream start with %s/%s for %s", resolved.speaker.name, resolved.style, self.peer
+        )
         stream = _Stream(
             resolved=resolved,
-            out=_AudioOut(self, resolved.speaker.sample_rate, self.context.samples_per_chunk),
+            out=_AudioOut(self, resolved.rate, self.context.samples_per_chunk),
         )
         stream.task = asyncio.create_task(self._stream_audio(stream), name=f"stream {self.peer}")
         self._stream = stream
@@ -316,8 +353,15 @@ class HayakoeHandler(AsyncEventHandler):
             raise
         except Exception as exc:
             stream.failed = True
-            _LOGGER.error("Streaming synthesis failed for %s: %s", self.peer, exc, exc_info=_LOGGER.isEnabledFor(logging.DEBUG))
-            await self.write_event(Error(text=f"synthesis failed: {exc}", code="synthesis-failed").event())
+            _LOGGER.error(
+                "Streaming synthesis failed for %s: %s",
+                self.peer,
+                exc,
+                exc_info=_LOGGER.isEnabledFor(logging.DEBUG),
+            )
+            await self.write_event(
+                Error(text=f"synthesis failed: {exc}", code="synthesis-failed").event()
+            )
 
     async def _stream_chunk(self, event: Event) -> None:
         stream = self._stream
@@ -357,7 +401,10 @@ class HayakoeHandler(AsyncEventHandler):
         await self.write_event(SynthesizeStopped().event())
         _LOGGER.info(
             "Streamed %d characters with %s/%s for %s: %s",
-            stream.length, stream.resolved.speaker.name, stream.resolved.style, self.peer,
+            stream.length,
+            stream.resolved.speaker.name,
+            stream.resolved.style,
+            self.peer,
             stream.out.summary(),
         )
 

@@ -4,18 +4,23 @@ Naming (documented in the README): every loaded voice is a Wyoming voice named l
 engine's speaker (``openjtalk-mei``, ``jvnv-F1-jp``), with its styles as Wyoming
 *speakers*. Home Assistant's Assist passes only a voice name and its UI shows no speakers,
 so each style is also a voice of its own: ``VOICE:STYLE`` (``jvnv-F1-jp:Happy``).
+Presets (`presets`) are voices too, by their own name (``alarm``), after the others.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from wyoming.info import Attribution, Info, TtsProgram, TtsVoice, TtsVoiceSpeaker
 from wyoming.tts import SynthesizeVoice
 
-from engine import Speaker, __version__
+from engine import OutputOptions, Speaker, __version__
+
+if TYPE_CHECKING:
+    from .presets import PresetVoice
 
 __all__ = ["LANGUAGE", "STYLE_SEPARATOR", "Resolved", "VoiceCatalog", "build_info"]
 
@@ -34,10 +39,20 @@ def style_voice_name(voice: str, style: str) -> str:
 
 @dataclass(frozen=True)
 class Resolved:
-    """The speaker and style a request gets."""
+    """The speaker and style a request gets (and a preset's options)."""
 
     speaker: Speaker
     style: str
+    options: Mapping[str, Any] = field(default_factory=dict)
+    """Synthesis options of a preset (over the server-wide ones)."""
+    output: OutputOptions = OutputOptions()
+    """Output shaping of this request (server-wide flags, or the preset's)."""
+    preset: str | None = None
+
+    @property
+    def rate(self) -> int:
+        """The sample rate the client gets."""
+        return self.output.rate_for(self.speaker.sample_rate)
 
 
 class VoiceCatalog:
@@ -48,6 +63,9 @@ class VoiceCatalog:
         speakers: Mapping[str, Speaker],
         default_voice: str,
         default_style: str | None = None,
+        *,
+        presets: Mapping[str, PresetVoice] | None = None,
+        output: OutputOptions | None = None,
     ) -> None:
         if not speakers:
             raise ValueError("VoiceCatalog needs at least one speaker")
@@ -58,10 +76,15 @@ class VoiceCatalog:
             )
         self.default_voice = default_voice
         self.default_style = default_style
+        self.presets = dict(presets or {})
+        self.output = output or OutputOptions()
+        """Output shaping of requests for a voice that is not a preset."""
         if default_style and default_style not in self.speakers[default_voice].styles:
             _LOGGER.warning(
                 "--default-style %r is not a style of %s (styles: %s); using %s",
-                default_style, default_voice, ", ".join(self.speakers[default_voice].styles),
+                default_style,
+                default_voice,
+                ", ".join(self.speakers[default_voice].styles),
                 self.speakers[default_voice].default_style,
             )
 
@@ -90,7 +113,15 @@ class VoiceCatalog:
         for name, speaker in self.speakers.items():
             names.append(name)
             names.extend(style_voice_name(name, style) for style in speaker.styles)
+        names.extend(self.presets)
         return names
+
+    def _find_preset(self, name: str) -> PresetVoice | None:
+        found = self.presets.get(name)
+        if found is None:
+            folded = name.casefold()
+            found = next((p for n, p in self.presets.items() if n.casefold() == folded), None)
+        return found
 
     def resolve(self, voice: SynthesizeVoice | None) -> Resolved:
         """Map a request's voice onto a speaker and style; unknown names fall back to the
@@ -99,7 +130,10 @@ class VoiceCatalog:
         wanted_style = (voice.speaker or "").strip() if voice is not None else ""
         speaker: Speaker | None = None
         style: str | None = None
-        if name:
+        preset = self._find_preset(name) if name and self.presets else None
+        if preset is not None:
+            speaker, style = preset.speaker, preset.style
+        if name and speaker is None:
             speaker = self._find(name)
             if speaker is None and STYLE_SEPARATOR in name:
                 base, _, style_part = name.rpartition(STYLE_SEPARATOR)
@@ -109,12 +143,17 @@ class VoiceCatalog:
                     if style is None:
                         _LOGGER.warning(
                             "Voice %s has no style %r (styles: %s); using %s",
-                            speaker.name, style_part, ", ".join(speaker.styles), self.style_for(speaker),
+                            speaker.name,
+                            style_part,
+                            ", ".join(speaker.styles),
+                            self.style_for(speaker),
                         )
             if speaker is None:
                 _LOGGER.warning(
                     "Unknown voice %r; using %s. Available voices: %s",
-                    name, self.default_voice, ", ".join(self.voice_names()),
+                    name,
+                    self.default_voice,
+                    ", ".join(self.voice_names()),
                 )
         if speaker is None:
             speaker = self.speakers[self.default_voice]
@@ -123,11 +162,18 @@ class VoiceCatalog:
             if found is None:
                 _LOGGER.warning(
                     "Voice %s has no style (speaker) %r (styles: %s); using %s",
-                    speaker.name, wanted_style, ", ".join(speaker.styles), style or self.style_for(speaker),
+                    speaker.name,
+                    wanted_style,
+                    ", ".join(speaker.styles),
+                    style or self.style_for(speaker),
                 )
             else:
                 style = found
-        return Resolved(speaker, style or self.style_for(speaker))
+        if preset is not None:
+            return Resolved(
+                speaker, style or preset.style, preset.options, preset.output, preset.name
+            )
+        return Resolved(speaker, style or self.style_for(speaker), output=self.output)
 
 
 def build_info(catalog: VoiceCatalog, *, streaming: bool) -> Info:
@@ -160,6 +206,20 @@ def build_info(catalog: VoiceCatalog, *, streaming: bool) -> Info:
                     speakers=None,
                 )
             )
+    for preset in catalog.presets.values():
+        voices.append(
+            TtsVoice(
+                name=preset.name,
+                description=preset.description,
+                attribution=Attribution(
+                    name=preset.speaker.attribution_name, url=preset.speaker.attribution_url
+                ),
+                installed=True,
+                version=preset.speaker.version or __version__,
+                languages=[LANGUAGE],
+                speakers=None,
+            )
+        )
     program = TtsProgram(
         name=PROGRAM_NAME,
         description="Japanese text-to-speech (Style-Bert-VITS2 JP-Extra voices, hayakoe-compatible)",

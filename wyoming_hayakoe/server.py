@@ -15,11 +15,12 @@ import sys
 from collections.abc import Mapping
 from urllib.parse import urlparse
 
-from engine import TTS, Speaker, __version__
+from engine import TTS, Speaker, __version__, reload_user_dictionary
 
 from .events import EventLimits
 from .handler import HayakoeHandler, ServerContext
 from .info import VoiceCatalog, build_info
+from .presets import output_options, resolve_presets
 from .settings import Settings
 from .zeroconf import ZeroconfAdvertiser
 
@@ -38,6 +39,7 @@ def build_tts(settings: Settings) -> TTS:
         bert_source=settings.bert_source,
         hf_token=settings.hf_token,
         rewrite=settings.rewrite,
+        options=settings.engine,
     )
     for spec in settings.voices:
         tts.load(spec.name, source=spec.source)
@@ -47,8 +49,8 @@ def build_tts(settings: Settings) -> TTS:
 def build_speakers(settings: Settings) -> dict[str, Speaker]:
     """Load every configured voice (the slow part: downloads, sessions, warm-up)."""
     tts = build_tts(settings)
-    if settings.user_dict is not None:
-        tts.load_user_dictionary(settings.user_dict)
+    if settings.user_dicts:
+        tts.watch_user_dictionaries(settings.user_dicts)
     tts.prepare(warmup=settings.warmup, compile=settings.use_compile)
     return tts.speakers
 
@@ -58,7 +60,20 @@ class HayakoeServer:
 
     def __init__(self, settings: Settings, speakers: Mapping[str, Speaker]) -> None:
         self.settings = settings
-        catalog = VoiceCatalog(speakers, settings.default_voice, settings.default_style)
+        catalog = VoiceCatalog(
+            speakers,
+            settings.default_voice,
+            settings.default_style,
+            output=output_options(settings.output),
+        )
+        catalog.presets = resolve_presets(  # raises PresetError, naming the preset
+            settings.presets,
+            speakers,
+            synthesis=settings.synthesis,
+            output=settings.output,
+            default_style=catalog.style_for,
+            taken=catalog.voice_names(),
+        )
         self.context = ServerContext(
             catalog=catalog,
             info_event=build_info(catalog, streaming=settings.streaming).event(),
@@ -93,7 +108,9 @@ class HayakoeServer:
             path = uri.path
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(path)
-            self._server = await asyncio.start_unix_server(self._on_connection, path=path, limit=limit)
+            self._server = await asyncio.start_unix_server(
+                self._on_connection, path=path, limit=limit
+            )
             _LOGGER.info("Listening on unix://%s", path)
         elif uri.scheme == "stdio":
             self._stdio_task = asyncio.create_task(self._serve_stdio(limit))
@@ -148,7 +165,9 @@ class HayakoeServer:
         return self._zeroconf.service_name if self._zeroconf is not None else None
 
     # -- connections -----------------------------------------------------------------------
-    async def _on_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _on_connection(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
         task = asyncio.current_task()
         if task is not None:
             self._connections.add(task)
@@ -177,19 +196,17 @@ def configure_logging(settings: Settings) -> None:
     """Log to stderr (stdout may carry the protocol) with secrets scrubbed."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter(settings.log_format))
-    try:
-        from engine import RedactingFilter
-    except ImportError:  # an engine without sources: nothing to redact
-        pass
-    else:
-        handler.addFilter(RedactingFilter())
+    from engine import RedactingFilter  # loaded on first use (engine.sources)
+
+    handler.addFilter(RedactingFilter())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(logging.DEBUG if settings.debug else logging.INFO)
 
 
 async def run_server(settings: Settings) -> int:
-    """Load the voices, serve until SIGTERM/SIGINT (or stdio EOF), shut down cleanly."""
+    """Load the voices, serve until SIGTERM/SIGINT (or stdio EOF), shut down cleanly; SIGHUP
+    reloads the user dictionary files."""
     _LOGGER.debug("Settings: %r", settings)
     _LOGGER.info("Loading voices: %s", ", ".join(v.name for v in settings.voices))
     speakers = await asyncio.to_thread(build_speakers, settings)
@@ -199,6 +216,16 @@ async def run_server(settings: Settings) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop.set)
+    reloads: set[asyncio.Task[bool]] = set()
+
+    def reload_dictionary() -> None:  # SIGHUP: off the event loop (compiling takes a while)
+        _LOGGER.info("SIGHUP: reloading the user dictionary")
+        task = asyncio.ensure_future(asyncio.to_thread(reload_user_dictionary))
+        reloads.add(task)
+        task.add_done_callback(reloads.discard)
+
+    with contextlib.suppress(NotImplementedError, RuntimeError, AttributeError):
+        loop.add_signal_handler(signal.SIGHUP, reload_dictionary)
     await server.start()
     _LOGGER.info("Ready (version %s)", __version__)
     waiter = asyncio.create_task(server.wait_closed())
@@ -210,8 +237,8 @@ async def run_server(settings: Settings) -> int:
         stopper.cancel()
         _LOGGER.info("Shutting down")
         await server.stop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+        for sig in (signal.SIGTERM, signal.SIGINT, getattr(signal, "SIGHUP", None)):
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError, TypeError):
                 loop.remove_signal_handler(sig)
     _LOGGER.info("Stopped")
     return 0

@@ -6,18 +6,40 @@ The flag names are a contract: the Home Assistant add-on maps its options to exa
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
-from engine import DEFAULT_SOURCE, EMBEDDED_VOICE_NAME, __version__
+from engine import EMBEDDED_VOICE_NAME, OFFICIAL_SOURCE, OUTPUT_RATES, EngineOptions, __version__
+
+from .flags import (
+    OutputDefaults,
+    SettingsError,
+    SynthesisDefaults,
+    VoiceSpec,
+    _loudness,
+    _non_negative_float,
+    _non_negative_int,
+    _output_rate,
+    _positive_float,
+    _positive_int,
+    _silence,
+    _volume,
+    _wav_file,
+)
+
+if TYPE_CHECKING:
+    from .presets import Preset
 
 __all__ = [
     "DEFAULT_URI",
     "DEFAULT_ZEROCONF_NAME",
+    "OutputDefaults",
     "Settings",
     "SettingsError",
     "SynthesisDefaults",
@@ -29,51 +51,6 @@ __all__ = [
 DEFAULT_URI = "tcp://0.0.0.0:10200"
 DEFAULT_ZEROCONF_NAME = "hayakoe"
 DEFAULT_MAX_TEXT_LENGTH = 100_000
-
-
-class SettingsError(ValueError):
-    """A command-line value that cannot be used; the message names the flag."""
-
-
-@dataclass(frozen=True)
-class VoiceSpec:
-    """A voice to load: its name, and where it comes from (None: the default source)."""
-
-    name: str
-    source: str | None = None
-
-    @staticmethod
-    def parse(text: str) -> VoiceSpec:
-        """``NAME`` or ``NAME=SOURCE``."""
-        name, sep, source = text.partition("=")
-        name, source = name.strip(), source.strip()
-        if not name:
-            raise SettingsError(f"--voice {text!r}: the voice name is empty")
-        if sep and not source:
-            raise SettingsError(f"--voice {text!r}: the source after '=' is empty")
-        if name == EMBEDDED_VOICE_NAME and source:
-            raise SettingsError(
-                f"--voice {text!r}: {EMBEDDED_VOICE_NAME} is the embedded voice and takes no source"
-            )
-        return VoiceSpec(name, source or None)
-
-
-@dataclass(frozen=True)
-class SynthesisDefaults:
-    """Server-wide synthesis options (None: the voice's own default)."""
-
-    speed: float | None = None
-    sentence_silence: float | None = None
-    sdp_ratio: float | None = None
-    noise: float | None = None
-    noise_w: float | None = None
-    style_weight: float | None = None
-    pitch_scale: float | None = None
-    intonation_scale: float | None = None
-
-    def as_options(self) -> dict[str, float]:
-        """The set values, as keyword options for `Speaker.stream`."""
-        return {k: v for k, v in self.__dict__.items() if v is not None}
 
 
 @dataclass(frozen=True)
@@ -91,11 +68,16 @@ class Settings:
     streaming: bool = True
     device: str = "cpu"
     cache_dir: Path | None = None
-    bert_source: str = DEFAULT_SOURCE
+    bert_source: str = OFFICIAL_SOURCE
     hf_token: str | None = field(default=None, repr=False)
-    user_dict: Path | None = None
+    user_dicts: tuple[Path, ...] = ()
+    """User dictionary files (CSV/JSON), later ones win; reloaded when they change and on SIGHUP."""
     rewrite: bool = True
     synthesis: SynthesisDefaults = SynthesisDefaults()
+    output: OutputDefaults = OutputDefaults()
+    """Output shaping for every voice (presets may override)."""
+    presets: tuple[Preset, ...] = ()
+    """Named bundles of voice, style and options, served as voices of their own."""
     max_text_length: int = DEFAULT_MAX_TEXT_LENGTH
     max_event_payload_bytes: int = 1 << 20
     """Largest binary payload accepted in one event (a TTS server receives no audio)."""
@@ -104,6 +86,9 @@ class Settings:
     """`torch.compile` the neural voices at start; None: on for cuda devices, off otherwise."""
     debug: bool = False
     log_format: str = logging.BASIC_FORMAT
+    engine: EngineOptions = EngineOptions()
+    """Engine tuning (threads, streaming windows, memory, offline): flags, else the documented
+    environment variables (`EngineOptions.from_env`)."""
 
     @property
     def use_compile(self) -> bool:
@@ -118,35 +103,6 @@ class Settings:
         return max(1 << 20, 8 * self.max_text_length)
 
 
-def _number(flag: str, cast: type, noun: str, *, allow_zero: bool):
-    """An argparse `type` that parses `cast` and refuses negatives (and 0 unless allowed),
-    naming the flag in the message."""
-
-    def convert(text: str):
-        try:
-            value = cast(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{flag} expects {noun}, got {text!r}") from None
-        if (value < 0) if allow_zero else not value > 0:
-            bound = ">= 0" if allow_zero else "> 0"
-            raise argparse.ArgumentTypeError(f"{flag} must be {bound}, got {text!r}")
-        return value
-
-    return convert
-
-
-def _positive_float(flag: str):
-    return _number(flag, float, "a number", allow_zero=False)
-
-
-def _non_negative_float(flag: str):
-    return _number(flag, float, "a number", allow_zero=True)
-
-
-def _positive_int(flag: str):
-    return _number(flag, int, "an integer", allow_zero=False)
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The server's argument parser (wyoming-piper's style)."""
     p = argparse.ArgumentParser(
@@ -157,48 +113,190 @@ def build_parser() -> argparse.ArgumentParser:
             "Subcommands: export, download, export-bert (run `wyoming-hayakoe SUBCOMMAND -h`)."
         ),
     )
-    p.add_argument("--uri", default=DEFAULT_URI, help="tcp://HOST:PORT, unix://PATH or stdio:// (default: %(default)s)")
     p.add_argument(
-        "--zeroconf", nargs="?", const=DEFAULT_ZEROCONF_NAME, default=None, metavar="NAME",
+        "--uri",
+        default=DEFAULT_URI,
+        help="tcp://HOST:PORT, unix://PATH or stdio:// (default: %(default)s)",
+    )
+    p.add_argument(
+        "--zeroconf",
+        nargs="?",
+        const=DEFAULT_ZEROCONF_NAME,
+        default=None,
+        metavar="NAME",
         help=f"advertise the server with zeroconf as NAME (default name: {DEFAULT_ZEROCONF_NAME}); tcp:// only",
     )
     p.add_argument("--zeroconf-interface", action="append", default=[], help=argparse.SUPPRESS)
     p.add_argument(
-        "--voice", action="append", default=[], metavar="NAME[=SOURCE]",
+        "--voice",
+        action="append",
+        default=[],
+        metavar="NAME[=SOURCE]",
         help="voice to load (repeatable): a name, or NAME=SOURCE (hf://user/repo, s3://bucket/prefix, "
         f"file:///path, /path); default: {EMBEDDED_VOICE_NAME}",
     )
-    p.add_argument("--default-voice", help="voice used when a request names none (default: the first --voice)")
-    p.add_argument("--default-style", help="style used when a request names none (default: Neutral, else the voice's first)")
-    p.add_argument("--samples-per-chunk", type=_positive_int("--samples-per-chunk"), default=1024, help="samples per audio-chunk event (default: %(default)s)")
-    p.add_argument("--no-streaming", action="store_true", help="do not advertise streaming synthesis (synthesize-start/chunk/stop)")
-    p.add_argument("--device", default="cpu", help="cpu (ONNX Runtime) or cuda[:N] (PyTorch) (default: %(default)s)")
-    p.add_argument("--cache-dir", type=Path, help="where downloaded voices are kept (default: $HAYAKOE_CACHE or the user cache)")
-    p.add_argument("--bert-source", default=DEFAULT_SOURCE, help="where the BERT comes from (default: %(default)s)")
-    p.add_argument("--hf-token", default=None, help="Hugging Face token for private voices (default: $HF_TOKEN; never logged)")
-    p.add_argument("--user-dict", type=Path, help="user dictionary file to load at start")
-    p.add_argument("--no-rewrite", action="store_true", help="speak text as given (no times/units/Latin-word rewriting)")
+    p.add_argument(
+        "--default-voice", help="voice used when a request names none (default: the first --voice)"
+    )
+    p.add_argument(
+        "--default-style",
+        help="style used when a request names none (default: Neutral, else the voice's first)",
+    )
+    p.add_argument(
+        "--samples-per-chunk",
+        type=_positive_int("--samples-per-chunk"),
+        default=1024,
+        help="samples per audio-chunk event (default: %(default)s)",
+    )
+    p.add_argument(
+        "--no-streaming",
+        action="store_true",
+        help="do not advertise streaming synthesis (synthesize-start/chunk/stop)",
+    )
+    p.add_argument(
+        "--device",
+        default="cpu",
+        help="cpu (ONNX Runtime) or cuda[:N] (PyTorch) (default: %(default)s)",
+    )
+    p.add_argument(
+        "--cache-dir",
+        type=Path,
+        help="where downloaded voices are kept (default: $HAYAKOE_CACHE or the user cache)",
+    )
+    p.add_argument(
+        "--bert-source",
+        default=OFFICIAL_SOURCE,
+        help="where the BERT comes from (default: %(default)s)",
+    )
+    p.add_argument(
+        "--hf-token",
+        default=None,
+        help="Hugging Face token for private voices (default: $HF_TOKEN; never logged)",
+    )
+    p.add_argument(
+        "--user-dict",
+        type=Path,
+        action="append",
+        default=[],
+        help="user dictionary file (CSV or JSON; repeatable, later files win); reloaded when it changes and on SIGHUP",
+    )
+    p.add_argument(
+        "--no-rewrite",
+        action="store_true",
+        help="speak text as given (no times/units/Latin-word rewriting)",
+    )
     p.add_argument("--no-warmup", action="store_true", help=argparse.SUPPRESS)
     p.add_argument(
-        "--compile", action=argparse.BooleanOptionalAction, default=None,
+        "--compile",
+        action=argparse.BooleanOptionalAction,
+        default=None,
         help="torch.compile neural voices at start (PyTorch backend; default: on for cuda devices)",
     )
+    e = p.add_argument_group("engine tuning (defaults from the environment, see engine/options.py)")
+    e.add_argument(
+        "--threads",
+        type=_positive_int("--threads"),
+        default=None,
+        help="ONNX Runtime threads per session (default: $WYOMING_HAYAKOE_THREADS, else the usable CPUs, at most 8)",
+    )
+    e.add_argument(
+        "--first-window",
+        type=_non_negative_int("--first-window"),
+        default=None,
+        metavar="FRAMES",
+        help="frames in a request's first decoder window; 0 decodes whole sentences (default: $WYOMING_HAYAKOE_FIRST_WINDOW, else 24)",
+    )
+    e.add_argument(
+        "--conv2d",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="run the decoder's 1-D convolutions as 2-D ones (default: on if $WYOMING_HAYAKOE_CONV2D=1)",
+    )
+    e.add_argument(
+        "--release-memory",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="give decoder memory back after long requests (default: on unless $WYOMING_HAYAKOE_RELEASE_MEMORY=0)",
+    )
+    e.add_argument(
+        "--offline",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="never contact a voice store; use the cache only (default: $HAYAKOE_OFFLINE)",
+    )
     g = p.add_argument_group("synthesis defaults (per voice when not given)")
-    g.add_argument("--speed", type=_positive_float("--speed"), help="speaking rate factor (2.0 = twice as fast)")
-    g.add_argument("--sentence-silence", type=_non_negative_float("--sentence-silence"), help="seconds of silence between sentences")
+    g.add_argument(
+        "--speed",
+        type=_positive_float("--speed"),
+        help="speaking rate factor (2.0 = twice as fast)",
+    )
+    g.add_argument(
+        "--sentence-silence",
+        type=_non_negative_float("--sentence-silence"),
+        help="seconds of silence between sentences",
+    )
     g.add_argument("--sdp-ratio", type=_non_negative_float("--sdp-ratio"))
     g.add_argument("--noise", type=_non_negative_float("--noise"))
     g.add_argument("--noise-w", type=_non_negative_float("--noise-w"))
     g.add_argument("--style-weight", type=_non_negative_float("--style-weight"))
     g.add_argument("--pitch-scale", type=_positive_float("--pitch-scale"))
     g.add_argument("--intonation-scale", type=_non_negative_float("--intonation-scale"))
+    o = p.add_argument_group("output (every voice; presets may override)")
+    o.add_argument(
+        "--volume",
+        type=_volume("--volume"),
+        help="gain: decibels (6dB; write --volume=-3dB for a cut) or a factor (2, 0.5); peaks are limited, never clipped",
+    )
+    o.add_argument(
+        "--loudness",
+        type=_loudness("--loudness"),
+        metavar="LUFS",
+        help="normalise to this integrated loudness (e.g. -16); streams are measured on their first sentence",
+    )
+    o.add_argument(
+        "--lead-silence",
+        type=_silence("--lead-silence"),
+        metavar="SECONDS",
+        help="silence before the speech, for speakers that wake up late (default: 0)",
+    )
+    o.add_argument(
+        "--tail-silence",
+        type=_silence("--tail-silence"),
+        metavar="SECONDS",
+        help="silence after the speech (default: 0)",
+    )
+    o.add_argument(
+        "--output-rate",
+        type=_output_rate("--output-rate"),
+        metavar="HZ",
+        help=f"sample rate sent to clients: {', '.join(map(str, OUTPUT_RATES))} (default: the voice's own)",
+    )
+    o.add_argument(
+        "--chime",
+        type=_wav_file("--chime"),
+        metavar="FILE",
+        help="WAV file played before the speech",
+    )
     p.add_argument(
-        "--max-text-length", type=_positive_int("--max-text-length"), default=DEFAULT_MAX_TEXT_LENGTH,
+        "--preset",
+        action="append",
+        default=[],
+        metavar="NAME=VOICE[:STYLE],KEY=VALUE,...",
+        help="a named voice with its own options (repeatable), e.g. alarm=openjtalk-mei:High,volume=6dB,lead_silence=0.5; "
+        "keys: speed, sentence_silence, sdp_ratio, noise, noise_w, style_weight, pitch_scale, intonation_scale, "
+        "volume, loudness, lead_silence, tail_silence, output_rate, chime",
+    )
+    p.add_argument(
+        "--max-text-length",
+        type=_positive_int("--max-text-length"),
+        default=DEFAULT_MAX_TEXT_LENGTH,
         help="longest text (characters) one request may carry (default: %(default)s)",
     )
     p.add_argument("--debug", action="store_true", help="log DEBUG messages")
     p.add_argument("--log-format", default=logging.BASIC_FORMAT, help="format of log messages")
-    p.add_argument("--version", action="version", version=__version__, help="print the version and exit")
+    p.add_argument(
+        "--version", action="version", version=__version__, help="print the version and exit"
+    )
     return p
 
 
@@ -210,16 +308,22 @@ def _check_uri(uri: str) -> str:
         except ValueError:
             port = None
         if not parsed.hostname or port is None:
-            raise SettingsError(f"--uri {uri!r}: tcp:// needs a host and a port, e.g. tcp://0.0.0.0:10200")
+            raise SettingsError(
+                f"--uri {uri!r}: tcp:// needs a host and a port, e.g. tcp://0.0.0.0:10200"
+            )
     elif parsed.scheme == "unix":
         if not parsed.path:
-            raise SettingsError(f"--uri {uri!r}: unix:// needs a socket path, e.g. unix:///run/hayakoe.sock")
+            raise SettingsError(
+                f"--uri {uri!r}: unix:// needs a socket path, e.g. unix:///run/hayakoe.sock"
+            )
     elif parsed.scheme != "stdio":
         raise SettingsError(f"--uri {uri!r}: only tcp://, unix:// and stdio:// are supported")
     return uri
 
 
-def settings_from_args(args: argparse.Namespace, environ: dict[str, str] | None = None) -> Settings:
+def settings_from_args(
+    args: argparse.Namespace, environ: Mapping[str, str] | None = None
+) -> Settings:
     """Validate parsed arguments into `Settings`."""
     env = os.environ if environ is None else environ
     uri = _check_uri(args.uri)
@@ -228,13 +332,17 @@ def settings_from_args(args: argparse.Namespace, environ: dict[str, str] | None 
         spec = VoiceSpec.parse(text)
         clash = next((v for v in voices if v.name == spec.name), None)
         if clash is not None and clash != spec:
-            raise SettingsError(f"--voice {text!r}: voice {spec.name!r} is given twice with different sources")
+            raise SettingsError(
+                f"--voice {text!r}: voice {spec.name!r} is given twice with different sources"
+            )
         if clash is None:
             voices.append(spec)
     default_voice = args.default_voice.strip() if args.default_voice else None
     if default_voice:
         if "=" in default_voice:
-            raise SettingsError(f"--default-voice {args.default_voice!r}: give a name; put NAME=SOURCE in --voice")
+            raise SettingsError(
+                f"--default-voice {args.default_voice!r}: give a name; put NAME=SOURCE in --voice"
+            )
         if all(v.name != default_voice for v in voices):
             voices.append(VoiceSpec(default_voice))
     if not voices:
@@ -247,6 +355,12 @@ def settings_from_args(args: argparse.Namespace, environ: dict[str, str] | None 
         if not uri.startswith("tcp://"):
             raise SettingsError(f"--zeroconf needs a tcp:// --uri, not {uri!r}")
     token = args.hf_token or env.get("HF_TOKEN") or None
+    from .presets import parse_presets  # presets build on this module's types
+
+    presets = parse_presets(args.preset)
+    for preset in presets:  # a preset's voice is loaded like --default-voice's
+        if all(v.name != preset.voice for v in voices):
+            voices.append(VoiceSpec(preset.voice))
     return Settings(
         uri=uri,
         zeroconf_name=zeroconf_name,
@@ -260,7 +374,7 @@ def settings_from_args(args: argparse.Namespace, environ: dict[str, str] | None 
         cache_dir=args.cache_dir,
         bert_source=args.bert_source,
         hf_token=token,
-        user_dict=args.user_dict,
+        user_dicts=tuple(args.user_dict),
         rewrite=not args.no_rewrite,
         synthesis=SynthesisDefaults(
             speed=args.speed,
@@ -272,15 +386,41 @@ def settings_from_args(args: argparse.Namespace, environ: dict[str, str] | None 
             pitch_scale=args.pitch_scale,
             intonation_scale=args.intonation_scale,
         ),
+        output=OutputDefaults(
+            volume=args.volume,
+            loudness=args.loudness,
+            lead_silence=args.lead_silence,
+            tail_silence=args.tail_silence,
+            output_rate=args.output_rate,
+            chime=args.chime,
+        ),
+        presets=presets,
         max_text_length=args.max_text_length,
         warmup=not args.no_warmup,
         compile=args.compile,
         debug=args.debug,
         log_format=args.log_format,
+        engine=_engine_options(args, env),
     )
 
 
-def parse_settings(argv: Sequence[str] | None = None, environ: dict[str, str] | None = None) -> Settings:
+def _engine_options(args: argparse.Namespace, env: Mapping[str, str]) -> EngineOptions:
+    """Flags given on the command line over the environment's documented defaults."""
+    given = {
+        "threads": args.threads,
+        "first_window": args.first_window,
+        "conv2d": args.conv2d,
+        "release_memory": args.release_memory,
+        "offline": args.offline,
+    }
+    return dataclasses.replace(
+        EngineOptions.from_env(env), **{k: v for k, v in given.items() if v is not None}
+    )
+
+
+def parse_settings(
+    argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None
+) -> Settings:
     """Parse the command line into `Settings` (argparse exits with a message on bad flags)."""
     parser = build_parser()
     args = parser.parse_args(list(argv) if argv is not None else None)

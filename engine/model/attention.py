@@ -121,11 +121,15 @@ class TransformerEncoder(nn.Module):
         self.attn_layers = nn.ModuleList(
             RelativeSelfAttention(hidden_channels, n_heads, window_size) for _ in range(n_layers)
         )
-        self.norm_layers_1 = nn.ModuleList(ChannelLayerNorm(hidden_channels) for _ in range(n_layers))
+        self.norm_layers_1 = nn.ModuleList(
+            ChannelLayerNorm(hidden_channels) for _ in range(n_layers)
+        )
         self.ffn_layers = nn.ModuleList(
             FeedForward(hidden_channels, filter_channels, kernel_size) for _ in range(n_layers)
         )
-        self.norm_layers_2 = nn.ModuleList(ChannelLayerNorm(hidden_channels) for _ in range(n_layers))
+        self.norm_layers_2 = nn.ModuleList(
+            ChannelLayerNorm(hidden_channels) for _ in range(n_layers)
+        )
 
     def forward(
         self, x: torch.Tensor, x_mask: torch.Tensor, g: torch.Tensor | None = None

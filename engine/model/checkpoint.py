@@ -23,7 +23,7 @@ from pathlib import Path
 
 import torch
 
-from ..config import VoiceConfig
+from ..neural.config import VoiceConfig
 from .synthesizer import JPExtraSynthesizer
 
 _LOGGER = logging.getLogger(__name__)
@@ -54,9 +54,10 @@ def prepare_state_dict(tensors: Mapping[str, torch.Tensor]) -> dict[str, torch.T
         key = key.removeprefix("module.")
         if is_ignored_key(key):
             continue
-        for g_suffix, v_suffix in ((".weight_g", ".weight_v"),
-                                   (".parametrizations.weight.original0",
-                                    ".parametrizations.weight.original1")):
+        for g_suffix, v_suffix in (
+            (".weight_g", ".weight_v"),
+            (".parametrizations.weight.original0", ".parametrizations.weight.original1"),
+        ):
             if key.endswith(g_suffix):
                 pending.setdefault(key[: -len(g_suffix)], {})["g"] = value
                 break

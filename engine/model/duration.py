@@ -61,8 +61,12 @@ class DDSConv(nn.Module):
             dilation = kernel_size**i
             self.convs_sep.append(
                 nn.Conv1d(
-                    channels, channels, kernel_size, groups=channels,
-                    dilation=dilation, padding=same_padding(kernel_size, dilation),
+                    channels,
+                    channels,
+                    kernel_size,
+                    groups=channels,
+                    dilation=dilation,
+                    padding=same_padding(kernel_size, dilation),
                 )
             )
             self.convs_1x1.append(nn.Conv1d(channels, channels, 1))

@@ -64,8 +64,13 @@ class TransformerCouplingBlock(nn.Module):
         for _ in range(n_flows):
             layers.append(
                 TransformerCouplingLayer(
-                    channels, hidden_channels, filter_channels, n_heads, n_layers,
-                    kernel_size, gin_channels,
+                    channels,
+                    hidden_channels,
+                    filter_channels,
+                    n_heads,
+                    n_layers,
+                    kernel_size,
+                    gin_channels,
                 )
             )
             layers.append(ChannelFlip())

@@ -20,7 +20,9 @@ class ResBlock1(nn.Module):
     def __init__(self, channels: int, kernel_size: int, dilations: list[int]) -> None:
         super().__init__()
         self.convs1 = nn.ModuleList(
-            nn.Conv1d(channels, channels, kernel_size, dilation=d, padding=same_padding(kernel_size, d))
+            nn.Conv1d(
+                channels, channels, kernel_size, dilation=d, padding=same_padding(kernel_size, d)
+            )
             for d in dilations
         )
         self.convs2 = nn.ModuleList(
@@ -42,7 +44,9 @@ class ResBlock2(nn.Module):
     def __init__(self, channels: int, kernel_size: int, dilations: list[int]) -> None:
         super().__init__()
         self.convs = nn.ModuleList(
-            nn.Conv1d(channels, channels, kernel_size, dilation=d, padding=same_padding(kernel_size, d))
+            nn.Conv1d(
+                channels, channels, kernel_size, dilation=d, padding=same_padding(kernel_size, d)
+            )
             for d in dilations
         )
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from ..config import VoiceConfig
+from ..neural.config import VoiceConfig
 from .duration import DurationPredictor, StochasticDurationPredictor
 from .flow import TransformerCouplingBlock
 from .generator import Generator
@@ -45,23 +45,43 @@ class JPExtraSynthesizer(nn.Module):
         self.inter_channels = m.inter_channels
         gin = m.gin_channels
         self.enc_p = TextEncoder(
-            config.n_vocab, config.n_tones, config.n_languages, m.inter_channels,
-            m.hidden_channels, m.filter_channels, m.n_heads, m.n_layers, m.kernel_size,
+            config.n_vocab,
+            config.n_tones,
+            config.n_languages,
+            m.inter_channels,
+            m.hidden_channels,
+            m.filter_channels,
+            m.n_heads,
+            m.n_layers,
+            m.kernel_size,
             gin_channels=gin if m.use_spk_conditioned_encoder else 0,
-            bert_channels=m.bert_channels, style_dim=config.style_dim,
+            bert_channels=m.bert_channels,
+            style_dim=config.style_dim,
         )
         self.dec = Generator(
-            m.inter_channels, m.resblock, m.resblock_kernel_sizes, m.resblock_dilation_sizes,
-            m.upsample_rates, m.upsample_initial_channel, m.upsample_kernel_sizes,
+            m.inter_channels,
+            m.resblock,
+            m.resblock_kernel_sizes,
+            m.resblock_dilation_sizes,
+            m.upsample_rates,
+            m.upsample_initial_channel,
+            m.upsample_kernel_sizes,
             gin_channels=gin,
         )
         self.flow = TransformerCouplingBlock(
-            m.inter_channels, m.hidden_channels, m.filter_channels, m.n_heads,
-            config.n_layers_trans_flow, config.flow_kernel_size, config.n_flow_layer,
+            m.inter_channels,
+            m.hidden_channels,
+            m.filter_channels,
+            m.n_heads,
+            config.n_layers_trans_flow,
+            config.flow_kernel_size,
+            config.n_flow_layer,
             gin_channels=gin,
         )
         self.sdp = StochasticDurationPredictor(m.hidden_channels, 3, 4, gin_channels=gin)
-        self.dp = DurationPredictor(m.hidden_channels, config.dp_filter_channels, 3, gin_channels=gin)
+        self.dp = DurationPredictor(
+            m.hidden_channels, config.dp_filter_channels, 3, gin_channels=gin
+        )
         self.emb_g = nn.Embedding(max(config.data.n_speakers, 1), gin)
 
     # --- stages -------------------------------------------------------------------------
@@ -95,7 +115,9 @@ class JPExtraSynthesizer(nn.Module):
         return logw_sdp * sdp_ratio + logw_dp * (1 - sdp_ratio)
 
     @staticmethod
-    def frames(logw: torch.Tensor, x_mask: torch.Tensor, length_scale: torch.Tensor | float) -> torch.Tensor:
+    def frames(
+        logw: torch.Tensor, x_mask: torch.Tensor, length_scale: torch.Tensor | float
+    ) -> torch.Tensor:
         """Integer-valued (float) frames per phone [b, 1, t]: ceil(exp(logw)·mask·scale)."""
         return torch.ceil(torch.exp(logw) * x_mask * length_scale)
 
@@ -120,7 +142,7 @@ class JPExtraSynthesizer(nn.Module):
         noise_scale: torch.Tensor | float,
         z_noise: torch.Tensor | None,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """`decode` without the vocoder (for windowed decoding, `engine.runtime.windowed`).
+        """`decode` without the vocoder (for windowed decoding, `engine.synth.windowed`).
 
         Returns (z_p [b, c, f], z [b, c, f], y_mask [b, 1, f]); the decoder reads z · y_mask."""
         y_lengths = torch.clamp_min(torch.sum(w_ceil, [1, 2]), 1).long()

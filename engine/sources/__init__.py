@@ -20,7 +20,6 @@ from .base import (
     SourceNotFoundError,
     SourceUnavailableError,
     normalize_prefix,
-    offline_requested,
     require_files,
 )
 from .cache import ENV_VAR as CACHE_ENV_VAR
@@ -30,11 +29,9 @@ from .local import LocalSource
 from .redact import RedactingFilter, redact, register_secret
 from .s3 import S3Source, parse_s3_uri
 
-OFFICIAL_REPO = "hf://lemondouble/hayakoe"
-"""hayakoe's official repository: the default source of voices (by name) and of the BERT."""
-
 SourceFactory = Callable[..., Source]
-"""`factory(uri, *, cache_dir=..., token=...) -> Source`: builds a source from its full URI."""
+"""`factory(uri, *, cache_dir=..., token=..., offline=...) -> Source`: builds a source from
+its full URI."""
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 _registry: dict[str, SourceFactory] = {}
@@ -73,25 +70,33 @@ def _describe_schemes() -> str:
     return ", ".join(names)
 
 
-def _file_factory(uri: str, *, cache_dir: object = None, token: str | None = None) -> Source:
+def _file_factory(
+    uri: str, *, cache_dir: object = None, token: str | None = None, offline: bool = False
+) -> Source:
     rest = uri.split("://", 1)[1]
     host, _, path = rest.partition("/")
     if host not in ("", "localhost"):
-        raise ValueError(f"file:// URIs must name a local absolute path (file:///abs/path), got {redact(uri)!r}")
+        raise ValueError(
+            f"file:// URIs must name a local absolute path (file:///abs/path), got {redact(uri)!r}"
+        )
     from urllib.parse import unquote
 
     return LocalSource("/" + unquote(path), given=uri)
 
 
-def _https_factory(uri: str, *, cache_dir: object = None, token: str | None = None) -> Source:
-    host = (re.sub(r"^[a-zA-Z]+://", "", uri).split("/", 1)[0].rsplit("@", 1)[-1].split(":")[0]).lower()
+def _https_factory(
+    uri: str, *, cache_dir: object = None, token: str | None = None, offline: bool = False
+) -> Source:
+    host = (
+        re.sub(r"^[a-zA-Z]+://", "", uri).split("/", 1)[0].rsplit("@", 1)[-1].split(":")[0]
+    ).lower()
     if host not in hub_hosts():
         raise ValueError(
             f"unsupported URL {redact(uri)!r}: http(s) URLs are accepted only for Hugging Face "
             f"repositories (https://huggingface.co/owner/repo); supported: "
             f"{_describe_schemes()} and local paths"
         )
-    return HFSource.from_uri(uri, cache_dir=cache_dir, token=token)
+    return HFSource.from_uri(uri, cache_dir=cache_dir, token=token, offline=offline)
 
 
 def parse_source(
@@ -99,8 +104,10 @@ def parse_source(
     *,
     cache_dir: str | os.PathLike[str] | None = None,
     token: str | None = None,
+    offline: bool = False,
 ) -> Source:
-    """A `Source` for `uri`.
+    """A `Source` for `uri`; `offline` (`EngineOptions.offline`) makes a remote source
+    answer from its cache only, never touching the network.
 
     - `hf://owner/repo[/sub/dir][@revision]`, `https://huggingface.co/owner/repo[/tree/rev[/dir]]`
       → `HFSource` (cache under `<cache root>/hf`; `token` is the Hub token)
@@ -126,7 +133,7 @@ def parse_source(
             f"unsupported source {redact(text)!r}: supported are "
             f"{_describe_schemes()} and local paths"
         )
-    return factory(text, cache_dir=cache_dir, token=token)
+    return factory(text, cache_dir=cache_dir, token=token, offline=offline)
 
 
 register_scheme("hf", HFSource.from_uri)
@@ -137,7 +144,6 @@ register_scheme("file", _file_factory)
 
 __all__ = [
     "CACHE_ENV_VAR",
-    "OFFICIAL_REPO",
     "HFSource",
     "IncompleteSourceError",
     "LocalSource",
@@ -151,7 +157,6 @@ __all__ = [
     "cache_root",
     "default_cache_root",
     "normalize_prefix",
-    "offline_requested",
     "parse_hf_uri",
     "parse_s3_uri",
     "parse_source",

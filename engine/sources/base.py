@@ -159,9 +159,3 @@ def write_json_atomic(path: Path, data: object) -> None:
         except FileNotFoundError:
             pass
         raise
-
-
-def offline_requested() -> bool:
-    """True when `HAYAKOE_OFFLINE` is set to a true value: every source then uses its cache
-    only and never touches the network."""
-    return os.environ.get("HAYAKOE_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")

@@ -28,12 +28,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from ..layout import OFFICIAL_SOURCE
 from .base import (
     SourceAccessError,
     SourceNotFoundError,
     SourceUnavailableError,
     normalize_prefix,
-    offline_requested,
 )
 from .cache import cache_root, hf_cache_dir
 from .redact import redact, register_secret
@@ -49,10 +49,11 @@ def _truthy(value: str | None) -> bool:
     return (value or "").strip().lower() in ("1", "true", "yes", "on")
 
 
-def hub_offline() -> bool:
-    """True when Hub access is switched off now (`HF_HUB_OFFLINE`, `TRANSFORMERS_OFFLINE`,
-    `HAYAKOE_OFFLINE`, or huggingface_hub's own setting read at its import)."""
-    if offline_requested() or _truthy(os.environ.get("HF_HUB_OFFLINE")):
+def hub_offline(offline: bool = False) -> bool:
+    """True when Hub access is switched off now: `offline` (`EngineOptions.offline`), or
+    huggingface_hub's own switches (`HF_HUB_OFFLINE`, `TRANSFORMERS_OFFLINE`, or its setting
+    read at its import)."""
+    if offline or _truthy(os.environ.get("HF_HUB_OFFLINE")):
         return True
     if _truthy(os.environ.get("TRANSFORMERS_OFFLINE")):
         return True
@@ -100,7 +101,7 @@ def parse_hf_uri(uri: str) -> dict[str, Any]:
         if segments and segments[0] in _REPO_TYPES:
             repo_type = _REPO_TYPES[segments.pop(0)]
         if len(segments) < 2:
-            raise ValueError(f"Hub URI needs owner/repo: {redact(uri)!r} (e.g. hf://lemondouble/hayakoe)")
+            raise ValueError(f"Hub URI needs owner/repo: {redact(uri)!r} (e.g. {OFFICIAL_SOURCE})")
         owner, name, sub = segments[0], segments[1], segments[2:]
     elif scheme in ("http", "https"):
         host = (parts.hostname or "").lower()
@@ -154,8 +155,11 @@ class HFSource:
         cache_dir: str | os.PathLike[str] | None = None,
         token: str | None = None,
         endpoint: str | None = None,
+        offline: bool = False,
     ) -> None:
         self.repo_id = repo_id
+        self.offline = offline
+        """Answer from the cache only (`EngineOptions.offline`)."""
         self.revision = revision
         self.subdir = normalize_prefix(subdir)
         self.repo_type = repo_type
@@ -172,9 +176,11 @@ class HFSource:
         self.uri = redact(uri)
 
     @classmethod
-    def from_uri(cls, uri: str, *, cache_dir: Any = None, token: str | None = None) -> HFSource:
+    def from_uri(
+        cls, uri: str, *, cache_dir: Any = None, token: str | None = None, offline: bool = False
+    ) -> HFSource:
         """Factory for `parse_source`."""
-        return cls(**parse_hf_uri(uri), cache_dir=cache_dir, token=token)
+        return cls(**parse_hf_uri(uri), cache_dir=cache_dir, token=token, offline=offline)
 
     def __repr__(self) -> str:
         return f"HFSource({self.uri!r})"
@@ -190,7 +196,7 @@ class HFSource:
         if cached is not None:
             _LOGGER.debug("%s: %s found in the cache", self.uri, rel or "(root)")
             return cached
-        if hub_offline():
+        if hub_offline(self.offline):
             raise SourceUnavailableError(
                 self.uri,
                 rel,
@@ -220,12 +226,16 @@ class HFSource:
         path = self._path_in_repo(rel)
         if self._in_cache(path):
             return True
-        if hub_offline():
+        if hub_offline(self.offline):
             return False
         api = self._api()
         try:
             if path and api.file_exists(
-                self.repo_id, path, repo_type=self.repo_type, revision=self.revision, token=self._token
+                self.repo_id,
+                path,
+                repo_type=self.repo_type,
+                revision=self.revision,
+                token=self._token,
             ):
                 return True
             entries = api.list_repo_tree(
@@ -326,7 +336,9 @@ class HFSource:
         text = redact(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
         if isinstance(exc, errors.GatedRepoError):
             return SourceAccessError(
-                redact(f"{self.uri}: gated repository; accept its terms on the Hub and set HF_TOKEN")
+                redact(
+                    f"{self.uri}: gated repository; accept its terms on the Hub and set HF_TOKEN"
+                )
             )
         if isinstance(exc, errors.RepositoryNotFoundError):
             return SourceNotFoundError(
@@ -346,14 +358,23 @@ class HFSource:
         if isinstance(exc, errors.HfHubHTTPError):
             status = getattr(getattr(exc, "response", None), "status_code", None)
             if status in (401, 403):
-                return SourceAccessError(redact(f"{self.uri}: access denied (HTTP {status}); check HF_TOKEN"))
+                return SourceAccessError(
+                    redact(f"{self.uri}: access denied (HTTP {status}); check HF_TOKEN")
+                )
             if status == 404:
                 return SourceNotFoundError(self.uri, rel, "not found on the Hub")
             return OSError(redact(f"{self.uri}/{rel}: Hub error: {text}"))
-        if isinstance(exc, (ConnectionError, TimeoutError)) or "connect" in type(exc).__name__.lower():
+        if (
+            isinstance(exc, (ConnectionError, TimeoutError))
+            or "connect" in type(exc).__name__.lower()
+        ):
             return SourceUnavailableError(self.uri, rel, f"the Hub could not be reached: {text}")
         if isinstance(exc, (ValueError, OSError)):
-            return type(exc)(redact(f"{self.uri}/{rel}: {text}")) if type(exc) in (ValueError, OSError) else exc
+            return (
+                type(exc)(redact(f"{self.uri}/{rel}: {text}"))
+                if type(exc) in (ValueError, OSError)
+                else exc
+            )
         return exc
 
 

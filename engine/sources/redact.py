@@ -35,7 +35,9 @@ _SECRET_QUERY = re.compile(
     r"(?P<value>[^&;#\s\"']+)",
     re.IGNORECASE,
 )
-_BEARER = re.compile(r"(?P<key>\b(?:Bearer|token)\s+)(?P<value>[A-Za-z0-9._~+/=-]{8,})", re.IGNORECASE)
+_BEARER = re.compile(
+    r"(?P<key>\b(?:Bearer|token)\s+)(?P<value>[A-Za-z0-9._~+/=-]{8,})", re.IGNORECASE
+)
 _HF_TOKEN = re.compile(r"\bhf_[A-Za-z0-9]{16,}\b")
 _AWS_KEY_ID = re.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b")
 # SigV4 pieces in botocore's debug output: "Credential=<key id>/<date>/...", "Signature=<hex>".

@@ -36,7 +36,6 @@ from .base import (
     SourceNotFoundError,
     SourceUnavailableError,
     normalize_prefix,
-    offline_requested,
     safe_relative_path,
     write_json_atomic,
 )
@@ -132,8 +131,11 @@ class S3Source:
         endpoint_url: str | None = None,
         region: str | None = None,
         client: Any = None,
+        offline: bool = False,
     ) -> None:
         self.bucket = bucket
+        self.offline = offline
+        """Answer from the cache only, never contacting the store (`EngineOptions.offline`)."""
         self.prefix = normalize_prefix(prefix)
         self.endpoint_url = (
             endpoint_url
@@ -148,10 +150,12 @@ class S3Source:
         self.cache_path = base / self.prefix if self.prefix else base
 
     @classmethod
-    def from_uri(cls, uri: str, *, cache_dir: Any = None, token: str | None = None) -> S3Source:
+    def from_uri(
+        cls, uri: str, *, cache_dir: Any = None, token: str | None = None, offline: bool = False
+    ) -> S3Source:
         """Factory for `parse_source` (`token` is for Hub sources and is ignored here)."""
         bucket, prefix = parse_s3_uri(uri)
-        return cls(bucket, prefix, cache_dir=cache_dir)
+        return cls(bucket, prefix, cache_dir=cache_dir, offline=offline)
 
     def __repr__(self) -> str:
         return f"S3Source({self.uri!r})"
@@ -162,15 +166,17 @@ class S3Source:
         """Sync every object under `prefix` into the cache and return that folder."""
         rel = normalize_prefix(prefix)
         local = self.cache_path / rel if rel else self.cache_path
-        if offline_requested():
-            return self._use_cache(local, rel, "HAYAKOE_OFFLINE is set", warn=False)
+        if self.offline:
+            return self._use_cache(local, rel, "offline (HAYAKOE_OFFLINE / --offline)", warn=False)
         try:
             objects = self._list(rel)
         except _Unreachable as exc:
             return self._use_cache(local, rel, exc.reason, warn=True)
         if not objects:
             raise SourceNotFoundError(
-                self.uri, rel, f"no objects under s3://{self.bucket}/{self._list_prefix(self._key(rel))}"
+                self.uri,
+                rel,
+                f"no objects under s3://{self.bucket}/{self._list_prefix(self._key(rel))}",
             )
         with _folder_lock(local):
             try:
@@ -186,7 +192,7 @@ class S3Source:
         store cannot be reached)."""
         rel = normalize_prefix(prefix)
         local = self.cache_path / rel if rel else self.cache_path
-        if offline_requested():
+        if self.offline:
             return local.exists()
         key = self._key(rel)
         try:
@@ -262,7 +268,7 @@ class S3Source:
             self._client_or_create().head_object(Bucket=self.bucket, Key=key)
             return True
         except Exception as exc:
-            translated = self._translate(exc, key[len(self.prefix):].lstrip("/"))
+            translated = self._translate(exc, key[len(self.prefix) :].lstrip("/"))
             if isinstance(translated, SourceNotFoundError) and not _is_missing_bucket(exc):
                 return False
             raise translated from None
@@ -288,18 +294,26 @@ class S3Source:
         message = redact(info.get("Message", "") or exc)
         if code == "NoSuchBucket":
             return SourceNotFoundError(
-                self.uri, rel, f"bucket {self.bucket!r} does not exist at {_store_display(self.endpoint_url)}"
+                self.uri,
+                rel,
+                f"bucket {self.bucket!r} does not exist at {_store_display(self.endpoint_url)}",
             )
         if code in _NOT_FOUND_CODES or status == "404":
             return SourceNotFoundError(self.uri, rel, f"{code or status}: {message}")
         if code in _ACCESS_CODES or status == "403":
             return SourceAccessError(
-                redact(f"{self.uri}: access denied ({code or status}: {message}); check the AWS credentials")
+                redact(
+                    f"{self.uri}: access denied ({code or status}: {message}); check the AWS credentials"
+                )
             )
         if code in ("PreconditionFailed", "412") or status == "412":
-            return SourceUnavailableError(self.uri, rel, "an object changed while it was downloaded; fetch again")
+            return SourceUnavailableError(
+                self.uri, rel, "an object changed while it was downloaded; fetch again"
+            )
         if isinstance(exc, bex.BotoCoreError) or error:
-            return OSError(redact(f"{self.uri}/{rel}: S3 error {code or type(exc).__name__}: {message}"))
+            return OSError(
+                redact(f"{self.uri}/{rel}: S3 error {code or type(exc).__name__}: {message}")
+            )
         return exc
 
     def _list(self, rel: str) -> list[_Object]:
@@ -313,7 +327,7 @@ class S3Source:
             response = self._call("list_objects_v2", rel, **kwargs)
             for item in response.get("Contents", []):
                 obj_key = item["Key"]
-                rel = obj_key[len(list_prefix):]
+                rel = obj_key[len(list_prefix) :]
                 if obj_key.endswith("/"):
                     continue  # a "folder" placeholder object
                 safe = safe_relative_path(rel)
@@ -322,7 +336,9 @@ class S3Source:
                     continue
                 if safe.name.startswith(".hayakoe_") or PART_MARK in safe.name:
                     continue
-                objects.append(_Object(obj_key, safe.as_posix(), str(item.get("ETag", "")), int(item["Size"])))
+                objects.append(
+                    _Object(obj_key, safe.as_posix(), str(item.get("ETag", "")), int(item["Size"]))
+                )
             if not response.get("IsTruncated"):
                 return objects
             token = response.get("NextContinuationToken")
@@ -332,7 +348,13 @@ class S3Source:
         if marker.is_file():
             when = _marker_time(marker)
             log = _LOGGER.warning if warn else _LOGGER.info
-            log("%s/%s: S3 not used (%s); using the cached copy synced %s", self.uri, rel, reason, when)
+            log(
+                "%s/%s: S3 not used (%s); using the cached copy synced %s",
+                self.uri,
+                rel,
+                reason,
+                when,
+            )
             return local
         detail = f"{reason}, and no complete cached copy in {local}"
         if local.is_dir() and any(local.iterdir()):
@@ -354,7 +376,9 @@ class S3Source:
         if not todo and not gone:
             if not marker.is_file():
                 _write_marker(marker, objects)
-            _LOGGER.debug("%s/%s: cached copy is up to date (%d objects)", self.uri, rel, len(objects))
+            _LOGGER.debug(
+                "%s/%s: cached copy is up to date (%d objects)", self.uri, rel, len(objects)
+            )
             return
         marker.unlink(missing_ok=True)
         for old in gone:
@@ -395,7 +419,9 @@ class S3Source:
             got = tmp.stat().st_size
             if got != obj.size:
                 raise SourceUnavailableError(
-                    self.uri, obj.rel, f"download truncated ({got} of {obj.size} bytes); fetch again"
+                    self.uri,
+                    obj.rel,
+                    f"download truncated ({got} of {obj.size} bytes); fetch again",
                 )
             os.replace(tmp, dest)
         finally:

@@ -10,6 +10,10 @@ imported on first use of the names that need them.
   dates, units, signs, Latin words; leaves user-dictionary words alone).
 - :func:`add_word`, :func:`load_user_dictionary`, :func:`clear_user_dictionary`,
   :class:`UserDictionary` — the process-wide user dictionary (OpenJTalk user dictionary).
+- :func:`watch_user_dictionaries`, :func:`refresh_user_dictionary`,
+  :func:`reload_user_dictionary`, :func:`check_user_dictionary` — dictionary files kept in
+  step with the disk (reload on change between requests, and on demand).
+- :func:`is_ssml`, :func:`parse_ssml` — the SSML subset (:mod:`engine.text.ssml`).
 - :func:`normalize_text` — the first half of :func:`analyze` (``engine.text.g2p.g2p`` is
   the second).
 """
@@ -22,18 +26,25 @@ from typing import Any
 from .splitter import SentenceSplitter, split_sentences
 
 __all__ = [
-    "split_sentences",
-    "SentenceSplitter",
-    "analyze",
     "Analysis",
-    "rewrite",
-    "add_word",
-    "load_user_dictionary",
-    "clear_user_dictionary",
+    "SentenceSplitter",
     "UserDictionary",
     "UserDictionaryError",
     "UserWord",
+    "add_word",
+    "analyze",
+    "check_user_dictionary",
+    "clear_user_dictionary",
+    "is_ssml",
+    "load_user_dictionary",
     "normalize_text",
+    "parse_ssml",
+    "refresh_user_dictionary",
+    "reload_user_dictionary",
+    "rewrite",
+    "split_sentences",
+    "unwatch_user_dictionaries",
+    "watch_user_dictionaries",
 ]
 
 # name -> submodule that defines it; imported lazily (pyopenjtalk is slow to import).
@@ -48,6 +59,13 @@ _LAZY: dict[str, str] = {
     "UserDictionaryError": "userdict",
     "UserWord": "userdict",
     "normalize_text": "normalizer",
+    "watch_user_dictionaries": "userdict_watch",
+    "unwatch_user_dictionaries": "userdict_watch",
+    "refresh_user_dictionary": "userdict_watch",
+    "reload_user_dictionary": "userdict_watch",
+    "check_user_dictionary": "userdict_watch",
+    "is_ssml": "ssml",
+    "parse_ssml": "ssml",
 }
 
 

@@ -44,7 +44,7 @@ class Analysis:
     """False when the reference would have raised and a fallback reading was produced."""
     blanks: bool = field(default=False)
 
-    def with_blanks(self) -> "Analysis":
+    def with_blanks(self) -> Analysis:
         """The blank-interspersed form the JP-Extra model reads (``add_blank=true``)."""
         if self.blanks:
             return self

@@ -26,8 +26,8 @@ from __future__ import annotations
 import logging
 import re
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from .mora import MORA_TO_PHONES, VOWELS
 from .normalizer import replace_punctuation
@@ -256,7 +256,9 @@ def _align(phones: list[str], toned: list[tuple[str, int]]) -> tuple[list[int], 
             # The reference raises here. Skip surplus label phones if the phone follows
             # shortly; otherwise borrow the tone at the current position.
             exact = False
-            ahead = next((j for j in range(k + 1, min(k + 4, len(toned))) if toned[j][0] == ph), None)
+            ahead = next(
+                (j for j in range(k + 1, min(k + 4, len(toned))) if toned[j][0] == ph), None
+            )
             if ahead is not None:
                 k = ahead
                 tones.append(toned[k][1])
@@ -282,7 +284,9 @@ def bert_chars(word: str) -> str:
     """The characters of ``word`` the BERT tokenizer keeps (it drops NUL, U+FFFD, control
     and unassigned code points, and whitespace)."""
     return "".join(
-        ch for ch in word if ch not in ("\x00", "\ufffd") and not _is_bert_control(ch) and not _is_bert_whitespace(ch)
+        ch
+        for ch in word
+        if ch not in ("\x00", "\ufffd") and not _is_bert_control(ch) and not _is_bert_whitespace(ch)
     )
 
 
@@ -353,7 +357,9 @@ def g2p(norm_text: str) -> G2PResult:
         bert_words.append(piece)
 
     if not exact:
-        _LOGGER.info("g2p: %r is outside the reference's behaviour; using a fallback reading", norm_text)
+        _LOGGER.info(
+            "g2p: %r is outside the reference's behaviour; using a fallback reading", norm_text
+        )
     return G2PResult(
         phones=[PAD, *flat, PAD],
         tones=[0, *tones, 0],

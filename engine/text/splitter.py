@@ -148,7 +148,9 @@ def _scan(buf: str, final: bool, max_chars: int | None = None) -> tuple[list[str
                 continue
         # A terminator: take the run of terminators and closers that follows it.
         j = i + 1
-        while j < n and (buf[j] in _TERMINATORS or buf[j] in _CLOSERS or buf[j] in _AMBIGUOUS_QUOTES):
+        while j < n and (
+            buf[j] in _TERMINATORS or buf[j] in _CLOSERS or buf[j] in _AMBIGUOUS_QUOTES
+        ):
             j += 1
         if j >= n and not final:
             break  # more closers may follow in the next delta

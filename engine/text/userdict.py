@@ -39,22 +39,23 @@ import sys
 import tempfile
 import threading
 import unicodedata
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Iterator
 
 from .mora import MORA_TO_PHONES
 
 __all__ = [
-    "UserWord",
     "UserDictionary",
     "UserDictionaryError",
+    "UserWord",
     "active_dictionary",
     "active_surfaces",
     "add_word",
-    "load_user_dictionary",
     "clear_user_dictionary",
+    "load_user_dictionary",
+    "read_user_dictionary",
 ]
 
 _LOGGER = logging.getLogger(__name__)
@@ -83,7 +84,9 @@ def count_morae(reading: str) -> int:
 
 
 def _check_reading(reading: str, where: str) -> str:
-    kata = to_katakana(unicodedata.normalize("NFKC", reading)).replace(" ", "").replace("\u3000", "")
+    kata = (
+        to_katakana(unicodedata.normalize("NFKC", reading)).replace(" ", "").replace("\u3000", "")
+    )
     if not kata:
         raise UserDictionaryError(f"{where}: reading is empty")
     if not re.fullmatch(r"[\u30a1-\u30fcー]+", kata):
@@ -95,7 +98,9 @@ def _check_reading(reading: str, where: str) -> str:
         elif kata[i] in MORA_TO_PHONES or kata[i] == "ー":
             i += 1
         else:
-            raise UserDictionaryError(f"{where}: reading {reading!r} has {kata[i]!r}, which is no mora")
+            raise UserDictionaryError(
+                f"{where}: reading {reading!r} has {kata[i]!r}, which is no mora"
+            )
     return kata
 
 
@@ -118,7 +123,7 @@ class UserWord:
         pos: str = "proper_noun",
         *,
         where: str = "user dictionary",
-    ) -> "UserWord":
+    ) -> UserWord:
         """Validate and build a word; errors name ``where`` and the field."""
         if not isinstance(surface, str) or not surface.strip():
             raise UserDictionaryError(f"{where}: surface must be a non-empty string")
@@ -132,9 +137,13 @@ class UserWord:
                     f"{where} ({surface!r}): accent must be an integer from 0 to {morae} (the morae of {kata}), got {accent!r}"
                 )
         if isinstance(priority, bool) or not isinstance(priority, int) or not 0 <= priority <= 10:
-            raise UserDictionaryError(f"{where} ({surface!r}): priority must be an integer from 0 to 10, got {priority!r}")
+            raise UserDictionaryError(
+                f"{where} ({surface!r}): priority must be an integer from 0 to 10, got {priority!r}"
+            )
         if pos not in _POS:
-            raise UserDictionaryError(f"{where} ({surface!r}): pos must be one of {sorted(_POS)}, got {pos!r}")
+            raise UserDictionaryError(
+                f"{where} ({surface!r}): pos must be one of {sorted(_POS)}, got {pos!r}"
+            )
         return UserWord(unicodedata.normalize("NFKC", surface.strip()), kata, accent, priority, pos)
 
 
@@ -188,7 +197,9 @@ class UserDictionary:
     def remove_word(self, surface: str) -> bool:
         """Remove a word; True if it was there."""
         with self._lock:
-            found = self._words.pop(unicodedata.normalize("NFKC", surface.strip()), None) is not None
+            found = (
+                self._words.pop(unicodedata.normalize("NFKC", surface.strip()), None) is not None
+            )
             if found and self.is_active:
                 self.apply()
             return found
@@ -212,40 +223,51 @@ class UserDictionary:
 
     # -- files ----------------------------------------------------------------------------
 
-    def load(self, path: str | Path) -> int:
-        """Add the words of a CSV or JSON file (by suffix); returns how many. Applies once."""
+    def load(self, path: str | Path, *, strict: bool = True) -> int:
+        """Add the words of a CSV or JSON file (by suffix); returns how many. Applies once.
+
+        ``strict`` (default): a bad entry is an error. Otherwise each bad entry is skipped with
+        a warning that names the file and line (CSV) or index (JSON). A file that cannot be
+        read or parsed at all is an error either way.
+        """
         path = Path(path)
-        try:
-            raw = path.read_text(encoding="utf-8-sig")
-        except OSError as exc:
-            raise UserDictionaryError(f"{path}: cannot read user dictionary ({exc})") from exc
-        suffix = path.suffix.lower()
-        if suffix == ".json":
-            words = _parse_json(raw, path)
-        elif suffix in (".csv", ".txt"):
-            words = _parse_csv(raw, path)
-        else:
-            raise UserDictionaryError(f"{path}: unknown user dictionary format (use .csv or .json)")
+        words, problems = read_user_dictionary(path)
+        if problems and strict:
+            raise UserDictionaryError(problems[0])
+        for problem in problems:
+            _LOGGER.warning("user dictionary entry skipped: %s", problem)
+        self.update(words)
+        _LOGGER.info("loaded %d user dictionary words from %s", len(words), path)
+        return len(words)
+
+    def update(
+        self, words: list[UserWord], *, remove: frozenset[str] | set[str] = frozenset()
+    ) -> None:
+        """Remove the surfaces ``remove``, add ``words`` (later ones win), apply once."""
         with self._lock:
+            for surface in remove:
+                self._words.pop(surface, None)
             for w in words:
                 self._words[w.surface] = w
             if self.is_active:
                 self.apply()
-        _LOGGER.info("loaded %d user dictionary words from %s", len(words), path)
-        return len(words)
 
     def save(self, path: str | Path) -> None:
         """Write the words as JSON (``.json``) or CSV (otherwise)."""
         path = Path(path)
         if path.suffix.lower() == ".json":
-            data = {"words": [{k: v for k, v in asdict(w).items() if v is not None} for w in self.words]}
+            data = {
+                "words": [{k: v for k, v in asdict(w).items() if v is not None} for w in self.words]
+            }
             path.write_text(json.dumps(data, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
             return
         buf = io.StringIO()
         writer = csv.writer(buf, lineterminator="\n")
         writer.writerow(["surface", "reading", "accent", "priority"])
         for w in self.words:
-            writer.writerow([w.surface, w.reading, "" if w.accent is None else w.accent, w.priority])
+            writer.writerow(
+                [w.surface, w.reading, "" if w.accent is None else w.accent, w.priority]
+            )
         path.write_text(buf.getvalue(), encoding="utf-8")
 
     # -- OpenJTalk ------------------------------------------------------------------------
@@ -257,7 +279,12 @@ class UserDictionary:
     def apply(self) -> None:
         """Compile the words and install them into pyopenjtalk (process-wide)."""
         with self._lock, _ACTIVE.lock:
-            rows = [_csv_row(w) for w in self._words.values()]
+            rows = []
+            for w in self._words.values():
+                try:
+                    rows.append(_csv_row(w))
+                except UserDictionaryError as exc:  # e.g. a surface with nothing readable
+                    _LOGGER.warning("user dictionary word skipped: %s", exc)
             rows.append(_sentinel_row())
             _ACTIVE.install(rows)
             _ACTIVE.dictionary = self
@@ -265,7 +292,29 @@ class UserDictionary:
         _LOGGER.debug("user dictionary applied (%d words)", len(rows) - 1)
 
 
-def _parse_csv(raw: str, path: Path) -> list[UserWord]:
+def read_user_dictionary(path: str | Path) -> tuple[list[UserWord], list[str]]:
+    """The good words of a CSV/JSON file and one message per bad entry (``file:line: …``).
+
+    Raises :class:`UserDictionaryError` only when the file cannot be used at all (unreadable,
+    unknown suffix, not JSON).
+    """
+    path = Path(path)
+    try:
+        raw = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserDictionaryError(f"{path}: cannot read user dictionary ({exc})") from exc
+    suffix = path.suffix.lower()
+    problems: list[str] = []
+    if suffix == ".json":
+        words = _parse_json(raw, path, problems)
+    elif suffix in (".csv", ".txt"):
+        words = _parse_csv(raw, path, problems)
+    else:
+        raise UserDictionaryError(f"{path}: unknown user dictionary format (use .csv or .json)")
+    return words, problems
+
+
+def _parse_csv(raw: str, path: Path, problems: list[str]) -> list[UserWord]:
     words = []
     for lineno, row in enumerate(csv.reader(io.StringIO(raw)), 1):
         if not row or not "".join(row).strip() or row[0].lstrip().startswith("#"):
@@ -273,13 +322,20 @@ def _parse_csv(raw: str, path: Path) -> list[UserWord]:
         if lineno == 1 and row[0].strip().lower() == "surface":
             continue
         where = f"{path}:{lineno}"
-        if len(row) < 2:
-            raise UserDictionaryError(f"{where}: need at least surface,reading")
-        fields = [c.strip() for c in row]
-        accent = _int_field(fields[2], "accent", where) if len(fields) > 2 and fields[2] else None
-        priority = _int_field(fields[3], "priority", where) if len(fields) > 3 and fields[3] else 5
-        pos = fields[4] if len(fields) > 4 and fields[4] else "proper_noun"
-        words.append(UserWord.make(fields[0], fields[1], accent, priority, pos, where=where))
+        try:
+            if len(row) < 2:
+                raise UserDictionaryError(f"{where}: need at least surface,reading")
+            fields = [c.strip() for c in row]
+            accent = (
+                _int_field(fields[2], "accent", where) if len(fields) > 2 and fields[2] else None
+            )
+            priority = (
+                _int_field(fields[3], "priority", where) if len(fields) > 3 and fields[3] else 5
+            )
+            pos = fields[4] if len(fields) > 4 and fields[4] else "proper_noun"
+            words.append(UserWord.make(fields[0], fields[1], accent, priority, pos, where=where))
+        except UserDictionaryError as exc:
+            problems.append(str(exc))
     return words
 
 
@@ -290,7 +346,7 @@ def _int_field(value: str, name: str, where: str) -> int:
         raise UserDictionaryError(f"{where}: {name} must be an integer, got {value!r}") from None
 
 
-def _parse_json(raw: str, path: Path) -> list[UserWord]:
+def _parse_json(raw: str, path: Path, problems: list[str]) -> list[UserWord]:
     try:
         data = json.loads(raw)
     except json.JSONDecodeError as exc:
@@ -298,27 +354,30 @@ def _parse_json(raw: str, path: Path) -> list[UserWord]:
     if isinstance(data, dict):
         data = data.get("words")
     if not isinstance(data, list):
-        raise UserDictionaryError(f"{path}: expected a list of words or {{\"words\": [...]}}")
+        raise UserDictionaryError(f'{path}: expected a list of words or {{"words": [...]}}')
     words = []
     for i, item in enumerate(data):
         where = f"{path}: words[{i}]"
-        if not isinstance(item, dict):
-            raise UserDictionaryError(f"{where}: expected an object with surface and reading")
-        unknown = set(item) - {"surface", "reading", "accent", "priority", "pos"}
-        if unknown:
-            raise UserDictionaryError(f"{where}: unknown field(s) {sorted(unknown)}")
-        if "surface" not in item or "reading" not in item:
-            raise UserDictionaryError(f"{where}: surface and reading are required")
-        words.append(
-            UserWord.make(
-                item["surface"],
-                item["reading"],
-                item.get("accent"),
-                item.get("priority", 5),
-                item.get("pos", "proper_noun"),
-                where=where,
+        try:
+            if not isinstance(item, dict):
+                raise UserDictionaryError(f"{where}: expected an object with surface and reading")
+            unknown = set(item) - {"surface", "reading", "accent", "priority", "pos"}
+            if unknown:
+                raise UserDictionaryError(f"{where}: unknown field(s) {sorted(unknown)}")
+            if "surface" not in item or "reading" not in item:
+                raise UserDictionaryError(f"{where}: surface and reading are required")
+            words.append(
+                UserWord.make(
+                    item["surface"],
+                    item["reading"],
+                    item.get("accent"),
+                    item.get("priority", 5),
+                    item.get("pos", "proper_noun"),
+                    where=where,
+                )
             )
-        )
+        except UserDictionaryError as exc:
+            problems.append(str(exc))
     return words
 
 
@@ -330,7 +389,9 @@ def _mecab_surface(surface: str) -> str:
 
     norm = normalize_text(surface)
     if not norm:
-        raise UserDictionaryError(f"user dictionary ({surface!r}): surface has no readable characters")
+        raise UserDictionaryError(
+            f"user dictionary ({surface!r}): surface has no readable characters"
+        )
     return "".join(node["string"] for node in pyopenjtalk.run_frontend(norm))
 
 
@@ -362,7 +423,20 @@ def _csv_row(word: UserWord) -> list[str]:
 
 
 def _sentinel_row() -> list[str]:
-    return [_SENTINEL_SURFACE, "", "", "10000", *_POS["noun"], "*", "*", _SENTINEL_SURFACE, "ア", "ア", "0/1", "*"]
+    return [
+        _SENTINEL_SURFACE,
+        "",
+        "",
+        "10000",
+        *_POS["noun"],
+        "*",
+        "*",
+        _SENTINEL_SURFACE,
+        "ア",
+        "ア",
+        "0/1",
+        "*",
+    ]
 
 
 class _Active:
@@ -428,10 +502,11 @@ def add_word(
     return word
 
 
-def load_user_dictionary(path: str | Path) -> int:
-    """Load a CSV/JSON file into the active user dictionary and apply it; returns the count."""
+def load_user_dictionary(path: str | Path, *, strict: bool = True) -> int:
+    """Load a CSV/JSON file into the active user dictionary and apply it; returns the count
+    (``strict=False``: bad entries are skipped with a warning naming file and line)."""
     d = active_dictionary()
-    n = d.load(path)
+    n = d.load(path, strict=strict)
     if not d.is_active:
         d.apply()
     return n

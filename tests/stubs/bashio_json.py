@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """JSON work for the bashio stand-in (bashio-lib.sh), so that the tests need no jq.
 
-    bashio_json.py options FILE       key NUL value NUL ... as bashio::config prints values
-    bashio_json.py object K V [K V]   a JSON object; a value starting with ^ is raw JSON
-    bashio_json.py discovery S CONFIG one line {"service": S, "config": CONFIG}
+bashio_json.py options FILE       key NUL value NUL ... as bashio::config prints values
+bashio_json.py object K V [K V]   a JSON object; a value starting with ^ is raw JSON
+bashio_json.py discovery S CONFIG one line {"service": S, "config": CONFIG}
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Subcommands of ``wyoming-hayakoe`` (``export``, ``download``, ``export-bert``).
+"""Subcommands of ``wyoming-hayakoe`` (``export``, ``download``, ``export-bert``, ``dict``).
 
 Each is a module ``wyoming_hayakoe.commands.<name_with_underscores>`` with
 ``main(argv: list[str]) -> int``; `wyoming_hayakoe.__main__` dispatches to it by the first
@@ -11,6 +11,7 @@ SUBCOMMANDS: dict[str, str] = {
     "export": "Export a voice to ONNX (and quantize) into hayakoe's layout",
     "download": "Download voices (and the BERT) into the cache for offline use",
     "export-bert": "Export the BERT to ONNX (fp32 and int8)",
+    "dict": "Check a user dictionary file (dict check FILE...): every bad line is reported",
 }
 """Subcommand → one-line summary (shown by ``wyoming-hayakoe --help``)."""
 

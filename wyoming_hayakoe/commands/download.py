@@ -18,8 +18,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from engine import DEFAULT_SOURCE as OFFICIAL_REPO
-from engine import RedactingFilter, cache_root, pre_download, redact
+from engine import OFFICIAL_SOURCE, EngineOptions, RedactingFilter, cache_root, pre_download, redact
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -58,9 +57,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--bert-source",
-        default=OFFICIAL_REPO,
+        default=OFFICIAL_SOURCE,
         metavar="URI",
-        help=f"where the BERT comes from (default {OFFICIAL_REPO})",
+        help=f"where the BERT comes from (default {OFFICIAL_SOURCE})",
     )
     parser.add_argument(
         "--hf-token-file",
@@ -120,6 +119,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 device=device,
                 cache_dir=root,
                 token=token,
+                offline=EngineOptions.from_env().offline,
             )
     except (OSError, ValueError, ImportError) as exc:
         _LOGGER.error("download failed: %s", redact(exc))

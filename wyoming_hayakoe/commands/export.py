@@ -16,6 +16,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from engine import layout
+
 _LOGGER = logging.getLogger(__name__)
 
 
@@ -25,9 +27,15 @@ def build_parser() -> argparse.ArgumentParser:
         prog="wyoming-hayakoe export",
         description="Export a Style-Bert-VITS2 JP-Extra model folder to hayakoe's ONNX layout.",
     )
-    parser.add_argument("src_dir", type=Path, help="model folder: config.json, *.safetensors, style_vectors.npy")
-    parser.add_argument("out_root", type=Path, help="output root (gets onnx/speakers/NAME/)")
-    parser.add_argument("--name", required=True, help="voice name (folder name under onnx/speakers/)")
+    parser.add_argument(
+        "src_dir", type=Path, help="model folder: config.json, *.safetensors, style_vectors.npy"
+    )
+    parser.add_argument(
+        "out_root", type=Path, help=f"output root (gets {layout.speaker_prefix('NAME', 'onnx')}/)"
+    )
+    parser.add_argument(
+        "--name", required=True, help="voice name (its folder name in the output root)"
+    )
     parser.add_argument("--opset", type=int, default=17, help="ONNX opset (default 17, as hayakoe)")
     parser.add_argument("--no-check", action="store_true", help="skip the ONNX-vs-PyTorch check")
     parser.add_argument("--debug", action="store_true", help="debug logging")
@@ -37,12 +45,17 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command; returns the exit status (0 on success)."""
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.DEBUG if args.debug else logging.INFO,
-                        format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.DEBUG if args.debug else logging.INFO,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
     try:
         from engine import check_export, export_voice
     except ImportError as exc:
-        print(f"export: needs the torch extra (pip install 'wyoming-hayakoe[torch]'): {exc}", file=sys.stderr)
+        print(
+            f"export: needs the torch extra (pip install 'wyoming-hayakoe[torch]'): {exc}",
+            file=sys.stderr,
+        )
         return 2
     try:
         out_dir = export_voice(args.src_dir, args.out_root, args.name, opset=args.opset)

@@ -17,10 +17,11 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-_LOGGER = logging.getLogger(__name__)
+from engine import layout
 
-TORCH_PREFIX = "pytorch/bert/fp32"
-TOKENIZER_PREFIX = "bert/tokenizer"
+_FP32_PATH = f"{layout.BERT_ONNX_FP32_PREFIX}/{layout.BERT_ONNX_FP32_FILE}"
+
+_LOGGER = logging.getLogger(__name__)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -29,11 +30,25 @@ def build_parser() -> argparse.ArgumentParser:
         prog="wyoming-hayakoe export-bert",
         description="Export the DeBERTa BERT to ONNX and quantise it to int8 (hayakoe's layout).",
     )
-    parser.add_argument("model", type=Path, help="AutoModelForMaskedLM folder, or a root with pytorch/bert/fp32/")
-    parser.add_argument("--out", type=Path, required=True, help="output root (gets onnx/bert/… and bert/tokenizer/)")
-    parser.add_argument("--tokenizer-dir", type=Path, default=None, help="folder with vocab.txt (default: from MODEL)")
-    parser.add_argument("--no-quantize", action="store_true", help="write only onnx/bert/fp32/bert.onnx")
-    parser.add_argument("--keep-fp32", action="store_true", help="also keep onnx/bert/fp32/bert.onnx")
+    parser.add_argument(
+        "model",
+        type=Path,
+        help=f"AutoModelForMaskedLM folder, or a root with {layout.BERT_TORCH_PREFIX}/",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        required=True,
+        help=f"output root (gets {layout.BERT_ONNX_Q8_PREFIX}/ and {layout.BERT_TOKENIZER_PREFIX}/)",
+    )
+    parser.add_argument(
+        "--tokenizer-dir",
+        type=Path,
+        default=None,
+        help="folder with vocab.txt (default: from MODEL)",
+    )
+    parser.add_argument("--no-quantize", action="store_true", help=f"write only {_FP32_PATH}")
+    parser.add_argument("--keep-fp32", action="store_true", help=f"also keep {_FP32_PATH}")
     parser.add_argument("--opset", type=int, default=17, help="ONNX opset (default 17, as hayakoe)")
     parser.add_argument("--no-check", action="store_true", help="skip the ONNX-vs-PyTorch check")
     parser.add_argument("--debug", action="store_true", help="debug logging")
@@ -42,15 +57,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _locate(model: Path, tokenizer_dir: Path | None) -> tuple[Path, Path]:
     """(model folder, tokenizer folder) for MODEL; raises FileNotFoundError naming what is missing."""
-    if (model / TORCH_PREFIX / "config.json").is_file():
-        model_dir = model / TORCH_PREFIX
-        default_tok = model / TOKENIZER_PREFIX
+    if (model / layout.BERT_TORCH_PREFIX / "config.json").is_file():
+        model_dir = model / layout.BERT_TORCH_PREFIX
+        default_tok = model / layout.BERT_TOKENIZER_PREFIX
         if not (default_tok / "vocab.txt").is_file():
             default_tok = model_dir
     elif (model / "config.json").is_file():
         model_dir = default_tok = model
     else:
-        raise FileNotFoundError(f"{model}: no config.json (nor {TORCH_PREFIX}/config.json)")
+        raise FileNotFoundError(
+            f"{model}: no config.json (nor {layout.BERT_TORCH_PREFIX}/config.json)"
+        )
     tok = tokenizer_dir or default_tok
     if not (tok / "vocab.txt").is_file():
         raise FileNotFoundError(f"{tok}: no vocab.txt (give --tokenizer-dir)")
@@ -60,7 +77,10 @@ def _locate(model: Path, tokenizer_dir: Path | None) -> tuple[Path, Path]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command; returns the exit status (0 on success)."""
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.DEBUG if args.debug else logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.DEBUG if args.debug else logging.INFO,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
     try:
         model_dir, tok_dir = _locate(args.model, args.tokenizer_dir)
     except FileNotFoundError as exc:
@@ -69,7 +89,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         from engine import export_bert
     except ImportError as exc:  # torch / transformers / onnx missing
-        print(f"export-bert: needs the torch extra (pip install 'wyoming-hayakoe[torch]'): {exc}", file=sys.stderr)
+        print(
+            f"export-bert: needs the torch extra (pip install 'wyoming-hayakoe[torch]'): {exc}",
+            file=sys.stderr,
+        )
         return 2
     try:
         result = export_bert(
@@ -82,7 +105,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             check=not args.no_check,
         )
     except ImportError as exc:
-        print(f"export-bert: needs the torch extra (pip install 'wyoming-hayakoe[torch]'): {exc}", file=sys.stderr)
+        print(
+            f"export-bert: needs the torch extra (pip install 'wyoming-hayakoe[torch]'): {exc}",
+            file=sys.stderr,
+        )
         return 2
     except (OSError, ValueError, RuntimeError) as exc:
         print(f"export-bert: {exc}", file=sys.stderr)

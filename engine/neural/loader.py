@@ -1,0 +1,242 @@
+"""Finding and loading neural (Style-Bert-VITS2 JP-Extra) voices.
+
+Layouts recognised, in this order for `device="cpu"` (ONNX Runtime):
+
+1. hayakoe's `onnx/speakers/<name>/` under the source root: `config.json`,
+   `style_vectors.npy`, `synthesizer.onnx` (or `synthesizer_q8.onnx`), optional
+   `duration_predictor.onnx`;
+2. the root itself laid out like 1 (a local folder only);
+3. hayakoe's `pytorch/speakers/<name>/`: `config.json`, `style_vectors.npy`, `*.safetensors`;
+4. the root itself as a plain Style-Bert-VITS2 model folder (like 3; local folder only).
+
+With `device="cuda"` (PyTorch) the PyTorch layouts (3, 4) come first and the ONNX ones are a
+fallback run on the CPU. When there are several `*.safetensors`, the newest (mtime) is used,
+as hayakoe does.
+
+PyTorch weights on the CPU are exported to ONNX once, on the fly, into the cache
+(`<cache>/exported/<name>-<digest>/`; needs PyTorch) and then run on ONNX Runtime, which is
+faster than PyTorch on small CPUs (see docs/synthesizer.md). `backend="torch"` runs them on
+PyTorch instead (also the way to get int8 dynamic quantization, `quantize=True`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..bert.features import BertBackend
+from ..layout import (
+    OnnxFolderFiles,
+    PlainFolderFiles,
+    VoiceFolderError,
+    looks_onnx,
+    looks_plain,
+    onnx_folder_files,
+    plain_folder_files,
+    speaker_prefix,
+)
+from ..options import EngineOptions
+from ..synth.common import SynthBackend
+from .config import load_config
+from .voice import NeuralVoice
+
+_LOGGER = logging.getLogger(__name__)
+
+
+def _local_root(src: Any) -> Path | None:
+    if isinstance(src, (str, os.PathLike)):
+        return Path(src)
+    if type(src).__name__ == "LocalSource":
+        return Path(src.root)
+    return None
+
+
+def _try_fetch(src: Any, prefix: str) -> Path | None:
+    root = _local_root(src)
+    if root is not None:
+        path = root / prefix
+        return path if path.is_dir() else None
+    from ..sources import IncompleteSourceError, SourceUnavailableError
+
+    try:
+        return Path(src.fetch(prefix))
+    except (SourceUnavailableError, IncompleteSourceError):
+        raise  # unreachable store or an interrupted copy: say so, not "voice not found"
+    except FileNotFoundError:
+        return None
+
+
+def _remote_plain_root(src: Any) -> Path | None:
+    """A remote source whose root is a plain Style-Bert-VITS2 model folder, fetched."""
+    exists = getattr(src, "exists", None)
+    if exists is None or not exists("config.json"):
+        return None
+    return _try_fetch(src, "")
+
+
+@dataclass(frozen=True)
+class VoiceLocation:
+    kind: str  # "onnx" or "pytorch"
+    directory: Path
+
+
+def locate_voice(name: str, src: Any, device: str = "cpu") -> VoiceLocation:
+    """Find voice `name` in `src` (a folder path or a `Source`); see the module doc."""
+    root = _local_root(src)
+
+    def onnx() -> VoiceLocation | None:
+        d = _try_fetch(src, speaker_prefix(name, "onnx"))
+        if d is not None:
+            return VoiceLocation("onnx", d)
+        if root is not None and root.is_dir() and looks_onnx(root):
+            return VoiceLocation("onnx", root)
+        return None
+
+    def torch_() -> VoiceLocation | None:
+        d = _try_fetch(src, speaker_prefix(name, "pytorch"))
+        if d is not None:
+            return VoiceLocation("pytorch", d)
+        plain = root if root is not None else _remote_plain_root(src)
+        if plain is not None and plain.is_dir() and looks_plain(plain):
+            return VoiceLocation("pytorch", plain)
+        return None
+
+    order = (torch_, onnx) if str(device).startswith("cuda") else (onnx, torch_)
+    for find in order:
+        found = find()
+        if found is not None:
+            return found
+    where = getattr(src, "uri", None) or str(src)
+    if root is not None and root.is_dir() and (root / "config.json").is_file():
+        # A folder that is almost a voice: say what it lacks.
+        plain_folder_files(root)
+    raise VoiceFolderError(
+        f"voice {name!r} not found in {where}: looked for {speaker_prefix(name, 'onnx')}/, "
+        f"{speaker_prefix(name, 'pytorch')}/ and a model folder (config.json + *.safetensors + "
+        "style_vectors.npy) at the root"
+    )
+
+
+def _export_cache_dir(name: str, files: PlainFolderFiles, cache_dir: Any) -> Path:
+    from ..sources.cache import cache_root
+
+    h = hashlib.sha256()
+    for p in (files.checkpoint, files.config):
+        st = p.stat()
+        h.update(f"{p.resolve()}|{st.st_size}|{st.st_mtime_ns}|".encode())
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
+    return Path(cache_root(cache_dir)) / "exported" / f"{safe}-{h.hexdigest()[:16]}"
+
+
+def exported_onnx_dir(name: str, files: PlainFolderFiles, cache_dir: Any = None) -> Path:
+    """ONNX export of a PyTorch voice in the cache (made on first use; needs PyTorch)."""
+    out = _export_cache_dir(name, files, cache_dir)
+    if (out / "synthesizer.onnx").is_file() and (out / "duration_predictor.onnx").is_file():
+        return out
+    try:
+        from ..synth.export import export_model_dir
+    except ImportError as exc:  # no torch in this install
+        raise VoiceFolderError(
+            f"voice folder {files.directory} holds PyTorch weights; running it on the CPU needs "
+            f"an ONNX export (`wyoming-hayakoe export {files.directory} OUT_ROOT --name {name}`) "
+            f"or PyTorch installed ({exc})"
+        ) from exc
+    _LOGGER.info("Exporting %s to ONNX in %s (once)", files.checkpoint, out)
+    export_model_dir(files.config, files.checkpoint, files.style_vectors, out)
+    return out
+
+
+def load_neural_voice(
+    name: str,
+    src: Any,
+    *,
+    device: str = "cpu",
+    bert: BertBackend,
+    compile: bool = False,
+    quantize: bool = False,
+    backend: str | None = None,
+    cache_dir: Any = None,
+    options: EngineOptions | None = None,
+) -> NeuralVoice:
+    """Load voice `name` from `src` (a `Source` or a folder) for `device`.
+
+    `backend` forces "onnx" or "torch" (default: ONNX Runtime on CPU, PyTorch on CUDA);
+    `quantize` (CPU, PyTorch) applies int8 dynamic quantization; `compile` (PyTorch) uses
+    torch.compile; `options` tunes threads, streaming windows and memory (`EngineOptions`)."""
+    options = options or EngineOptions()
+
+    cuda = str(device).startswith("cuda")
+    if backend is None:
+        backend = "torch" if (cuda or quantize) else "onnx"
+    if backend not in ("onnx", "torch"):
+        raise ValueError(f"backend must be 'onnx' or 'torch', got {backend!r}")
+    loc = locate_voice(name, src, "cuda" if backend == "torch" else "cpu")
+
+    if loc.kind == "onnx":
+        files = onnx_folder_files(loc.directory)
+        if backend == "torch":
+            _LOGGER.warning("Voice %s has only ONNX files: running it on ONNX Runtime (CPU)", name)
+        synth = _onnx_backend(files, options)
+        config_path, style_path = files.config, files.style_vectors
+    else:
+        plain = plain_folder_files(loc.directory)
+        config_path, style_path = plain.config, plain.style_vectors
+        if backend == "torch":
+            from ..synth.torch_backend import TorchSynthesizer
+
+            synth = TorchSynthesizer(
+                load_config(plain.config),
+                plain.checkpoint,
+                device=device if cuda else "cpu",
+                compile=compile,
+                quantize=quantize,
+            )
+        else:
+            out = exported_onnx_dir(name, plain, cache_dir)
+            synth = _onnx_backend(onnx_folder_files(out), options)
+    _LOGGER.info("Voice %s: %s from %s", name, synth.kind, loc.directory)
+    return NeuralVoice.from_files(
+        name,
+        config_path,
+        style_path,
+        synth,
+        bert,
+        source=str(loc.directory),
+        first_window=options.first_window,
+    )
+
+
+def _onnx_backend(files: OnnxFolderFiles, options: EngineOptions) -> SynthBackend:
+    from ..synth.onnx_backend import OnnxSynthesizer
+
+    cfg = load_config(files.config)
+    try:  # cut at the decoder: sub-sentence streaming (engine.synth.decoder_split)
+        from ..synth.decoder_split import SplitOnnxSynthesizer
+        from ..synth.windowed import DecoderGeometry
+
+        return SplitOnnxSynthesizer(
+            files.synthesizer,
+            files.duration_predictor,
+            inter_channels=cfg.model.inter_channels,
+            hop_length=cfg.hop_length,
+            sample_rate=cfg.sample_rate,
+            threads=options.threads,
+            geometry=DecoderGeometry.from_config(dataclasses.asdict(cfg.model)),
+            conv2d=options.conv2d,
+            release_memory=options.release_memory,
+        )
+    except (ImportError, OSError, ValueError) as exc:  # SplitError is a ValueError
+        _LOGGER.warning("%s: whole-sentence decoding only (%s)", files.synthesizer, exc)
+    return OnnxSynthesizer(
+        files.synthesizer,
+        files.duration_predictor,
+        inter_channels=cfg.model.inter_channels,
+        hop_length=cfg.hop_length,
+        sample_rate=cfg.sample_rate,
+        threads=options.threads,
+    )

@@ -1,0 +1,311 @@
+"""`NeuralVoice`: a Style-Bert-VITS2 JP-Extra voice behind the `engine.voice_backend.Voice` seam.
+
+Per request: every sentence goes through the frontend (`engine.text.analyze(...)
+.with_blanks()`), BERT (`bert.features`, batched: the first sentence alone so its audio
+comes early, then the rest in one call), and the synthesizer backend (ONNX Runtime or
+PyTorch). One `AudioPiece` per sentence, or, with a backend that can decode in windows
+(`latent`/`decode`), several per sentence: the first ready after one small decoder window
+(`engine.synth.windowed`).
+
+Pauses between sentences follow hayakoe's rule, taken from the durations the synthesizer
+predicted for the sentence itself (no extra BERT pass over the whole text): the frames of
+the sentence-final punctuation phones (`.`, `!`, `?`, `…`) and the blanks around them, times
+hop/sample_rate, at least 0.08 s; silence the sentence already ends with is counted. With
+`options.sentence_silence` set, every sentence is trimmed and exactly that much silence goes
+between them. Silence at the very start and end of the request is trimmed.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..bert.features import BertBackend
+from ..options import DEFAULT_FIRST_WINDOW
+from ..synth.common import (
+    NoiseSource,
+    SynthBackend,
+    SynthInputs,
+    SynthOutput,
+    SynthParams,
+)
+from ..synth.windowed import (
+    PlaybackClock,
+    StreamingPlans,
+    WindowedSentence,
+    WindowPlan,
+)
+from ..voice_backend import AudioPiece, SynthesisOptions
+from .config import VoiceConfig, load_config
+
+_LOGGER = logging.getLogger(__name__)
+
+MIN_PAUSE_S = 0.08
+SILENCE_WINDOW_S = 0.01
+SILENCE_RATIO = 0.02
+EDGE_MARGIN_S = 0.01
+BOUNDARY_PHONES = frozenset({".", "!", "?", "…"})
+
+
+class VoiceOptionError(ValueError):
+    """A synthesis option this voice cannot honour."""
+
+
+def load_style_vectors(path: Path) -> np.ndarray:
+    """`style_vectors.npy` as float32 [num_styles, 256] (error names the file)."""
+    try:
+        arr = np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"{path}: cannot read style vectors ({exc})") from exc
+    if arr.ndim != 2 or arr.shape[0] < 1:
+        raise ValueError(f"{path}: expected a [num_styles, dim] array, got shape {list(arr.shape)}")
+    return arr.astype(np.float32)
+
+
+def style_vector(vectors: np.ndarray, index: int, weight: float) -> np.ndarray:
+    """hayakoe's style vector: mean + (row - mean) · weight, with row 0 as the mean."""
+    mean = vectors[0]
+    return (mean + (vectors[index] - mean) * np.float32(weight)).astype(np.float32)
+
+
+def silent_edges(audio: np.ndarray, sample_rate: int) -> tuple[int, int]:
+    """(leading, trailing) silent samples, in whole 10 ms windows below 2 % of the peak."""
+    n = len(audio)
+    if n == 0:
+        return 0, 0
+    peak = float(np.abs(audio).max())
+    if peak == 0.0:
+        return n, n
+    win = max(1, round(SILENCE_WINDOW_S * sample_rate))
+    n_win = (n + win - 1) // win
+    padded = np.zeros(n_win * win, np.float32)
+    padded[:n] = np.abs(audio)
+    loud = padded.reshape(n_win, win).max(axis=1) >= SILENCE_RATIO * peak
+    first = int(np.argmax(loud))
+    last = n_win - 1 - int(np.argmax(loud[::-1]))
+    return min(first * win, n), max(0, n - (last + 1) * win)
+
+
+def boundary_frames(phones: Sequence[str], durations: np.ndarray) -> int:
+    """Frames of the sentence-final punctuation run and its adjacent blanks.
+
+    `phones` are the analysis phones (with the `_` pads at both ends, no blanks);
+    `durations` are per blank-interspersed id (phone j sits at 2j+1)."""
+    j = len(phones) - 1
+    while j >= 0 and phones[j] == "_":
+        j -= 1
+    end = j
+    while j >= 0 and phones[j] in BOUNDARY_PHONES:
+        j -= 1
+    if end == j:
+        return 0
+    lo, hi = 2 * (j + 1), 2 * end + 2  # blank before the run .. blank after it
+    hi = min(hi, len(durations) - 1)
+    return int(np.asarray(durations)[lo : hi + 1].sum())
+
+
+class NeuralVoice:
+    """Frontend + BERT + synthesizer for one JP-Extra voice (see the module doc)."""
+
+    def __init__(
+        self,
+        name: str,
+        config: VoiceConfig,
+        style_vectors: np.ndarray,
+        synth: SynthBackend,
+        bert: BertBackend,
+        *,
+        source: str = "",
+        first_window: int = DEFAULT_FIRST_WINDOW,
+    ) -> None:
+        self.name = name
+        self.config = config
+        self.style_vectors = style_vectors
+        self.synth = synth
+        self.bert = bert
+        self.sample_rate = config.sample_rate
+        self.version: str | None = config.version
+        self.sentence_pause: float | None = None  # Speaker's default between delta batches
+        style2id = config.data.style2id
+        bad = {k: v for k, v in style2id.items() if not 0 <= v < len(style_vectors)}
+        if bad:
+            raise ValueError(
+                f"voice {name}: style2id {bad} points past style_vectors.npy "
+                f"({len(style_vectors)} rows)"
+            )
+        self._style2id = dict(style2id)
+        self.styles = [n for n, _ in sorted(style2id.items(), key=lambda kv: kv[1])]
+        self.n_speakers = max(1, config.data.n_speakers)
+        self.description = f"Style-Bert-VITS2 JP-Extra voice {name} ({synth.kind})"
+        self.attribution_name = "Style-Bert-VITS2"
+        self.attribution_url = "https://github.com/litagin02/Style-Bert-VITS2"
+        self.source = source
+        self.window_plans: StreamingPlans | None = StreamingPlans.for_first_window(first_window)
+        """Sub-sentence streaming plans (None: one piece per sentence)."""
+
+    @classmethod
+    def from_files(
+        cls,
+        name: str,
+        config_path: Path,
+        style_path: Path,
+        synth: SynthBackend,
+        bert: BertBackend,
+        *,
+        source: str = "",
+        first_window: int = DEFAULT_FIRST_WINDOW,
+    ) -> NeuralVoice:
+        return cls(
+            name,
+            load_config(config_path),
+            load_style_vectors(style_path),
+            synth,
+            bert,
+            source=source,
+            first_window=first_window,
+        )
+
+    # -- options ---------------------------------------------------------------------
+    def _check(self, options: SynthesisOptions) -> tuple[np.ndarray, SynthParams]:
+        if options.style not in self._style2id:
+            raise VoiceOptionError(
+                f"voice {self.name!r} has no style {options.style!r}; available: {', '.join(self.styles)}"
+            )
+        if options.speed <= 0:
+            raise VoiceOptionError(f"speed must be positive, got {options.speed}")
+        if options.pitch_scale != 1.0 or options.intonation_scale != 1.0:
+            raise VoiceOptionError(
+                "pitch_scale and intonation_scale other than 1.0 are not supported by this "
+                "engine (hayakoe implements them with a pyworld resynthesis)"
+            )
+        if not 0 <= options.speaker_id < self.n_speakers:
+            raise VoiceOptionError(
+                f"speaker_id {options.speaker_id} out of range: voice {self.name!r} has "
+                f"{self.n_speakers} speaker(s)"
+            )
+        if not 0.0 <= options.sdp_ratio <= 1.0:
+            raise VoiceOptionError(f"sdp_ratio must be within [0, 1], got {options.sdp_ratio}")
+        vec = style_vector(self.style_vectors, self._style2id[options.style], options.style_weight)
+        params = SynthParams(
+            noise_scale=float(options.noise),
+            length_scale=1.0 / float(options.speed),
+            noise_scale_w=float(options.noise_w),
+            sdp_ratio=float(options.sdp_ratio),
+        )
+        return vec, params
+
+    # -- rendering -------------------------------------------------------------------
+    def _window_plan(self, options: SynthesisOptions, started: bool) -> WindowPlan | None:
+        """Decoder windows for the next sentence, or None for whole-sentence decoding
+        (backend without `latent`/`decode`, windows turned off, or a caller that wants
+        the whole text at once: `options.extra["whole_sentences"]`)."""
+        plans = self.window_plans
+        if (
+            plans is None
+            or options.extra.get("whole_sentences")
+            or not hasattr(self.synth, "latent")
+        ):
+            return None
+        return plans.later if started else plans.first
+
+    def _analyses(self, sentences: Sequence[str]) -> list[Any]:
+        from ..text import analyze
+
+        return [analyze(s).with_blanks() for s in sentences]
+
+    def _features(self, analyses: list[Any]) -> Iterator[np.ndarray | None]:
+        """BERT features per sentence (None for sentences with nothing to say)."""
+        speech = [i for i, a in enumerate(analyses) if _has_speech(a)]
+        batches = [speech[:1], speech[1:]]
+        feats: dict[int, np.ndarray] = {}
+        for i in range(len(analyses)):
+            if i in speech and i not in feats:
+                batch = next(b for b in batches if i in b)
+                out = self.bert.features(
+                    [analyses[k].bert_text for k in batch], [analyses[k].word2ph for k in batch]
+                )
+                feats.update(zip(batch, out))
+            yield feats.pop(i, None)
+
+    def render(self, sentences: Sequence[str], options: SynthesisOptions) -> Iterator[AudioPiece]:
+        """Pieces per sentence (windows, or one), pauses at the start of following sentences
+        (see module doc)."""
+        style_vec, params = self._check(options)
+        sentences = list(sentences)
+        if not sentences:
+            return
+        analyses = self._analyses(sentences)
+        noise = NoiseSource(options.seed)
+        sr = self.sample_rate
+        fixed = options.sentence_silence
+        pending_pause = 0.0  # seconds owed before the next audible sentence
+        started = False
+        last_speech = max((i for i, a in enumerate(analyses) if _has_speech(a)), default=-1)
+        clock = PlaybackClock()  # windowed decoding: audio queued ahead of the listener
+        for i, (analysis, feat) in enumerate(zip(analyses, self._features(analyses))):
+            if feat is None:
+                yield AudioPiece(np.zeros(0, np.float32), i, True)
+                continue
+            inputs = SynthInputs(
+                np.asarray(analysis.phone_ids, np.int64),
+                np.asarray(analysis.tone_ids, np.int64),
+                np.asarray(analysis.lang_ids, np.int64),
+                feat,
+                style_vec,
+                options.speaker_id,
+            )
+            plan = self._window_plan(options, started)
+            if plan is not None:  # sub-sentence streaming (engine.synth.windowed)
+                win = WindowedSentence(
+                    self.synth,
+                    inputs,
+                    params,
+                    noise.for_sentence(i),
+                    plan,
+                    sample_rate=sr,
+                    trim_lead=fixed is not None or not started,
+                    trim_trail=fixed is not None or i == last_speech,
+                    margin=int(EDGE_MARGIN_S * sr),
+                    lead_in=round(pending_pause * sr) if started and pending_pause > 0 else 0,
+                    clock=clock,
+                )
+                for samples, final in win.pieces():
+                    yield AudioPiece(samples, i, final)
+                out = SynthOutput(np.zeros(0, np.float32), win.durations)
+                trail, cut_trail = win.trail, win.trail_cut
+                started = True
+            else:
+                out = self.synth.synthesize(inputs, params, noise.for_sentence(i))
+                audio = np.clip(out.audio, -1.0, 1.0).astype(np.float32)
+                lead, trail = silent_edges(audio, sr)
+                margin = int(EDGE_MARGIN_S * sr)
+                cut_lead = lead if (fixed is not None or not started) else 0
+                cut_trail = trail if (fixed is not None or i == last_speech) else 0
+                cut_lead = max(0, cut_lead - margin)
+                cut_trail = max(0, cut_trail - margin)
+                body = audio[cut_lead : len(audio) - cut_trail]
+                if started and pending_pause > 0:
+                    body = np.concatenate([np.zeros(round(pending_pause * sr), np.float32), body])
+                yield AudioPiece(body, i, True)
+                started = True
+            if fixed is not None:
+                pending_pause = max(0.0, float(fixed))
+            else:
+                pause = MIN_PAUSE_S
+                if out.durations is not None:
+                    frames = boundary_frames(analysis.phones, out.durations)
+                    pause = max(MIN_PAUSE_S, frames * self.config.hop_length / sr)
+                pending_pause = max(0.0, pause - (trail - cut_trail) / sr)
+        self.synth.release_memory()  # idle from here: give decoder activation memory back
+
+
+def _has_speech(analysis: Any) -> bool:
+    """True when the analysis has a phone besides pads and punctuation."""
+    return any(
+        p not in ("_", "SP", "UNK") and p not in BOUNDARY_PHONES and p not in (",", "'", "-")
+        for p in analysis.phones
+    )

@@ -1,0 +1,99 @@
+"""`EngineOptions`: every tuning knob of the engine, in one frozen object passed down.
+
+Configuration flows one way: the server's `Settings` (CLI flags, add-on options) build one
+`EngineOptions`, `TTS(..., options=...)` hands it to the sources, the BERT and each voice, and
+no engine module reads an environment variable for tuning. The environment variables below
+are read here only, by `EngineOptions.from_env`, as documented defaults of the server's flags:
+
+| field            | variable                          | default                      |
+| ---------------- | --------------------------------- | ---------------------------- |
+| `threads`        | `WYOMING_HAYAKOE_THREADS`         | usable CPUs, at most 8       |
+| `first_window`   | `WYOMING_HAYAKOE_FIRST_WINDOW`    | 24 frames (0: whole sentences)|
+| `conv2d`         | `WYOMING_HAYAKOE_CONV2D` (=1)     | off                          |
+| `release_memory` | `WYOMING_HAYAKOE_RELEASE_MEMORY`  | on (=0 turns it off)         |
+| `offline`        | `HAYAKOE_OFFLINE`                 | off                          |
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+_LOGGER = logging.getLogger(__name__)
+
+THREADS_ENV = "WYOMING_HAYAKOE_THREADS"
+FIRST_WINDOW_ENV = "WYOMING_HAYAKOE_FIRST_WINDOW"
+CONV2D_ENV = "WYOMING_HAYAKOE_CONV2D"
+RELEASE_MEMORY_ENV = "WYOMING_HAYAKOE_RELEASE_MEMORY"
+OFFLINE_ENV = "HAYAKOE_OFFLINE"
+
+MAX_DEFAULT_THREADS = 8
+DEFAULT_FIRST_WINDOW = 24
+
+
+def usable_cpus() -> int:
+    """CPUs this process may run on (its affinity mask), at least 1."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+@dataclass(frozen=True)
+class EngineOptions:
+    """How the engine runs (not what it says): threads, streaming, memory, network."""
+
+    threads: int | None = None
+    """ONNX Runtime intra-op threads per session; None: the usable CPUs, at most 8."""
+    first_window: int = DEFAULT_FIRST_WINDOW
+    """Frames in the first decoder window of a request (sub-sentence streaming); 0 decodes
+    whole sentences only."""
+    conv2d: bool = False
+    """Run the decoder's 1-D convolutions as 2-D ones (faster on some busy CPUs; opt-in)."""
+    release_memory: bool = True
+    """Give decoder activation memory back after each long request (lower resident memory)."""
+    offline: bool = False
+    """Never contact a voice store: every source answers from its cache."""
+
+    def __post_init__(self) -> None:
+        if self.threads is not None and (not isinstance(self.threads, int) or self.threads < 1):
+            raise ValueError(
+                f"EngineOptions.threads must be a positive integer, not {self.threads!r}"
+            )
+        if not isinstance(self.first_window, int) or self.first_window < 0:
+            raise ValueError(
+                f"EngineOptions.first_window must be an integer >= 0, not {self.first_window!r}"
+            )
+
+    @property
+    def intra_op_threads(self) -> int:
+        """`threads`, or the default (usable CPUs, at most 8)."""
+        return self.threads or min(usable_cpus(), MAX_DEFAULT_THREADS)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> EngineOptions:
+        """Options from the documented environment variables (the server's flag defaults);
+        a malformed value is ignored with a warning that names it."""
+        env = os.environ if environ is None else environ
+
+        def integer(name: str, minimum: int) -> int | None:
+            raw = env.get(name, "").strip()
+            if not raw:
+                return None
+            try:
+                value = int(raw)
+            except ValueError:
+                _LOGGER.warning("Ignoring %s=%r (not an integer)", name, raw)
+                return None
+            return max(minimum, value)
+
+        first = integer(FIRST_WINDOW_ENV, 0)
+        return cls(
+            threads=integer(THREADS_ENV, 1),
+            first_window=DEFAULT_FIRST_WINDOW if first is None else first,
+            conv2d=env.get(CONV2D_ENV, "").strip() == "1",
+            release_memory=env.get(RELEASE_MEMORY_ENV, "").strip() != "0",
+            offline=env.get(OFFLINE_ENV, "").strip().lower() in ("1", "true", "yes", "on"),
+        )

@@ -1,0 +1,559 @@
+"""Cut hayakoe's `synthesizer.onnx` in two at the decoder, for sub-sentence streaming.
+
+`synthesizer.onnx` runs text encoder → durations → flow → HiFi-GAN decoder in one graph, so
+no audio exists before the whole sentence is vocoded. Cut at the decoder's input, it becomes
+
+- a *front* graph: the same inputs (noise already turned into inputs by
+  `synth_onnx.make_noise_inputs`) → latent `z` `[1, C, frames]`, speaker conditioning `g`
+  `[1, gin, 1]` and, when the original has it, `durations`;
+- a *decoder* graph: `z`, `g` → `audio` `[1, 1, frames·hop]`, which `engine.synth.windowed`
+  runs on overlapping windows of `z`.
+
+The cut is made in memory at load time, so the files on disk stay hayakoe's (hayakoe keeps
+loading them) and the weights are not stored twice; the two sessions together hold the
+same weights as the one they replace.
+
+The decoder's input is found by structure, not by node names (which exporters may drop):
+the first `ConvTranspose` is the first upsampling layer; before it come a LeakyRelu and
+`conv_pre(z) + cond(g)` (a kernel-7 Conv and a kernel-1 Conv added), or just `conv_pre(z)`
+for a voice without speaker conditioning.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import json
+import logging
+import math
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .common import NoiseSource, SynthInputs, SynthOutput, SynthParams
+from .onnx_backend import NOISE_INPUT, OnnxSynthesizer, make_noise_inputs, session_options
+from .windowed import DecoderGeometry, DecoderStage, StagedDecoding
+
+_LOGGER = logging.getLogger(__name__)
+
+Z_NAME = "z"
+G_NAME = "g"
+
+
+class SplitError(ValueError):
+    """The graph does not look like a JP-Extra synthesizer with a HiFi-GAN decoder."""
+
+
+@dataclass(frozen=True)
+class DecoderCut:
+    """Where the decoder starts in a synthesizer graph."""
+
+    z: str  # tensor feeding conv_pre
+    g: str | None  # tensor feeding the decoder's cond conv (None: no speaker conditioning)
+    channels: int
+    gin: int
+
+
+def _kernel(graph: Any, node: Any, inits: dict[str, Any]) -> tuple[int, int, int] | None:
+    """(out, in, kernel) of a Conv node's constant weight, or None."""
+    if node.op_type != "Conv" or len(node.input) < 2 or node.input[1] not in inits:
+        return None
+    dims = list(inits[node.input[1]].dims)
+    return (dims[0], dims[1], dims[2]) if len(dims) == 3 else None
+
+
+def find_decoder_cut(model: Any) -> DecoderCut:
+    """Locate the decoder input tensors in `model` (onnx.ModelProto)."""
+    graph = model.graph
+    inits = {t.name: t for t in graph.initializer}
+    producer = {out: node for node in graph.node for out in node.output}
+    first_up = next((n for n in graph.node if n.op_type == "ConvTranspose"), None)
+    if first_up is None:
+        raise SplitError("no ConvTranspose node: not a HiFi-GAN decoder")
+    act = producer.get(first_up.input[0])
+    if act is None or act.op_type != "LeakyRelu":
+        raise SplitError("first upsampling layer is not preceded by a LeakyRelu")
+    src = producer.get(act.input[0])
+    if src is None:
+        raise SplitError("cannot follow the decoder input back from the first LeakyRelu")
+    if src.op_type == "Conv":
+        k = _kernel(graph, src, inits)
+        if k is None:
+            raise SplitError("decoder conv_pre has no constant weight")
+        return DecoderCut(src.input[0], None, k[1], 0)
+    if src.op_type != "Add":
+        raise SplitError(f"decoder input is a {src.op_type}, expected conv_pre + cond")
+    pre = cond = None
+    for name in src.input:
+        node = producer.get(name)
+        k = _kernel(graph, node, inits) if node is not None else None
+        if k is None:
+            continue
+        if k[2] == 1:
+            cond = (node, k)
+        else:
+            pre = (node, k)
+    if pre is None or cond is None:
+        raise SplitError("decoder input Add does not join conv_pre and cond convolutions")
+    return DecoderCut(pre[0].input[0], cond[0].input[0], pre[1][1], cond[1][1])
+
+
+def _subgraph(model: Any, inputs: list[Any], outputs: list[Any], name: str) -> Any:
+    """A model with the nodes `outputs` need, reading `inputs` (value infos)."""
+    from onnx import helper
+
+    graph = model.graph
+    producer = {out: i for i, node in enumerate(graph.node) for out in node.output}
+    stop = {vi.name for vi in inputs}
+    needed: set[int] = set()
+    stack = [vi.name for vi in outputs]
+    seen: set[str] = set()
+    while stack:
+        t = stack.pop()
+        if t in seen or t in stop:
+            continue
+        seen.add(t)
+        i = producer.get(t)
+        if i is None or i in needed:
+            continue
+        needed.add(i)
+        stack.extend(x for x in graph.node[i].input if x)
+        for attr in graph.node[i].attribute:  # subgraphs (If/Loop) read outer tensors
+            for sub in ([attr.g] if attr.HasField("g") else []) + list(attr.graphs):
+                for n in sub.node:
+                    stack.extend(x for x in n.input if x)
+    nodes = [graph.node[i] for i in sorted(needed)]
+    used = {x for n in nodes for x in n.input} | seen
+    inits = [t for t in graph.initializer if t.name in used]
+    g = helper.make_graph(nodes, name, inputs, outputs, initializer=inits)
+    out = helper.make_model(g, opset_imports=model.opset_import, producer_name="wyoming-hayakoe")
+    out.ir_version = model.ir_version
+    return out
+
+
+def split_synthesizer(model: Any) -> tuple[Any, Any, DecoderCut]:
+    """(front, decoder, cut) from a synthesizer `model` (see the module doc)."""
+    from onnx import TensorProto, helper
+
+    cut = find_decoder_cut(model)
+    graph = model.graph
+    z_vi = helper.make_tensor_value_info(cut.z, TensorProto.FLOAT, [1, cut.channels, "frames"])
+    g_vi = (
+        helper.make_tensor_value_info(cut.g, TensorProto.FLOAT, [1, cut.gin, 1]) if cut.g else None
+    )
+    audio_vi = graph.output[0]
+    extra = [o for o in graph.output[1:] if o.name == "durations"]
+    front = _subgraph(model, list(graph.input), [z_vi] + ([g_vi] if g_vi else []) + extra, "front")
+    decoder = _subgraph(model, [z_vi] + ([g_vi] if g_vi else []), [audio_vi], "decoder")
+    # Stable public names on both sides of the cut.
+    for m in (front, decoder):
+        _rename(m.graph, cut.z, Z_NAME)
+        if cut.g:
+            _rename(m.graph, cut.g, G_NAME)
+    front_inputs = {i.name for i in front.graph.input}
+    missing = {i.name for i in graph.input} - front_inputs
+    if missing:  # inputs the front does not need (fine) are dropped by ORT anyway
+        _LOGGER.debug("front graph does not use inputs %s", sorted(missing))
+    return front, decoder, cut
+
+
+def _rename(graph: Any, old: str, new: str) -> None:
+    for coll in (graph.input, graph.output, graph.value_info):
+        for vi in coll:
+            if vi.name == old:
+                vi.name = new
+    for node in graph.node:
+        for i, x in enumerate(node.input):
+            if x == old:
+                node.input[i] = new
+        for i, x in enumerate(node.output):
+            if x == old:
+                node.output[i] = new
+
+
+_PASS_THROUGH = ("QuantizeLinear", "DequantizeLinear", "Unsqueeze")
+"""Nodes between a LeakyRelu and the ConvTranspose it feeds: Q/DQ in a quantized (QDQ)
+graph, Unsqueeze in the 2-D convolution variant (`conv1d_as_conv2d`)."""
+
+STAGE_IN = "x"
+STAGE_OUT = "y"
+
+
+def find_stage_cuts(decoder: Any) -> list[str]:
+    """The tensors where the decoder's upsampling stages begin: the input of the LeakyRelu
+    before each ConvTranspose (through Q/DQ nodes in a quantized graph), in graph order."""
+    producer = {out: node for node in decoder.graph.node for out in node.output}
+    cuts = []
+    for node in decoder.graph.node:
+        if node.op_type != "ConvTranspose":
+            continue
+        src = producer.get(node.input[0])
+        while src is not None and src.op_type in _PASS_THROUGH:
+            src = producer.get(src.input[0])
+        if src is None or src.op_type != "LeakyRelu":
+            raise SplitError(f"ConvTranspose {node.name!r} is not preceded by a LeakyRelu")
+        cuts.append(src.input[0])
+    if not cuts:
+        raise SplitError("no ConvTranspose node: not a HiFi-GAN decoder")
+    return cuts
+
+
+def split_decoder_stages(decoder: Any) -> list[Any]:
+    """The decoder graph (`z`, `g` → `audio`) cut at each upsampling stage's input
+    (`engine.synth.windowed.StagedDecoding`): stage 0 reads `z` (and `g`) and gives `y`;
+    every later stage reads `x` and gives `y`, the last one the audio. Run in order, the
+    stages compute exactly what the decoder computes."""
+    from onnx import TensorProto, helper
+
+    graph = decoder.graph
+    cuts = find_stage_cuts(decoder)
+    inputs = list(graph.input)
+    stages = []
+    for k, end in enumerate(cuts + [graph.output[0].name]):
+        out_vi = helper.make_tensor_value_info(
+            end, TensorProto.FLOAT, [1, f"c{k + 1}", f"n{k + 1}"]
+        )
+        stage = _subgraph(decoder, inputs, [out_vi], f"decoder_stage{k}")
+        _rename(stage.graph, end, STAGE_OUT)
+        if k:
+            _rename(stage.graph, inputs[0].name, STAGE_IN)
+        stages.append(stage)
+        inputs = [
+            helper.make_tensor_value_info(end, TensorProto.FLOAT, [1, f"c{k + 1}", f"n{k + 1}"])
+        ]
+    return stages
+
+
+def conv1d_as_conv2d(model: Any) -> int:
+    """Run every 1-D convolution (constant weight) of `model` as a 2-D one, in place.
+
+    `Unsqueeze(x, 2)` → Conv/ConvTranspose with weight `[O, I, 1, K]` → `Squeeze(y, 2)`.
+    The arithmetic is the same (float32, another summation order: about 1e-7 on the audio),
+    but ONNX Runtime's CPU provider has blocked-layout (NCHWc) kernels only for 2-D
+    convolutions. Measured on x86 (`benchmarks/run.py`): no gain on an idle machine, so it
+    is opt-in (`EngineOptions.conv2d`). Returns how many convolutions were rewritten."""
+    from onnx import helper, numpy_helper
+
+    graph = model.graph
+    inits = {t.name: t for t in graph.initializer}
+    axis = "__conv2d_axis"
+    nodes = []
+    count = 0
+    for node in graph.node:
+        weight = (
+            inits.get(node.input[1])
+            if node.op_type in ("Conv", "ConvTranspose") and len(node.input) > 1
+            else None
+        )
+        if weight is None or len(weight.dims) != 3:
+            nodes.append(node)
+            continue
+        arr = numpy_helper.to_array(weight)
+        weight.CopyFrom(
+            numpy_helper.from_array(np.ascontiguousarray(arr[:, :, None, :]), weight.name)
+        )
+        for a in node.attribute:  # a new leading spatial axis of size 1
+            if a.name in ("kernel_shape", "strides", "dilations", "output_shape"):
+                a.ints[:] = [1] + list(a.ints)
+            elif a.name == "output_padding":
+                a.ints[:] = [0] + list(a.ints)
+            elif a.name == "pads":
+                begin, end = list(a.ints)
+                a.ints[:] = [0, begin, 0, end]
+        x, y = node.input[0], node.output[0]
+        x4, y4 = f"{x}__as2d{count}", f"{y}__as2d{count}"
+        nodes.append(helper.make_node("Unsqueeze", [x, axis], [x4]))
+        node.input[0], node.output[0] = x4, y4
+        nodes.append(node)
+        nodes.append(helper.make_node("Squeeze", [y4, axis], [y]))
+        count += 1
+    if count:
+        graph.initializer.append(numpy_helper.from_array(np.array([2], np.int64), axis))
+        del graph.node[:]
+        graph.node.extend(nodes)
+        del graph.value_info[:]  # stale 3-D shapes; ORT infers them again
+    return count
+
+
+RELEASE_FRAMES = 128
+"""`release_memory` acts only after a decoder run longer than this (frames)."""
+
+FRONT_FILE = "synthesizer.front{}.onnx"
+DECODER_FILE = "synthesizer.decoder{}.onnx"
+STAMP_FILE = "synthesizer.split{}.json"
+FORMAT = 3  # bump when the derived graphs change
+
+
+def _variant(conv2d: bool) -> str:
+    return ".conv2d" if conv2d else ""
+
+
+def _stamp(source: Path) -> dict:
+    st = source.stat()
+    return {
+        "format": FORMAT,
+        "source": source.name,
+        "size": st.st_size,
+        "mtime_ns": st.st_mtime_ns,
+    }
+
+
+def _candidates(source: Path, cache_dir: Any = None) -> list[Path]:
+    """Where derived graphs may live: beside the source, else under the cache root."""
+    from ..sources.cache import cache_root
+
+    digest = hashlib.sha1(str(source.resolve()).encode("utf-8")).hexdigest()[:16]
+    return [
+        source.parent,
+        cache_root(cache_dir) / "derived" / f"{source.stem}-{digest}",
+    ]
+
+
+def derived_graphs(
+    source: Path, cache_dir: Any = None, *, conv2d: bool = False
+) -> tuple[Path, Path]:
+    """(front, decoder) ONNX files cut from `source` (noise as inputs), made once.
+
+    Cached beside `source` (hayakoe ignores the extra files) or, where that folder is not
+    writable, under `<cache>/derived/`. A stamp (size, mtime of `source`) makes a changed
+    `synthesizer.onnx` re-derive. Loading sessions from files (rather than from bytes made
+    in memory at every start) keeps a process's memory at one copy of the weights."""
+    import onnx
+
+    source = Path(source)
+    variant = _variant(conv2d)
+    front_name, decoder_name, stamp_name = (
+        f.format(variant) for f in (FRONT_FILE, DECODER_FILE, STAMP_FILE)
+    )
+    want = _stamp(source)
+    dirs = _candidates(source, cache_dir)
+    for d in dirs:
+        try:
+            if (
+                json.loads((d / stamp_name).read_text(encoding="utf-8")) == want
+                and (d / front_name).is_file()
+                and (d / decoder_name).is_file()
+            ):
+                return d / front_name, d / decoder_name
+        except (OSError, ValueError):
+            continue
+    model = onnx.load(str(source))
+    make_noise_inputs(model)
+    front, decoder, _ = split_synthesizer(model)
+    del model
+    if variant:
+        n = conv1d_as_conv2d(front) + conv1d_as_conv2d(decoder)
+        _LOGGER.debug("%d convolutions run as 2-D", n)
+    errors = []
+    for d in dirs:
+        try:
+            d.mkdir(parents=True, exist_ok=True)
+            for m, name in ((front, front_name), (decoder, decoder_name)):
+                tmp = d / f".{name}.partial"
+                onnx.save(m, str(tmp))
+                os.replace(tmp, d / name)
+            (d / stamp_name).write_text(json.dumps(want), encoding="utf-8")
+        except OSError as exc:
+            errors.append(f"{d}: {exc}")
+            continue
+        del front, decoder
+        release_free_memory()
+        _LOGGER.info("Cut %s at the decoder → %s", source, d)
+        return d / front_name, d / decoder_name
+    raise OSError(f"cannot write the split graphs of {source} anywhere: {'; '.join(errors)}")
+
+
+def release_free_memory() -> None:
+    """Give freed heap back to the OS (glibc `malloc_trim`), so a one-off big parse does
+    not stay in the resident set. A no-op elsewhere."""
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
+class SplitOnnxSynthesizer(OnnxSynthesizer):
+    """`OnnxSynthesizer` whose graph is cut at the decoder: `latent()` + `decode()` for
+    windowed streaming, and `synthesize()` (both halves, whole sentence) as before.
+
+    The duration predictor session (used only by `predict_durations`) is opened on first
+    use, so a speaker that never needs it does not hold its weights."""
+
+    kind = "onnx"
+
+    def __init__(
+        self,
+        synthesizer: Path,
+        duration_predictor: Path | None,
+        *,
+        inter_channels: int,
+        hop_length: int,
+        sample_rate: int,
+        geometry: DecoderGeometry,
+        threads: int | None = None,
+        cache_dir: Any = None,
+        conv2d: bool = False,
+        release_memory: bool = True,
+    ) -> None:
+        import onnxruntime as ort
+
+        self.hop_length = hop_length
+        self.sample_rate = sample_rate
+        self.inter_channels = inter_channels
+        self.geometry = geometry
+        self.context = geometry.context_frames()
+        if geometry.hop != hop_length:
+            raise SplitError(
+                f"decoder upsamples by {geometry.hop}, config hop_length is {hop_length}"
+            )
+        front, decoder = derived_graphs(Path(synthesizer), cache_dir, conv2d=conv2d)
+        opts = session_options(threads)
+        self._synth = ort.InferenceSession(
+            str(front), sess_options=opts, providers=["CPUExecutionProvider"]
+        )
+        self._stages = _stage_sessions(decoder, opts)
+        self._stage_shapes = geometry.stages()
+        if len(self._stage_shapes) != len(self._stages):
+            raise SplitError(
+                f"decoder graph has {len(self._stages) - 1} upsampling stages, config.json "
+                f"describes {len(self._stage_shapes) - 1}"
+            )
+        self._decoder = self._stages[0]  # reads z (and g)
+        self._has_g = G_NAME in {i.name for i in self._decoder.get_inputs()}
+        self._synth_inputs = {i.name for i in self._synth.get_inputs()}
+        self._synth_noise = sum(
+            1 for n in self._synth_inputs if n.startswith(NOISE_INPUT.format(""))
+        )
+        self._has_durations = any(o.name == "durations" for o in self._synth.get_outputs())
+        # After a request, give decoder activation memory back (`release_memory`).
+        self._release = release_memory
+        self._used = 0  # largest decoder run (frames) since the last release
+        self._gin = next(
+            (int(i.shape[1]) for i in self._decoder.get_inputs() if i.name == G_NAME), 0
+        )
+        self._shrink = ort.RunOptions()
+        self._shrink.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
+        self._dp_path = Path(duration_predictor) if duration_predictor is not None else None
+        self._threads = threads
+        self._dp = None
+        self._dp_noise = 0
+        release_free_memory()  # what session creation freed (else it stays resident)
+        _LOGGER.debug("ONNX synthesizer %s split at the decoder", synthesizer)
+
+    @property
+    def has_duration_predictor(self) -> bool:
+        return self._dp_path is not None
+
+    def predict_durations(
+        self, inputs: SynthInputs, params: SynthParams, noise: NoiseSource
+    ) -> np.ndarray | None:
+        if self._dp is None and self._dp_path is not None:
+            from .onnx_backend import load_session
+
+            self._dp, self._dp_noise = load_session(self._dp_path, self._threads)
+        return super().predict_durations(inputs, params, noise)
+
+    def latent(self, inputs: SynthInputs, params: SynthParams, noise: NoiseSource) -> Latent:
+        """Run the front graph: the sentence's latent, ready for `decode`."""
+        feeds = self._synth_feeds(inputs, params)
+        t = inputs.length
+        guess = math.ceil(t * 4 * max(params.length_scale, 0.1)) + 16
+        names = [o.name for o in self._synth.get_outputs()]
+        while True:
+            sizes = [2 * t, self.inter_channels * guess]
+            for k in range(self._synth_noise):
+                feeds[NOISE_INPUT.format(k)] = noise.stream(k, sizes[min(k, 1)])
+            feeds = {k: v for k, v in feeds.items() if k in self._synth_inputs}
+            outs = dict(zip(names, self._synth.run(None, feeds), strict=True))
+            frames = outs[Z_NAME].shape[-1]
+            if self._synth_noise < 2 or frames <= guess:
+                break
+            guess = frames
+        durations = None
+        if self._has_durations:
+            durations = np.rint(outs["durations"][0]).astype(np.int64)
+        return Latent(outs[Z_NAME], outs.get(G_NAME), durations)
+
+    def staged(self, latent: Latent, z: np.ndarray | None = None) -> StagedDecoding:
+        """Incremental exact decoding of `z` (default: the whole latent) stage by stage:
+        `audio_until(frame)` (see `engine.synth.windowed.StagedDecoding`)."""
+        latent_z = latent.z if z is None else z
+        self._used = max(self._used, int(latent_z.shape[-1]))
+        g = latent.g
+
+        def first(x: np.ndarray) -> np.ndarray:
+            feeds = {Z_NAME: x}
+            if self._has_g and g is not None:
+                feeds[G_NAME] = g
+            return self._decoder.run(None, feeds)[0]
+
+        def later(sess: Any) -> Callable[[np.ndarray], np.ndarray]:
+            return lambda x: sess.run(None, {STAGE_IN: x})[0]
+
+        runs = [first] + [later(sess) for sess in self._stages[1:]]
+        return StagedDecoding(
+            latent_z,
+            [DecoderStage(r, sh) for r, sh in zip(runs, self._stage_shapes, strict=True)],
+        )
+
+    def decode(self, latent: Latent, z: np.ndarray) -> np.ndarray:
+        """Audio `float32 [frames·hop]` of the latent slice `z` `[1, C, frames]`."""
+        return self.staged(latent, z).audio_until(int(z.shape[-1]))
+
+    def release_memory(self) -> None:
+        """Give back the decoder's activation memory after a request (a one-frame run that
+        shrinks the arena, then malloc_trim): an idle voice then holds only its weights, not
+        the activations of the longest sentence it spoke (~0.3 MB per frame). Skipped after
+        short requests, and with `EngineOptions.release_memory` off."""
+        if not self._release or self._used <= RELEASE_FRAMES:
+            return
+        feeds = {Z_NAME: np.zeros((1, self.inter_channels, 1), np.float32)}
+        if self._has_g:
+            feeds[G_NAME] = np.zeros((1, self._gin, 1), np.float32)
+        x = self._decoder.run(None, feeds, self._shrink)[0]
+        for sess in self._stages[1:]:
+            x = sess.run(None, {STAGE_IN: x[:, :, :1]}, self._shrink)[0]
+        self._used = 0
+        release_free_memory()
+
+    def synthesize(
+        self, inputs: SynthInputs, params: SynthParams, noise: NoiseSource
+    ) -> SynthOutput:
+        lat = self.latent(inputs, params, noise)
+        audio = self.decode(lat, lat.z)
+        return SynthOutput(np.asarray(audio, np.float32), lat.durations)
+
+
+def _stage_sessions(decoder: Path, opts: Any) -> list[Any]:
+    """One ONNX Runtime session per decoder stage (`split_decoder_stages`), cut in memory
+    from the decoder file, one at a time (so at most one stage's bytes are held twice)."""
+    import onnx
+    import onnxruntime as ort
+
+    stages = split_decoder_stages(onnx.load(str(decoder)))
+    sessions = []
+    while stages:
+        data = stages.pop(0).SerializeToString()
+        sessions.append(
+            ort.InferenceSession(data, sess_options=opts, providers=["CPUExecutionProvider"])
+        )
+        del data
+    return sessions
+
+
+@dataclass
+class Latent:
+    """One sentence after the front half: latent `z` `[1, C, frames]`, conditioning `g`
+    `[1, gin, 1]` (or None), durations per phone id (or None)."""
+
+    z: np.ndarray
+    g: np.ndarray | None
+    durations: np.ndarray | None
+
+    @property
+    def frames(self) -> int:
+        return int(self.z.shape[-1])

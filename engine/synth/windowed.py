@@ -1,0 +1,579 @@
+"""Sub-sentence streaming: decode the latent of one sentence in windows.
+
+The HiFi-GAN decoder of a JP-Extra voice is purely convolutional (conv_pre, transposed-conv
+upsampling, dilated residual blocks, conv_post; no normalisation or attention), so each
+output sample depends only on a bounded stretch of latent frames: its *receptive field*.
+Decoding a window of frames together with at least that much context on each side, and
+keeping only the window's own samples, gives the same audio as decoding the whole sentence
+(up to float rounding of the convolution kernels, measured in
+`tests/test_windowed_decoder.py`).
+
+That lets a voice emit the first fraction of a second of a sentence as soon as the (cheap,
+sequence-wide) encoder/flow part and one small decoder window are done, instead of waiting
+for the whole sentence: the first window is small for latency, later ones grow for
+throughput (less repeated context per sample).
+
+This module knows nothing about PyTorch or ONNX Runtime: the caller passes a function that
+decodes a latent slice `[1, C, n]` to audio of `n * hop` samples.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+_LOGGER = logging.getLogger(__name__)
+
+DecodeFn = Callable[[np.ndarray], np.ndarray]
+"""Decode a latent slice `float32 [1, C, n]` to `n * hop` samples (any shape that
+flattens to that length)."""
+
+
+@dataclass(frozen=True)
+class DecoderGeometry:
+    """Shape facts of an SBV2/VITS HiFi-GAN generator that decide its receptive field."""
+
+    upsample_rates: tuple[int, ...] = (8, 8, 2, 2, 2)
+    upsample_kernel_sizes: tuple[int, ...] = (16, 16, 8, 2, 2)
+    resblock: str = "1"
+    resblock_kernel_sizes: tuple[int, ...] = (3, 7, 11)
+    resblock_dilation_sizes: tuple[tuple[int, ...], ...] = (
+        (1, 3, 5),
+        (1, 3, 5),
+        (1, 3, 5),
+    )
+    pre_kernel: int = 7
+    post_kernel: int = 7
+
+    @classmethod
+    def from_config(cls, model: Mapping) -> DecoderGeometry:
+        """Build from the `model` section of an SBV2 `config.json` (or the whole config)."""
+        if "model" in model and isinstance(model["model"], Mapping):
+            model = model["model"]
+        try:
+            geom = cls(
+                upsample_rates=tuple(int(v) for v in model["upsample_rates"]),
+                upsample_kernel_sizes=tuple(int(v) for v in model["upsample_kernel_sizes"]),
+                resblock=str(model["resblock"]),
+                resblock_kernel_sizes=tuple(int(v) for v in model["resblock_kernel_sizes"]),
+                resblock_dilation_sizes=tuple(
+                    tuple(int(d) for d in ds) for ds in model["resblock_dilation_sizes"]
+                ),
+            )
+        except KeyError as err:
+            raise ValueError(f"config.json: model.{err.args[0]} is missing") from err
+        geom.validate()
+        return geom
+
+    def validate(self) -> None:
+        """Raise ValueError when the shapes are not a decoder this module understands."""
+        if len(self.upsample_rates) != len(self.upsample_kernel_sizes):
+            raise ValueError(
+                "config.json: model.upsample_rates and model.upsample_kernel_sizes differ in length"
+            )
+        for u, k in zip(self.upsample_rates, self.upsample_kernel_sizes, strict=True):
+            if u < 1 or k < u or (k - u) % 2:
+                # The generator pads by (k - u) // 2; only then is the output length n * u.
+                raise ValueError(
+                    f"config.json: upsample kernel {k} with rate {u} does not give "
+                    "exactly rate × input samples"
+                )
+        if self.resblock not in ("1", "2"):
+            raise ValueError(f"config.json: model.resblock {self.resblock!r} is not '1' or '2'")
+        if len(self.resblock_kernel_sizes) != len(self.resblock_dilation_sizes):
+            raise ValueError(
+                "config.json: model.resblock_kernel_sizes and "
+                "model.resblock_dilation_sizes differ in length"
+            )
+
+    @property
+    def hop(self) -> int:
+        """Audio samples per latent frame (product of the upsample rates, 512 for JP-Extra)."""
+        return math.prod(self.upsample_rates)
+
+    def _resblock_radius(self) -> int:
+        """Samples of context one residual stage needs on each side (widest branch)."""
+        radius = 0
+        for k, dils in zip(self.resblock_kernel_sizes, self.resblock_dilation_sizes, strict=True):
+            if self.resblock == "1":
+                # Each step: conv(k, dilation d) then conv(k, dilation 1), with a residual.
+                r = sum((k - 1) * d // 2 + (k - 1) // 2 for d in dils)
+            else:
+                # Type 2 uses the first two dilations, one conv each.
+                r = sum((k - 1) * d // 2 for d in dils[:2])
+            radius = max(radius, r)
+        return radius
+
+    def context_frames(self) -> tuple[int, int]:
+        """Latent frames of context (left, right) that make windowed decoding exact.
+
+        Walks backwards from the output samples of one latent frame through every layer,
+        tracking which positions of each intermediate tensor they read. A window's own
+        intermediate tensors are zero-padded outside its range, so the context must cover
+        the needed positions of *every* intermediate tensor, not only of the latent: the
+        answer is the maximum over tensors of that tensor's needed extent, in frames.
+        """
+        hop = self.hop
+        # Needed interval [a, b] in the current tensor's own index space, for the output
+        # samples [0, hop) of latent frame 0; `rate` = samples of that tensor per frame.
+        a, b, rate = 0, hop - 1, hop
+        need_left = need_right = 0
+
+        def record(lo: int, hi: int, r: int) -> None:
+            nonlocal need_left, need_right
+            need_left = max(need_left, math.ceil(-lo / r) if lo < 0 else 0)
+            need_right = max(need_right, math.ceil((hi - (r - 1)) / r) if hi > r - 1 else 0)
+
+        half_post = (self.post_kernel - 1) // 2
+        a, b = a - half_post, b + half_post  # conv_post reads this from the last stage
+        record(a, b, rate)
+        radius = self._resblock_radius()
+        for u, k in reversed(
+            list(zip(self.upsample_rates, self.upsample_kernel_sizes, strict=True))
+        ):
+            a, b = a - radius, b + radius  # residual blocks of this stage
+            record(a, b, rate)
+            p = (k - u) // 2
+            # Transposed conv: y[n] sums x[i] * w[n + p - i*u] over 0 <= n + p - i*u < k.
+            a, b = -((-(a + p - k + 1)) // u), (b + p) // u
+            rate //= u
+            record(a, b, rate)
+        half_pre = (self.pre_kernel - 1) // 2
+        a, b = a - half_pre, b + half_pre  # conv_pre reads the latent
+        record(a, b, rate)
+        return need_left, need_right
+
+    def stages(self) -> list[StageShape]:
+        """The decoder cut into stages at the input of each upsampling layer (see
+        `StagedDecoding`): `conv_pre` (+ `cond`), then per upsampling layer its transposed
+        convolution and residual blocks (the last one also `conv_post`).
+
+        Each stage's context is counted in its own input samples, with the same walk as
+        `context_frames` (every intermediate tensor of the stage covered), but only through
+        that stage's own layers: what a window must recompute shrinks from the whole
+        receptive field (13 latent frames each side at every layer) to a few samples per
+        stage."""
+        half_pre = (self.pre_kernel - 1) // 2
+        out = [StageShape(1, half_pre, half_pre)]
+        radius = self._resblock_radius()
+        last = len(self.upsample_rates) - 1
+        for i, (u, k) in enumerate(
+            zip(self.upsample_rates, self.upsample_kernel_sizes, strict=True)
+        ):
+            need_left = need_right = 0
+
+            def record(lo: int, hi: int, r: int) -> None:
+                nonlocal need_left, need_right
+                need_left = max(need_left, math.ceil(-lo / r) if lo < 0 else 0)
+                need_right = max(need_right, math.ceil((hi - (r - 1)) / r) if hi > r - 1 else 0)
+
+            a, b = 0, u - 1  # output samples of input sample 0
+            if i == last:
+                half_post = (self.post_kernel - 1) // 2
+                a, b = a - half_post, b + half_post
+                record(a, b, u)
+            a, b = a - radius, b + radius
+            record(a, b, u)
+            p = (k - u) // 2
+            a, b = -((-(a + p - k + 1)) // u), (b + p) // u
+            record(a, b, 1)
+            out.append(StageShape(u, need_left, need_right))
+        return out
+
+
+@dataclass(frozen=True)
+class StageShape:
+    """One stage of a staged decoder: `rate` output samples per input sample, and the input
+    samples of context (`left`, `right`) that make its output exact."""
+
+    rate: int
+    left: int
+    right: int
+
+
+@dataclass(frozen=True)
+class WindowPlan:
+    """How to cut a sentence's latent frames into decoder windows.
+
+    `first` frames first (small: latency), then each window `growth` times the previous,
+    capped at `largest`; a tail shorter than `min_tail` is merged into the window before
+    it, and a sentence no longer than `first + min_tail` is decoded whole.
+    """
+
+    first: int = 24
+    growth: float = 2.0
+    largest: int = 512
+    min_tail: int = 16
+    adaptive: bool = False
+    """When streaming (`WindowedSentence`): size each window after the first by the audio
+    handed out but not yet played (`PlaybackClock`) and the measured decoding speed, so it
+    is ready before that audio runs out (at least `first`, at most `largest` frames); when
+    decoding is slower than real time, grow by `growth` (fewer windows, less repeated
+    context: gaps cannot be avoided there, so finish sooner)."""
+    min_growth: float = 1.5
+    """Adaptive windows grow at least by this factor within a sentence: every window
+    boundary costs some recomputed context (and a few runtime calls), so windows that stay
+    as small as the playback budget allows would add up to much more work than decoding
+    the sentence whole (measured: 2× with 24-frame windows on the full-size voice)."""
+
+    def end_of(self, start: int, size: int, n_frames: int) -> int:
+        """End of the window starting at `start` with `size` frames (tail merged)."""
+        if self.first <= 0 or n_frames <= self.first + self.min_tail:
+            return n_frames
+        end = min(n_frames, start + max(1, size))
+        return n_frames if n_frames - end < self.min_tail else end
+
+    def grown(self, size: int) -> int:
+        return min(self.largest, max(size + 1, round(size * self.growth)))
+
+    def windows(self, n_frames: int) -> list[tuple[int, int]]:
+        """Frame ranges `[start, end)` covering `0..n_frames` in order (fixed growth)."""
+        if n_frames <= 0:
+            return []
+        out: list[tuple[int, int]] = []
+        start, size = 0, self.first
+        while start < n_frames:
+            end = self.end_of(start, size, n_frames)
+            out.append((start, end))
+            start = end
+            size = self.grown(size)
+        return out
+
+
+WHOLE = WindowPlan(first=0)
+"""A plan that decodes every sentence in one piece (no sub-sentence streaming)."""
+
+
+def decode_windows(
+    z: np.ndarray,
+    decode: DecodeFn,
+    context: tuple[int, int],
+    windows: Sequence[tuple[int, int]],
+    hop: int,
+) -> Iterator[np.ndarray]:
+    """Yield the audio of each window of `z` (`[1, C, T]`), in order, as 1-D arrays (the
+    decoder's dtype).
+
+    Window `[s, e)` is decoded from `z[..., s - left : e + right]` (clipped to the sentence,
+    where the real edge gives the same zero padding as whole-sentence decoding) and cut to
+    its own `(e - s) * hop` samples, so the pieces joined equal `decode(z)`.
+    """
+    if z.ndim != 3 or z.shape[0] != 1:
+        raise ValueError(f"latent must be [1, C, T], got shape {tuple(z.shape)}")
+    for s, e in windows:
+        yield decode_window(z, decode, context, s, e, hop)
+
+
+def decode_window(
+    z: np.ndarray, decode: DecodeFn, context: tuple[int, int], s: int, e: int, hop: int
+) -> np.ndarray:
+    """The audio of frames `[s, e)` of `z`, decoded with `context` frames around it."""
+    n_frames = z.shape[2]
+    left, right = context
+    if not 0 <= s < e <= n_frames:
+        raise ValueError(f"window [{s}, {e}) outside the latent's {n_frames} frames")
+    lo, hi = max(0, s - left), min(n_frames, e + right)
+    audio = np.asarray(decode(np.ascontiguousarray(z[:, :, lo:hi]))).reshape(-1)
+    expected = (hi - lo) * hop
+    if audio.shape[0] != expected:
+        raise ValueError(
+            f"decoder gave {audio.shape[0]} samples for {hi - lo} frames, "
+            f"expected {expected} (hop {hop})"
+        )
+    return audio[(s - lo) * hop : (e - lo) * hop]
+
+
+StageFn = Callable[[np.ndarray], np.ndarray]
+"""Run one decoder stage on an input slice `[1, C, n]`, giving `[1, C', n * rate]`."""
+
+
+@dataclass(frozen=True)
+class DecoderStage:
+    """A decoder stage to run (`run`) with its shape (`rate`, context: `StageShape`)."""
+
+    run: StageFn
+    shape: StageShape
+
+
+class StagedDecoding:
+    """Exact incremental decoding of one latent through a chain of decoder stages.
+
+    Windowed decoding through the whole decoder must feed every window the full receptive
+    field (13 latent frames each side for JP-Extra) and recompute all of it at every layer:
+    with small windows that is more work than the window itself. Here the decoder runs
+    stage by stage (`DecoderGeometry.stages`) and each stage's output is kept: a stage
+    continues from where it stopped and recomputes only its own context, read from the
+    previous stage's kept output. Each intermediate tensor is clipped at the sentence's
+    real edges, so its zero padding there is the whole-sentence decoder's; so the audio of
+    frames `[0, e)` asked for in any steps equals whole-sentence decoding (float rounding
+    of the kernels aside).
+
+    `audio_until(e)` returns the samples of frames `[previous e, e)`. Kept tensors are
+    trimmed to what later calls can still read (about the stage's left context)."""
+
+    def __init__(self, z: np.ndarray, stages: Sequence[DecoderStage]) -> None:
+        if z.ndim != 3 or z.shape[0] != 1:
+            raise ValueError(f"latent must be [1, C, T], got shape {tuple(z.shape)}")
+        if not stages:
+            raise ValueError("a staged decoder needs at least one stage")
+        self.stages = list(stages)
+        self.frames = int(z.shape[2])
+        # Input lengths per stage (in that stage's own samples), and what is kept of each.
+        self._lengths = [self.frames]
+        for st in self.stages[:-1]:
+            self._lengths.append(self._lengths[-1] * st.shape.rate)
+        self.hop = math.prod(st.shape.rate for st in self.stages)
+        self._inputs: list[np.ndarray] = [z] + [z[:, :0, :0]] * (len(self.stages) - 1)
+        self._offsets = [0] * len(self.stages)  # global index of each kept input's first sample
+        self._known = [self.frames] + [0] * (len(self.stages) - 1)  # input samples known exactly
+        self._done = [0] * len(self.stages)  # input samples whose output was produced
+        self.frames_done = 0
+        self.calls = 0
+
+    def audio_until(self, end: int) -> np.ndarray:
+        """Audio samples of frames `[frames_done, end)` (1-D, the decoder's dtype)."""
+        if not self.frames_done <= end <= self.frames:
+            raise ValueError(
+                f"frames [{self.frames_done}, {end}) outside the latent's {self.frames}"
+            )
+        # Walk back: how far each stage must get so that the last one reaches `end`.
+        want = [0] * len(self.stages)
+        need = end * self.hop  # output samples of the last stage
+        for j in range(len(self.stages) - 1, -1, -1):
+            shape = self.stages[j].shape
+            want[j] = max(self._done[j], -(-need // shape.rate))
+            need = min(self._lengths[j], want[j] + shape.right) if want[j] > self._done[j] else 0
+        out = np.zeros(0, np.float32)
+        for j, stage in enumerate(self.stages):
+            out = self._advance(j, stage, want[j])
+        self.frames_done = end
+        return out.reshape(-1)
+
+    def _advance(self, j: int, stage: DecoderStage, want: int) -> np.ndarray:
+        """Run stage `j` so that its output covers input samples `[done, want)`; hand that
+        output to the next stage (or return it, for the last stage)."""
+        shape, n = stage.shape, self._lengths[j]
+        done = self._done[j]
+        if want <= done:
+            new = np.zeros((1, 1, 0), np.float32)
+        else:
+            lo = max(0, done - shape.left)
+            hi = min(n, want + shape.right)
+            if hi > self._known[j] or lo < self._offsets[j]:
+                raise RuntimeError(f"stage {j}: input [{lo}, {hi}) not available")
+            x = self._inputs[j]
+            y = stage.run(
+                np.ascontiguousarray(x[:, :, lo - self._offsets[j] : hi - self._offsets[j]])
+            )
+            self.calls += 1
+            if y.ndim != 3 or y.shape[2] != (hi - lo) * shape.rate:
+                raise ValueError(
+                    f"decoder stage {j} gave shape {tuple(y.shape)} for {hi - lo} input "
+                    f"samples, expected {(hi - lo) * shape.rate} samples (rate {shape.rate})"
+                )
+            new = y[:, :, (done - lo) * shape.rate : (want - lo) * shape.rate]
+            self._done[j] = want
+            # Later calls start reading at done - left: drop what lies before.
+            keep = max(0, want - shape.left) - self._offsets[j]
+            if keep > 0:
+                self._inputs[j] = x[:, :, keep:]
+                self._offsets[j] += keep
+        if j + 1 < len(self.stages) and new.shape[2]:
+            kept = self._inputs[j + 1]
+            self._inputs[j + 1] = new if kept.shape[2] == 0 else np.concatenate([kept, new], axis=2)
+            self._known[j + 1] = self._done[j] * shape.rate
+        return new
+
+
+# --------------------------------------------------------------------- sentence streaming ---
+
+
+@dataclass(frozen=True)
+class StreamingPlans:
+    """Window plans for the first sentence of a render call and for the sentences after it.
+
+    Adaptive plans start small (latency) and then size each window from the audio already
+    queued ahead of a real-time player (`PlaybackClock`, shared across the sentences of a
+    request) and the measured decoding speed: as large as can be decoded before that audio
+    runs out (less repeated context), never smaller than `first`."""
+
+    first: WindowPlan = WindowPlan(first=24, growth=2.0, largest=512, min_tail=16, adaptive=True)
+    later: WindowPlan = WindowPlan(first=24, growth=2.0, largest=512, min_tail=16, adaptive=True)
+
+    @classmethod
+    def for_first_window(cls, first: int) -> StreamingPlans | None:
+        """Default plans with a first decoder window of `first` frames; None for 0 (whole
+        sentences only)."""
+        if first <= 0:
+            return None
+        if first == cls.first.first:
+            return cls()
+        return cls(
+            first=WindowPlan(first=first, growth=2.0, largest=512, min_tail=16, adaptive=True)
+        )
+
+
+def _silent_run(audio: np.ndarray, sample_rate: int, peak: float, from_end: bool) -> int:
+    """Samples of silence (whole 10 ms windows below 2 % of `peak`) at one end of `audio`
+    (the rule `engine.neural.silent_edges` uses, with the peak given)."""
+    n = len(audio)
+    if n == 0:
+        return 0
+    if peak <= 0.0:
+        return n
+    win = max(1, round(0.01 * sample_rate))
+    n_win = (n + win - 1) // win
+    padded = np.zeros(n_win * win, np.float32)
+    if from_end:
+        padded[n_win * win - n :] = np.abs(audio)  # align windows to the end
+    else:
+        padded[:n] = np.abs(audio)
+    loud = padded.reshape(n_win, win).max(axis=1) >= 0.02 * peak
+    if not loud.any():
+        return n
+    k = int(np.argmax(loud[::-1])) if from_end else int(np.argmax(loud))
+    return min(n, k * win)
+
+
+class PlaybackClock:
+    """How much audio handed out is still ahead of a real-time player that starts with the
+    first piece (and waits, without skipping, when a piece comes late). Shared by the
+    sentences of one request, with the decoding speed last measured."""
+
+    def __init__(self) -> None:
+        self.start: float | None = None  # when the player would have started (shifted by stalls)
+        self.handed_out = 0.0  # seconds of audio handed out
+        self.per_frame: float | None = None  # seconds to decode one frame (with context)
+        self.last_size = 0  # frames in the last window
+
+    def ahead(self) -> float:
+        """Seconds of audio handed out but not yet played (0 if the player is waiting)."""
+        if self.start is None:
+            return 0.0
+        ahead = self.handed_out - (time.perf_counter() - self.start)
+        if ahead < 0:  # the player ran dry and waited: it resumes with the next piece
+            self.start -= ahead
+            ahead = 0.0
+        return ahead
+
+    def hand_out(self, seconds: float) -> None:
+        self.ahead()  # account for any stall first
+        if self.start is None:
+            self.start = time.perf_counter()
+        self.handed_out += seconds
+
+
+SAFETY = 0.9
+"""Fraction of the audio already ahead of the player that the next window may take to decode."""
+
+
+class WindowedSentence:
+    """One sentence decoded window by window (a backend with `latent`/`decode`/`context`).
+
+    `pieces()` yields `(samples, final)`: float32 audio in [-1, 1], the last one with
+    `final=True`. Edge trimming follows `NeuralVoice` with what is known when a window is
+    ready: leading silence (if `trim_lead`) is cut from the first window against that
+    window's peak, trailing silence (if `trim_trail`) from the last window against the
+    sentence's peak, each keeping `margin` samples. `lead_in` samples of silence go before
+    the first piece. After `pieces()` is exhausted, `durations` (frames per phone id, or
+    None) and `trail` / `trail_cut` (trailing silent samples measured in the last window /
+    removed) are set.
+    """
+
+    def __init__(
+        self,
+        synth: object,
+        inputs: object,
+        params: object,
+        noise: object,
+        plan: WindowPlan,
+        *,
+        sample_rate: int,
+        trim_lead: bool,
+        trim_trail: bool,
+        margin: int,
+        lead_in: int = 0,
+        clock: PlaybackClock | None = None,
+    ) -> None:
+        self.synth, self.inputs, self.params, self.noise = synth, inputs, params, noise
+        self.plan = plan
+        self.sample_rate = sample_rate
+        self.trim_lead, self.trim_trail = trim_lead, trim_trail
+        self.margin = margin
+        self.lead_in = lead_in
+        self.clock = clock if clock is not None else PlaybackClock()
+        self.windows: list[tuple[int, int]] = []
+        self.durations: np.ndarray | None = None
+        self.trail = 0
+        self.trail_cut = 0
+
+    def _next_size(self, previous: int, context: int, frame_s: float) -> int:
+        """Frames for the next window (see `WindowPlan.adaptive`)."""
+        plan, clock = self.plan, self.clock
+        if not plan.adaptive or clock.per_frame is None:
+            return plan.grown(previous) if previous else plan.first
+        if clock.per_frame >= frame_s:  # slower than real time: favour throughput
+            return plan.grown(previous or clock.last_size or plan.first)
+        budget = int(clock.ahead() * SAFETY / clock.per_frame) - context
+        if previous:
+            budget = max(budget, math.ceil(previous * plan.min_growth))
+        return max(plan.first, min(plan.largest, budget))
+
+    def pieces(self) -> Iterator[tuple[np.ndarray, bool]]:
+        synth = self.synth
+        plan, clock = self.plan, self.clock
+        latent = synth.latent(self.inputs, self.params, self.noise)  # type: ignore[attr-defined]
+        self.durations = latent.durations
+        n = latent.frames
+        left, right = synth.context  # type: ignore[attr-defined]
+        hop = synth.hop_length  # type: ignore[attr-defined]
+        sr = self.sample_rate
+        frame_s = hop / sr
+
+        def decode(z: np.ndarray) -> np.ndarray:
+            return synth.decode(latent, z)  # type: ignore[attr-defined]
+
+        # A backend that can decode stage by stage recomputes only a few samples per stage
+        # at each window boundary instead of the whole receptive field (`StagedDecoding`).
+        make_staged = getattr(synth, "staged", None)
+        staged: StagedDecoding | None = make_staged(latent) if make_staged is not None else None
+        overlap = 0 if staged is not None else left + right
+        peak = 0.0
+        start = 0
+        size = self._next_size(0, overlap, frame_s)
+        while start < n:
+            end = plan.end_of(start, size, n)
+            t0 = time.perf_counter()
+            if staged is not None:
+                audio = staged.audio_until(end)
+                computed = end - start
+            else:
+                audio = decode_window(latent.z, decode, (left, right), start, end, hop)
+                computed = min(n, end + right) - max(0, start - left)
+            clock.per_frame = (time.perf_counter() - t0) / max(1, computed)
+            clock.last_size = end - start
+            self.windows.append((start, end))
+            audio = np.clip(np.asarray(audio, np.float32), -1.0, 1.0)
+            peak = max(peak, float(np.abs(audio).max()) if audio.size else 0.0)
+            last = end == n
+            lo, hi = 0, len(audio)
+            if start == 0 and self.trim_lead:
+                lo = max(0, _silent_run(audio, sr, peak, from_end=False) - self.margin)
+            if last:
+                self.trail = _silent_run(audio[lo:], sr, peak, from_end=True)
+                if self.trim_trail:
+                    self.trail_cut = max(0, self.trail - self.margin)
+                    hi = len(audio) - self.trail_cut
+            body = audio[lo:hi]
+            if start == 0 and self.lead_in > 0:
+                body = np.concatenate([np.zeros(self.lead_in, np.float32), body])
+            clock.hand_out(len(body) / sr)
+            yield body, last
+            start = end
+            size = self._next_size(clock.last_size, overlap, frame_s)
+        _LOGGER.debug("sentence decoded in windows %s", self.windows)

@@ -1,0 +1,76 @@
+"""The seam between the public API (`TTS`, `Speaker`) and each kind of voice.
+
+A *voice backend* turns already-split sentences into float audio. Everything that is the
+same for every kind of voice — text rewriting, sentence splitting, locking, int16 conversion,
+async wrappers — lives in `speaker.py`, so a new kind of voice only implements `Voice`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class SynthesisOptions:
+    """Per-request generation options, with hayakoe's names and defaults."""
+
+    style: str = "Neutral"
+    style_weight: float = 1.0
+    speed: float = 1.0
+    """Speaking-rate factor: 2.0 is twice as fast. (Neural voices use length_scale = 1/speed.)"""
+    sdp_ratio: float = 0.2
+    noise: float = 0.6
+    noise_w: float = 0.8
+    pitch_scale: float = 1.0
+    intonation_scale: float = 1.0
+    speaker_id: int = 0
+    seed: int | None = None
+    """Same seed → same samples, run after run, on the same backend."""
+    sentence_silence: float | None = None
+    """Seconds of silence between sentences; None lets the voice decide (predicted pauses)."""
+    extra: dict = field(default_factory=dict)
+
+    def merged(self, **overrides: object) -> SynthesisOptions:
+        """A copy with the given fields replaced (None values are ignored)."""
+        return replace(self, **{k: v for k, v in overrides.items() if v is not None})
+
+
+@dataclass
+class AudioPiece:
+    """A piece of float32 mono audio in [-1, 1] produced by a voice.
+
+    `sentence` is the index of the sentence it belongs to; `final` is True on the last piece
+    of that sentence (pieces may be whole sentences or windows inside one).
+    """
+
+    samples: np.ndarray
+    sentence: int
+    final: bool = True
+
+
+@runtime_checkable
+class Voice(Protocol):
+    """What every voice backend provides. Implementations must be thread-safe only under
+    the per-speaker lock that `Speaker` holds (one call at a time per voice)."""
+
+    name: str
+    sample_rate: int
+    styles: Sequence[str]
+    description: str
+    attribution_name: str
+    attribution_url: str
+    version: str | None
+    """The voice's own version (from its config), or None when it has none."""
+    sentence_pause: float | None
+    """Seconds of silence between batches of sentences rendered separately (text arriving in
+    deltas); None leaves the choice to `Speaker` (`DEFAULT_STREAM_PAUSE`)."""
+
+    def render(self, sentences: Sequence[str], options: SynthesisOptions) -> Iterator[AudioPiece]:
+        """Yield audio for `sentences` in order, including any pause the voice wants
+        between sentences (at the start of the following sentence's first piece). The
+        generator may be closed early; it must then release what it holds."""
+        ...

@@ -1,0 +1,1 @@
+"""Tests of the deploy part (see tests/__init__.py)."""

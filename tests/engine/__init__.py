@@ -1,0 +1,1 @@
+"""Tests of the engine part (see tests/__init__.py)."""

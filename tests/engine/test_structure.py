@@ -1,0 +1,187 @@
+"""The code's shape, checked: no import cycle among the project's modules, and hayakoe's
+repository layout spelled only in `engine/layout.py`.
+
+The import graph is read with `ast` from every module of `engine/` and `wyoming_hayakoe/`:
+every import statement counts, also those inside functions (deferred imports), except those
+under ``if TYPE_CHECKING:`` (never run). Importing ``a.b.c`` also runs the packages ``a.b``
+and ``a`` unless the importer is inside them already, so those count as edges too.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+from tests.helpers.paths import REPO_ROOT
+
+PACKAGES = ("engine", "wyoming_hayakoe")
+LAYOUT_MODULE = REPO_ROOT / "engine" / "layout.py"
+# Code (not docs) that may not spell a layout path: the engine, the server, the tools.
+LAYOUT_CHECKED = ("engine", "wyoming_hayakoe", "benchmarks", "docker")
+
+
+def _modules() -> dict[str, Path]:
+    found: dict[str, Path] = {}
+    for package in PACKAGES:
+        for path in sorted((REPO_ROOT / package).rglob("*.py")):
+            parts = list(path.relative_to(REPO_ROOT).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            found[".".join(parts)] = path
+    return found
+
+
+def _is_package(path: Path) -> bool:
+    return path.name == "__init__.py"
+
+
+def _runtime_imports(tree: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
+    """Import statements that can run (everything but `if TYPE_CHECKING:` bodies)."""
+    for node in ast.iter_child_nodes(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            yield from (n for s in node.orelse for n in _runtime_imports_in(s))
+            continue
+        yield from _runtime_imports_in(node)
+
+
+def _runtime_imports_in(node: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        yield node
+        return
+    yield from _runtime_imports(node)
+
+
+def import_graph() -> dict[str, set[str]]:
+    """module → project modules it imports (directly or by running their packages)."""
+    modules = _modules()
+    graph: dict[str, set[str]] = {name: set() for name in modules}
+    for name, path in modules.items():
+        package = name if _is_package(path) else name.rpartition(".")[0]
+        targets: list[str] = []
+        for node in _runtime_imports(ast.parse(path.read_text("utf-8"))):
+            if isinstance(node, ast.Import):
+                targets += [alias.name for alias in node.names]
+                continue
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")
+                anchor = anchor[: len(anchor) - (node.level - 1)]
+                base = ".".join(anchor + ([base] if base else []))
+            for alias in node.names:
+                full = f"{base}.{alias.name}"
+                targets.append(full if full in modules else base)
+        for target in targets:
+            if target.split(".")[0] not in PACKAGES:
+                continue
+            parts = target.split(".")
+            for i in range(1, len(parts) + 1):
+                prefix = ".".join(parts[:i])
+                # A package the importer lives in is being imported already: no new edge.
+                if prefix in modules and not (name == prefix or name.startswith(prefix + ".")):
+                    graph[name].add(prefix)
+    return graph
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import cycle as [a, b, ..., a], or None."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                return path[path.index(nxt) :] + [nxt]
+            if nxt not in state:
+                found = visit(nxt)
+                if found:
+                    return found
+        path.pop()
+        state[node] = 2
+        return None
+
+    for start in sorted(graph):
+        if start not in state:
+            found = visit(start)
+            if found:
+                return found
+    return None
+
+
+def test_the_import_graph_is_read() -> None:
+    graph = import_graph()
+    # A few edges known to exist, so a broken reader cannot pass by finding nothing.
+    assert "engine.layout" in graph["engine.neural.loader"]
+    assert "engine.synth.export" in graph["engine.neural.loader"]  # deferred import
+    assert (
+        "engine.bert" in graph["engine.synth.ort_cache"]
+        or "engine.sources" in graph["engine.synth.ort_cache"]
+    )
+    assert "engine" in graph["wyoming_hayakoe.server"]
+    assert graph["engine.layout"] == set(), "engine/layout.py must stay a leaf"
+
+
+def test_a_planted_cycle_is_found() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}
+    assert find_cycle(graph) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_no_import_cycle() -> None:
+    cycle = find_cycle(import_graph())
+    assert cycle is None, "import cycle: " + " → ".join(cycle or [])
+
+
+def test_the_engine_does_not_import_the_server() -> None:
+    graph = import_graph()
+    leaks = {m: sorted(t for t in ts if t.startswith("wyoming_hayakoe")) for m, ts in graph.items()}
+    assert {m: t for m, t in leaks.items() if m.startswith("engine") and t} == {}
+
+
+# -- the layout in one place ---------------------------------------------------------------
+
+_LAYOUT_TEXT = re.compile(
+    r"(^|[^\w])(onnx|pytorch)/(speakers|bert)\b|\bbert/tokenizer\b|lemondouble/hayakoe"
+)
+_LAYOUT_PARTS = {"onnx", "pytorch", "speakers"}
+
+
+def layout_spellings(path: Path) -> list[str]:
+    """String constants in code (docstrings and bare string statements excepted) that spell a
+    layout path, and path joins with a layout folder name (``root / "onnx" / ...``)."""
+    tree = ast.parse(path.read_text("utf-8"))
+    docs = {
+        id(node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+    }
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs:
+            if _LAYOUT_TEXT.search(node.value):
+                found.append(f"{path.relative_to(REPO_ROOT)}:{node.lineno}: {node.value!r}")
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+            for side in (node.left, node.right):
+                if isinstance(side, ast.Constant) and side.value in _LAYOUT_PARTS:
+                    found.append(f"{path.relative_to(REPO_ROOT)}:{side.lineno}: / {side.value!r}")
+    return found
+
+
+def test_layout_spellings_are_found() -> None:
+    # The checker itself: layout.py spells the layout, so it must be found there.
+    found = layout_spellings(LAYOUT_MODULE)
+    assert any("onnx/bert/q8" in f for f in found) and any("lemondouble" in f for f in found)
+
+
+def test_no_layout_path_outside_engine_layout() -> None:
+    found = [
+        hit
+        for folder in LAYOUT_CHECKED
+        for path in sorted((REPO_ROOT / folder).rglob("*.py"))
+        if path != LAYOUT_MODULE
+        for hit in layout_spellings(path)
+    ]
+    assert found == [], "layout spelled outside engine/layout.py:\n" + "\n".join(found)

@@ -1,0 +1,8 @@
+"""Shared test helpers (import as `tests.helpers.<module>`; fixtures live in tests/conftest.py).
+
+- `paths`: the repository root and the test data folder
+- `net`: a free loopback port, a closed endpoint
+- `stores`: a loopback stand-in Hugging Face Hub, a moto S3 server, hayakoe-layout trees
+- `voices`: small neural voices, hayakoe-layout roots, a stand-in BERT
+- `speakers`: waiting on a speaker's lock
+"""

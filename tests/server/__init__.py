@@ -1,0 +1,1 @@
+"""Tests of the server part (see tests/__init__.py)."""

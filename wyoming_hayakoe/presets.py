@@ -1,0 +1,274 @@
+"""Presets: named bundles of voice, style and options, served as Wyoming voices of their own.
+
+Home Assistant passes only a voice name to a Wyoming TTS (no speed, no volume), so an
+automation that wants an alarm to sound like an alarm says ``voice: alarm`` and gets
+everything the preset holds::
+
+    --preset alarm=openjtalk-mei:High,volume=6dB,lead_silence=0.5,output_rate=16000
+
+Flow (one way): ``--preset`` text → `Preset` (typed, validated in `parse_settings`; unknown
+keys and bad values are refused there, naming the preset and the key) → `PresetVoice`
+(checked against the loaded voices at start: voice, style, chime file) → the handler passes
+its synthesis options and `engine.OutputOptions` to the speaker.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import math
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from engine import Chime, OutputOptions, Speaker, WavError
+
+from .flags import (
+    OutputDefaults,
+    SettingsError,
+    SynthesisDefaults,
+    _loudness,
+    _non_negative_float,
+    _output_rate,
+    _positive_float,
+    _silence,
+    _volume,
+    _wav_file,
+)
+
+__all__ = [
+    "PRESET_KEYS",
+    "Preset",
+    "PresetError",
+    "PresetVoice",
+    "output_options",
+    "parse_presets",
+    "resolve_presets",
+]
+
+_LOGGER = logging.getLogger(__name__)
+
+STYLE_SEPARATOR = ":"
+
+_SYNTHESIS_KEYS: dict[str, Callable[[str], Callable[[str], Any]]] = {
+    "speed": _positive_float,
+    "sentence_silence": _non_negative_float,
+    "sdp_ratio": _non_negative_float,
+    "noise": _non_negative_float,
+    "noise_w": _non_negative_float,
+    "style_weight": _non_negative_float,
+    "pitch_scale": _positive_float,
+    "intonation_scale": _non_negative_float,
+}
+_OUTPUT_KEYS: dict[str, Callable[[str], Callable[[str], Any]]] = {
+    "volume": _volume,
+    "loudness": _loudness,
+    "lead_silence": _silence,
+    "tail_silence": _silence,
+    "output_rate": _output_rate,
+    "chime": _wav_file,
+}
+PRESET_KEYS = tuple(_SYNTHESIS_KEYS) + tuple(_OUTPUT_KEYS)
+"""Every key a preset accepts (``-`` may be written for ``_``)."""
+
+assert set(_SYNTHESIS_KEYS) == {f.name for f in fields(SynthesisDefaults)}
+assert set(_OUTPUT_KEYS) == {f.name for f in fields(OutputDefaults)}
+
+
+class PresetError(SettingsError):
+    """A preset that cannot be served; the message names the preset (and the key)."""
+
+
+@dataclass(frozen=True)
+class Preset:
+    """One ``--preset``, parsed and validated (not yet checked against the loaded voices)."""
+
+    name: str
+    """The Wyoming voice name it is served as."""
+    voice: str
+    """The engine voice that speaks it."""
+    style: str | None = None
+    """Its style; None: the server's default style for that voice."""
+    synthesis: SynthesisDefaults = SynthesisDefaults()
+    """Synthesis options it sets (over the server-wide ones)."""
+    output: OutputDefaults = OutputDefaults()
+    """Output shaping it sets (over the server-wide flags)."""
+
+    @staticmethod
+    def parse(text: str) -> Preset:
+        """``NAME=VOICE[:STYLE],KEY=VALUE,...``; `PresetError` names what is wrong."""
+        label = f"--preset {text!r}"
+        name, sep, body = text.partition("=")
+        name = name.strip()
+        if not sep or not name:
+            raise PresetError(f"{label}: expected NAME=VOICE[:STYLE],KEY=VALUE,...")
+        if STYLE_SEPARATOR in name or "," in name or any(c.isspace() for c in name):
+            raise PresetError(f"--preset {name!r}: a preset name has no ':', ',' or spaces")
+        label = f"--preset {name!r}"
+        head, *items = body.split(",")
+        voice, _, style = (
+            head.strip().rpartition(STYLE_SEPARATOR)
+            if STYLE_SEPARATOR in head
+            else (head.strip(), "", "")
+        )
+        voice, style = voice.strip(), style.strip()
+        if not voice:
+            raise PresetError(f"{label}: the voice is empty (expected {name}=VOICE[:STYLE],...)")
+        if STYLE_SEPARATOR in head and not style:
+            raise PresetError(f"{label}: the style after ':' is empty")
+        synthesis: dict[str, Any] = {}
+        output: dict[str, Any] = {}
+        for item in items:
+            key, eq, value = item.partition("=")
+            key = key.strip().replace("-", "_")
+            if not key and not eq:
+                continue  # a trailing comma
+            if not eq:
+                raise PresetError(f"{label}: {item.strip()!r} is not KEY=VALUE")
+            if key not in PRESET_KEYS:
+                raise PresetError(
+                    f"{label}: unknown key {key!r}; known keys: {', '.join(PRESET_KEYS)}"
+                )
+            if key in synthesis or key in output:
+                raise PresetError(f"{label}: key {key!r} is given twice")
+            table, target = (
+                (_SYNTHESIS_KEYS, synthesis) if key in _SYNTHESIS_KEYS else (_OUTPUT_KEYS, output)
+            )
+            if not value.strip():
+                raise PresetError(f"{label}: key {key!r} has no value")
+            try:
+                target[key] = table[key](f"{label}: {key}")(value.strip())
+            except argparse.ArgumentTypeError as exc:
+                raise PresetError(str(exc)) from None
+        return Preset(
+            name, voice, style or None, SynthesisDefaults(**synthesis), OutputDefaults(**output)
+        )
+
+    @property
+    def target(self) -> str:
+        """``VOICE`` or ``VOICE:STYLE`` as written."""
+        return f"{self.voice}{STYLE_SEPARATOR}{self.style}" if self.style else self.voice
+
+    def summary(self) -> str:
+        """What the preset changes, in a few words (for `describe`)."""
+        bits = [f"{k.replace('_', ' ')} {v:g}" for k, v in self.synthesis.as_options().items()]
+        out = self.output
+        if out.volume is not None:
+            bits.append(f"volume {20 * math.log10(out.volume):+.1f} dB")
+        if out.loudness is not None:
+            bits.append(f"loudness {out.loudness:g} LUFS")
+        if out.output_rate is not None:
+            bits.append(f"{out.output_rate} Hz")
+        if out.lead_silence:
+            bits.append(f"{out.lead_silence:g} s lead-in")
+        if out.tail_silence:
+            bits.append(f"{out.tail_silence:g} s tail")
+        if out.chime is not None:
+            bits.append(f"chime {out.chime.name}")
+        return ", ".join(bits)
+
+
+def parse_presets(texts: Iterable[str]) -> tuple[Preset, ...]:
+    """Every ``--preset``, refusing two with the same name (case-insensitively)."""
+    presets: list[Preset] = []
+    for text in texts:
+        preset = Preset.parse(text)
+        if any(p.name.casefold() == preset.name.casefold() for p in presets):
+            raise PresetError(f"--preset {preset.name!r} is defined twice")
+        presets.append(preset)
+    return tuple(presets)
+
+
+@dataclass(frozen=True)
+class PresetVoice:
+    """A preset checked against the loaded voices: what a request for it gets."""
+
+    name: str
+    speaker: Speaker
+    style: str
+    options: Mapping[str, Any] = field(default_factory=dict)
+    """Synthesis options (server-wide ones already merged in)."""
+    output: OutputOptions = OutputOptions()
+    description: str = ""
+
+
+def output_options(
+    defaults: OutputDefaults, chimes: dict[Path, Chime] | None = None
+) -> OutputOptions:
+    """The engine's `OutputOptions` for these values (the server-wide flags, or a preset's
+    merged over them); reads the chime file (`SettingsError` naming ``--chime``)."""
+    chime = None
+    if defaults.chime is not None:
+        cache = chimes if chimes is not None else {}
+        chime = cache.get(defaults.chime)
+        if chime is None:
+            try:
+                chime = cache[defaults.chime] = Chime.from_wav(defaults.chime)
+            except WavError as exc:
+                raise SettingsError(f"--chime: {exc}") from None
+    return OutputOptions(
+        volume=defaults.volume if defaults.volume is not None else 1.0,
+        loudness=defaults.loudness,
+        lead_silence=defaults.lead_silence or 0.0,
+        tail_silence=defaults.tail_silence or 0.0,
+        sample_rate=defaults.output_rate,
+        chime=chime,
+    )
+
+
+def resolve_presets(
+    presets: Iterable[Preset],
+    speakers: Mapping[str, Speaker],
+    *,
+    synthesis: SynthesisDefaults | None = None,
+    output: OutputDefaults | None = None,
+    default_style: Callable[[Speaker], str] | None = None,
+    taken: Iterable[str] = (),
+) -> dict[str, PresetVoice]:
+    """Check each preset against the loaded `speakers` and build what its requests get.
+
+    `taken` are the voice names already served (a preset may not hide one);
+    `default_style` picks the style of a preset that names none.
+    """
+    synthesis = synthesis or SynthesisDefaults()
+    output = output or OutputDefaults()
+    reserved = {n.casefold() for n in taken}
+    chimes: dict[Path, Chime] = {}
+    resolved: dict[str, PresetVoice] = {}
+    for preset in presets:
+        label = f"--preset {preset.name!r}"
+        if preset.name.casefold() in reserved:
+            raise PresetError(f"{label}: the name is already a voice; choose another")
+        speaker = speakers.get(preset.voice)
+        if speaker is None:
+            raise PresetError(
+                f"{label}: voice {preset.voice!r} is not loaded (loaded: {', '.join(speakers)})"
+            )
+        if preset.style is None:
+            style = default_style(speaker) if default_style else speaker.default_style
+        elif preset.style in speaker.styles:
+            style = preset.style
+        else:
+            styles = ", ".join(speaker.styles)
+            raise PresetError(
+                f"{label}: voice {speaker.name} has no style {preset.style!r} (styles: {styles})"
+            )
+        try:
+            out = output_options(output.merged(preset.output), chimes)
+        except ValueError as exc:  # a chime that is not a WAV file, ...
+            raise PresetError(f"{label}: {str(exc).removeprefix('--')}") from None
+        summary = preset.summary()
+        description = f"{preset.name}: preset of {speaker.name} [{style}]" + (
+            f" — {summary}" if summary else ""
+        )
+        resolved[preset.name] = PresetVoice(
+            name=preset.name,
+            speaker=speaker,
+            style=style,
+            options={**synthesis.as_options(), **preset.synthesis.as_options()},
+            output=out,
+            description=description,
+        )
+        reserved.add(preset.name.casefold())
+    return resolved
