@@ -91,7 +91,7 @@ def find_decoder_cut(model: Any) -> DecoderCut:
     for name in src.input:
         node = producer.get(name)
         k = _kernel(graph, node, inits) if node is not None else None
-        if k is None:
+        if k is None or node is None:
             continue
         if k[2] == 1:
             cond = (node, k)
