@@ -71,9 +71,8 @@ class VoiceCatalog:
             raise ValueError("VoiceCatalog needs at least one speaker")
         self.speakers = dict(speakers)
         if default_voice not in self.speakers:
-            raise ValueError(
-                f"default voice {default_voice!r} is not loaded (loaded: {', '.join(self.speakers)})"
-            )
+            loaded = ", ".join(self.speakers)
+            raise ValueError(f"default voice {default_voice!r} is not loaded (loaded: {loaded})")
         self.default_voice = default_voice
         self.default_style = default_style
         self.presets = dict(presets or {})
@@ -222,7 +221,9 @@ def build_info(catalog: VoiceCatalog, *, streaming: bool) -> Info:
         )
     program = TtsProgram(
         name=PROGRAM_NAME,
-        description="Japanese text-to-speech (Style-Bert-VITS2 JP-Extra voices, hayakoe-compatible)",
+        description=(
+            "Japanese text-to-speech (Style-Bert-VITS2 JP-Extra voices, hayakoe-compatible)"
+        ),
         attribution=Attribution(name="wyoming-hayakoe", url=PROGRAM_URL),
         installed=True,
         version=__version__,

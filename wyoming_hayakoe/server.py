@@ -237,8 +237,11 @@ async def run_server(settings: Settings) -> int:
         stopper.cancel()
         _LOGGER.info("Shutting down")
         await server.stop()
-        for sig in (signal.SIGTERM, signal.SIGINT, getattr(signal, "SIGHUP", None)):
-            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError, TypeError):
-                loop.remove_signal_handler(sig)
+        for name in ("SIGTERM", "SIGINT", "SIGHUP"):
+            signum = getattr(signal, name, None)
+            if signum is None:
+                continue
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.remove_signal_handler(signum)
     _LOGGER.info("Stopped")
     return 0

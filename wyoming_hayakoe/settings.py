@@ -124,7 +124,8 @@ def build_parser() -> argparse.ArgumentParser:
         const=DEFAULT_ZEROCONF_NAME,
         default=None,
         metavar="NAME",
-        help=f"advertise the server with zeroconf as NAME (default name: {DEFAULT_ZEROCONF_NAME}); tcp:// only",
+        help=f"advertise the server with zeroconf as NAME (default name: "
+        f"{DEFAULT_ZEROCONF_NAME}); tcp:// only",
     )
     p.add_argument("--zeroconf-interface", action="append", default=[], help=argparse.SUPPRESS)
     p.add_argument(
@@ -132,8 +133,8 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="NAME[=SOURCE]",
-        help="voice to load (repeatable): a name, or NAME=SOURCE (hf://user/repo, s3://bucket/prefix, "
-        f"file:///path, /path); default: {EMBEDDED_VOICE_NAME}",
+        help="voice to load (repeatable): a name, or NAME=SOURCE (hf://user/repo, "
+        f"s3://bucket/prefix, file:///path, /path); default: {EMBEDDED_VOICE_NAME}",
     )
     p.add_argument(
         "--default-voice", help="voice used when a request names none (default: the first --voice)"
@@ -178,7 +179,8 @@ def build_parser() -> argparse.ArgumentParser:
         type=Path,
         action="append",
         default=[],
-        help="user dictionary file (CSV or JSON; repeatable, later files win); reloaded when it changes and on SIGHUP",
+        help="user dictionary file (CSV or JSON; repeatable, later files win); "
+        "reloaded when it changes and on SIGHUP",
     )
     p.add_argument(
         "--no-rewrite",
@@ -197,26 +199,30 @@ def build_parser() -> argparse.ArgumentParser:
         "--threads",
         type=_positive_int("--threads"),
         default=None,
-        help="ONNX Runtime threads per session (default: $WYOMING_HAYAKOE_THREADS, else the usable CPUs, at most 8)",
+        help="ONNX Runtime threads per session "
+        "(default: $WYOMING_HAYAKOE_THREADS, else the usable CPUs, at most 8)",
     )
     e.add_argument(
         "--first-window",
         type=_non_negative_int("--first-window"),
         default=None,
         metavar="FRAMES",
-        help="frames in a request's first decoder window; 0 decodes whole sentences (default: $WYOMING_HAYAKOE_FIRST_WINDOW, else 24)",
+        help="frames in a request's first decoder window; 0 decodes whole sentences "
+        "(default: $WYOMING_HAYAKOE_FIRST_WINDOW, else 24)",
     )
     e.add_argument(
         "--conv2d",
         action=argparse.BooleanOptionalAction,
         default=None,
-        help="run the decoder's 1-D convolutions as 2-D ones (default: on if $WYOMING_HAYAKOE_CONV2D=1)",
+        help="run the decoder's 1-D convolutions as 2-D ones "
+        "(default: on if $WYOMING_HAYAKOE_CONV2D=1)",
     )
     e.add_argument(
         "--release-memory",
         action=argparse.BooleanOptionalAction,
         default=None,
-        help="give decoder memory back after long requests (default: on unless $WYOMING_HAYAKOE_RELEASE_MEMORY=0)",
+        help="give decoder memory back after long requests "
+        "(default: on unless $WYOMING_HAYAKOE_RELEASE_MEMORY=0)",
     )
     e.add_argument(
         "--offline",
@@ -245,13 +251,15 @@ def build_parser() -> argparse.ArgumentParser:
     o.add_argument(
         "--volume",
         type=_volume("--volume"),
-        help="gain: decibels (6dB; write --volume=-3dB for a cut) or a factor (2, 0.5); peaks are limited, never clipped",
+        help="gain: decibels (6dB; write --volume=-3dB for a cut) or a factor (2, 0.5); "
+        "peaks are limited, never clipped",
     )
     o.add_argument(
         "--loudness",
         type=_loudness("--loudness"),
         metavar="LUFS",
-        help="normalise to this integrated loudness (e.g. -16); streams are measured on their first sentence",
+        help="normalise to this integrated loudness (e.g. -16); "
+        "streams are measured on their first sentence",
     )
     o.add_argument(
         "--lead-silence",
@@ -269,7 +277,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--output-rate",
         type=_output_rate("--output-rate"),
         metavar="HZ",
-        help=f"sample rate sent to clients: {', '.join(map(str, OUTPUT_RATES))} (default: the voice's own)",
+        help=f"sample rate sent to clients: {', '.join(map(str, OUTPUT_RATES))} "
+        "(default: the voice's own)",
     )
     o.add_argument(
         "--chime",
@@ -282,9 +291,10 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="NAME=VOICE[:STYLE],KEY=VALUE,...",
-        help="a named voice with its own options (repeatable), e.g. alarm=openjtalk-mei:High,volume=6dB,lead_silence=0.5; "
-        "keys: speed, sentence_silence, sdp_ratio, noise, noise_w, style_weight, pitch_scale, intonation_scale, "
-        "volume, loudness, lead_silence, tail_silence, output_rate, chime",
+        help="a named voice with its own options (repeatable), "
+        "e.g. alarm=openjtalk-mei:High,volume=6dB,lead_silence=0.5; keys: speed, "
+        "sentence_silence, sdp_ratio, noise, noise_w, style_weight, pitch_scale, "
+        "intonation_scale, volume, loudness, lead_silence, tail_silence, output_rate, chime",
     )
     p.add_argument(
         "--max-text-length",
