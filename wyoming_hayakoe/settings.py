@@ -51,6 +51,8 @@ __all__ = [
 DEFAULT_URI = "tcp://0.0.0.0:10200"
 DEFAULT_ZEROCONF_NAME = "hayakoe"
 DEFAULT_MAX_TEXT_LENGTH = 100_000
+DEFAULT_MAX_QUEUE = 10
+DEFAULT_DRAIN_TIMEOUT = 10.0
 
 
 @dataclass(frozen=True)
@@ -81,6 +83,10 @@ class Settings:
     max_text_length: int = DEFAULT_MAX_TEXT_LENGTH
     max_event_payload_bytes: int = 1 << 20
     """Largest binary payload accepted in one event (a TTS server receives no audio)."""
+    max_queue: int = DEFAULT_MAX_QUEUE
+    """Requests that may wait for one voice behind the one it is speaking; more get ``busy``."""
+    drain_timeout: float = DEFAULT_DRAIN_TIMEOUT
+    """Seconds a stopping server (SIGTERM) gives requests in flight to finish."""
     warmup: bool = True
     compile: bool | None = None
     """`torch.compile` the neural voices at start; None: on for cuda devices, off otherwise."""
@@ -230,6 +236,16 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="never contact a voice store; use the cache only (default: $HAYAKOE_OFFLINE)",
     )
+    e.add_argument(
+        "--precision",
+        choices=["auto", "fp32", "int8"],
+        default=None,
+        help=(
+            "decoder arithmetic of CPU voices: int8 (about 2-3x faster, checked against fp32), "
+            "fp32, or auto: int8 where the voice's int8 graphs passed the fidelity gate "
+            "(default: $WYOMING_HAYAKOE_PRECISION, else auto)"
+        ),
+    )
     g = p.add_argument_group("synthesis defaults (per voice when not given)")
     g.add_argument(
         "--speed",
@@ -301,6 +317,20 @@ def build_parser() -> argparse.ArgumentParser:
         type=_positive_int("--max-text-length"),
         default=DEFAULT_MAX_TEXT_LENGTH,
         help="longest text (characters) one request may carry (default: %(default)s)",
+    )
+    p.add_argument(
+        "--max-queue",
+        type=_non_negative_int("--max-queue"),
+        default=DEFAULT_MAX_QUEUE,
+        help="requests that may wait for one voice while it speaks another; one more gets an "
+        "error 'busy' at once (default: %(default)s)",
+    )
+    p.add_argument(
+        "--drain-timeout",
+        type=_non_negative_float("--drain-timeout"),
+        default=DEFAULT_DRAIN_TIMEOUT,
+        help="on SIGTERM, seconds to let requests in flight finish before closing "
+        "(default: %(default)s)",
     )
     p.add_argument("--debug", action="store_true", help="log DEBUG messages")
     p.add_argument("--log-format", default=logging.BASIC_FORMAT, help="format of log messages")
@@ -406,6 +436,8 @@ def settings_from_args(
         ),
         presets=presets,
         max_text_length=args.max_text_length,
+        max_queue=args.max_queue,
+        drain_timeout=args.drain_timeout,
         warmup=not args.no_warmup,
         compile=args.compile,
         debug=args.debug,
@@ -422,6 +454,7 @@ def _engine_options(args: argparse.Namespace, env: Mapping[str, str]) -> EngineO
         "conv2d": args.conv2d,
         "release_memory": args.release_memory,
         "offline": args.offline,
+        "precision": args.precision,
     }
     return dataclasses.replace(
         EngineOptions.from_env(env), **{k: v for k, v in given.items() if v is not None}
