@@ -26,7 +26,14 @@ import dataclasses
 import logging
 import queue
 import threading
-from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Sequence
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterable,
+    Generator,
+    Iterable,
+    Iterator,
+    Sequence,
+)
 from typing import Any
 
 import numpy as np
@@ -188,7 +195,7 @@ class Speaker:
         output: OutputOptions | None = None,
         measure_whole: bool = False,
         **options: Any,
-    ) -> AsyncIterator[AudioResult]:
+    ) -> AsyncGenerator[AudioResult, None]:
         """`stream` driven by a worker thread; text may also be an async iterable of deltas.
 
         The worker runs at most a couple of chunks ahead of the consumer (bounded memory).
@@ -205,7 +212,7 @@ class Speaker:
 
         source: str | Iterable[str]
         if isinstance(text, str) or not hasattr(text, "__aiter__"):
-            source = text  # type: ignore[assignment]
+            source = text
             feed: queue.Queue[Any] | None = None
         else:
             feed = queue.Queue()
@@ -307,7 +314,7 @@ class Speaker:
         opts: SynthesisOptions,
         cancel: threading.Event | None,
         stage: OutputStage,
-    ) -> Iterator[AudioResult]:
+    ) -> Generator[AudioResult, None, None]:
         from .text import ssml
 
         _refresh_user_dictionary()
@@ -379,7 +386,7 @@ class Speaker:
         cancel: threading.Event | None,
         stage: OutputStage,
         spoken: bool,
-    ) -> Iterator[AudioResult]:
+    ) -> Generator[AudioResult, None, bool]:
         """Render completed sentences of a delta stream; returns whether anything was heard."""
         prepared: list[str] = []
         for sentence in sentences:
@@ -397,7 +404,7 @@ class Speaker:
         stage: OutputStage,
         *,
         pause_before: bool,
-    ) -> Iterator[AudioResult]:
+    ) -> Generator[AudioResult, None, bool]:
         """Voice.render under the lock; int16 chunks (through `stage`). Returns whether any
         sound was made."""
         sr = self.sample_rate

@@ -19,7 +19,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -296,7 +296,7 @@ class HayakoeHandler(AsyncEventHandler):
 
     def _audio(
         self, resolved: Resolved, text: Any, *, measure_whole: bool = False
-    ) -> AsyncIterator[AudioResult]:
+    ) -> AsyncGenerator[AudioResult, None]:
         """The request's audio: its style, the server-wide options under a preset's, its output
         shaping (a one-shot request's loudness is measured over the whole text)."""
         options = {**self.context.options, **resolved.options}

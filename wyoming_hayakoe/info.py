@@ -72,7 +72,8 @@ class VoiceCatalog:
         self.speakers = dict(speakers)
         if default_voice not in self.speakers:
             raise ValueError(
-                f"default voice {default_voice!r} is not loaded (loaded: {', '.join(self.speakers)})"
+                f"default voice {default_voice!r} is not loaded (loaded: "
+                f"{', '.join(self.speakers)})"
             )
         self.default_voice = default_voice
         self.default_style = default_style
@@ -222,7 +223,9 @@ def build_info(catalog: VoiceCatalog, *, streaming: bool) -> Info:
         )
     program = TtsProgram(
         name=PROGRAM_NAME,
-        description="Japanese text-to-speech (Style-Bert-VITS2 JP-Extra voices, hayakoe-compatible)",
+        description=(
+            "Japanese text-to-speech (Style-Bert-VITS2 JP-Extra voices, hayakoe-compatible)"
+        ),
         attribution=Attribution(name="wyoming-hayakoe", url=PROGRAM_URL),
         installed=True,
         version=__version__,

@@ -9,7 +9,7 @@ import argparse
 import dataclasses
 import logging
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -124,7 +124,8 @@ def build_parser() -> argparse.ArgumentParser:
         const=DEFAULT_ZEROCONF_NAME,
         default=None,
         metavar="NAME",
-        help=f"advertise the server with zeroconf as NAME (default name: {DEFAULT_ZEROCONF_NAME}); tcp:// only",
+        help=f"advertise the server with zeroconf as NAME (default name: {DEFAULT_ZEROCONF_NAME}); "
+        "tcp:// only",
     )
     p.add_argument("--zeroconf-interface", action="append", default=[], help=argparse.SUPPRESS)
     p.add_argument(
@@ -132,7 +133,8 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="NAME[=SOURCE]",
-        help="voice to load (repeatable): a name, or NAME=SOURCE (hf://user/repo, s3://bucket/prefix, "
+        help="voice to load (repeatable): a name, or NAME=SOURCE (hf://user/repo, "
+        "s3://bucket/prefix, "
         f"file:///path, /path); default: {EMBEDDED_VOICE_NAME}",
     )
     p.add_argument(
@@ -197,26 +199,30 @@ def build_parser() -> argparse.ArgumentParser:
         "--threads",
         type=_positive_int("--threads"),
         default=None,
-        help="ONNX Runtime threads per session (default: $WYOMING_HAYAKOE_THREADS, else the usable CPUs, at most 8)",
+        help="ONNX Runtime threads per session (default: $WYOMING_HAYAKOE_THREADS, else the usable "
+        "CPUs, at most 8)",
     )
     e.add_argument(
         "--first-window",
         type=_non_negative_int("--first-window"),
         default=None,
         metavar="FRAMES",
-        help="frames in a request's first decoder window; 0 decodes whole sentences (default: $WYOMING_HAYAKOE_FIRST_WINDOW, else 24)",
+        help="frames in a request's first decoder window; 0 decodes whole sentences (default: "
+        "$WYOMING_HAYAKOE_FIRST_WINDOW, else 24)",
     )
     e.add_argument(
         "--conv2d",
         action=argparse.BooleanOptionalAction,
         default=None,
-        help="run the decoder's 1-D convolutions as 2-D ones (default: on if $WYOMING_HAYAKOE_CONV2D=1)",
+        help="run the decoder's 1-D convolutions as 2-D ones (default: on if "
+        "$WYOMING_HAYAKOE_CONV2D=1)",
     )
     e.add_argument(
         "--release-memory",
         action=argparse.BooleanOptionalAction,
         default=None,
-        help="give decoder memory back after long requests (default: on unless $WYOMING_HAYAKOE_RELEASE_MEMORY=0)",
+        help="give decoder memory back after long requests (default: on unless "
+        "$WYOMING_HAYAKOE_RELEASE_MEMORY=0)",
     )
     e.add_argument(
         "--offline",

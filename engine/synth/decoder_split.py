@@ -86,7 +86,8 @@ def find_decoder_cut(model: Any) -> DecoderCut:
         return DecoderCut(src.input[0], None, k[1], 0)
     if src.op_type != "Add":
         raise SplitError(f"decoder input is a {src.op_type}, expected conv_pre + cond")
-    pre = cond = None
+    pre: tuple[Any, Any] | None = None
+    cond: tuple[Any, Any] | None = None
     for name in src.input:
         node = producer.get(name)
         k = _kernel(graph, node, inits) if node is not None else None
@@ -413,7 +414,7 @@ class SplitOnnxSynthesizer(OnnxSynthesizer):
 
     def decode(self, latent: Latent, z: np.ndarray) -> np.ndarray:
         """Audio `float32 [frames·hop]` of the latent slice `z` `[1, C, frames]`."""
-        feeds = {Z_NAME: z}
+        feeds: dict[str, Any] = {Z_NAME: z}
         if self._has_g:
             feeds[G_NAME] = latent.g
         self._used = max(self._used, int(z.shape[-1]))

@@ -180,7 +180,10 @@ class TorchSynthesizer:
     def _tensors(self, inputs: SynthInputs) -> tuple[torch.Tensor, ...]:
         dev = self.device
         t = inputs.length
-        as_long = lambda a: torch.as_tensor(np.asarray(a, np.int64), device=dev).view(1, t)
+
+        def as_long(a: np.ndarray) -> torch.Tensor:
+            return torch.as_tensor(np.asarray(a, np.int64), device=dev).view(1, t)
+
         return (
             as_long(inputs.phone_ids),
             torch.tensor([t], dtype=torch.int64, device=dev),

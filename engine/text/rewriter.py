@@ -17,8 +17,9 @@ Rules, in order (input is NFKC-normalised first; examples show the rewritten tex
 5. percent: ``50%`` → ``50パーセント``; ``‰`` → ``パーミル``
 6. currency: ``$5.99`` → ``5ドル99セント``, ``100 USD`` → ``100ドル`` (also JPY, EUR, GBP);
    ``¥1,200``, ``€3`` are left to the normaliser (which reads them)
-7. units after a number: ``5km`` → ``5キロメートル``, ``60km/h`` → ``時速60キロ`` (``時速60km`` → ``時速60キロメートル``), ``kg``,
-   ``W``, ``kWh``, ``V``, ``Hz``, ``GB``, ``Mbps``, ``hPa``, ``m2`` (``㎡``), ``μg/m3``, ``min`` …
+7. units after a number: ``5km`` → ``5キロメートル``, ``60km/h`` → ``時速60キロ``
+   (``時速60km`` → ``時速60キロメートル``), ``kg``, ``W``, ``kWh``, ``V``, ``Hz``, ``GB``,
+   ``Mbps``, ``hPa``, ``m2`` (``㎡``), ``μg/m3``, ``min`` …
 8. phone numbers (also ``09012345678``, ``+81 90-…``) and postal codes (``〒100-0001``)
    digit by digit, groups joined by の (:mod:`engine.text.numbers`); a hyphen between
    numbers followed by a unit is a range (``10-20℃`` → ``10から20度``); ratios ``16:9`` →
@@ -105,12 +106,14 @@ _UNITS: dict[str, str] = {
     "kg": "キログラム", "g": "グラム", "mg": "ミリグラム",
     "L": "リットル", "l": "リットル", "mL": "ミリリットル", "ml": "ミリリットル",
     "W": "ワット", "kW": "キロワット", "Wh": "ワットアワー", "kWh": "キロワットアワー",
-    "V": "ボルト", "mV": "ミリボルト", "A": "アンペア", "mA": "ミリアンペア", "mAh": "ミリアンペアアワー",
+    "V": "ボルト", "mV": "ミリボルト", "A": "アンペア", "mA": "ミリアンペア",
+    "mAh": "ミリアンペアアワー",
     "Hz": "ヘルツ", "kHz": "キロヘルツ", "MHz": "メガヘルツ", "GHz": "ギガヘルツ",
     "dB": "デシベル", "lx": "ルクス", "lm": "ルーメン", "ppm": "ピーピーエム",
     "Pa": "パスカル", "hPa": "ヘクトパスカル", "kPa": "キロパスカル",
     "KB": "キロバイト", "kB": "キロバイト", "MB": "メガバイト", "GB": "ギガバイト",
-    "TB": "テラバイト", "bps": "ビーピーエス", "kbps": "キロビーピーエス", "Mbps": "メガビーピーエス",
+    "TB": "テラバイト", "bps": "ビーピーエス", "kbps": "キロビーピーエス",
+    "Mbps": "メガビーピーエス",
     "Gbps": "ギガビーピーエス",
     "m2": "平方メートル", "m3": "立方メートル", "km2": "平方キロメートル",
     "μg/m3": "マイクログラム毎立方メートル", "mg/L": "ミリグラム毎リットル",

@@ -262,7 +262,7 @@ def test_all_options_together(tmp_path):
     run = run_service(tmp_path, options)
     assert run.returncode == 0, run.stderr
     s = run.settings()
-    for option, (value, check, _) in CASES.items():
+    for option, (_value, check, _) in CASES.items():
         if option != "default_voice":
             assert check(s, run), option
     assert s.default_voice == "mine"
