@@ -106,3 +106,17 @@ class SynthBackend(Protocol):
         """Give back memory held between requests (called when a request's audio is done);
         a no-op for backends that hold none."""
         ...
+
+
+@dataclass
+class Latent:
+    """One sentence after the front half: latent `z` `[1, C, frames]`, conditioning `g`
+    `[1, gin, 1]` (or None), durations per phone id (or None)."""
+
+    z: np.ndarray
+    g: np.ndarray | None
+    durations: np.ndarray | None
+
+    @property
+    def frames(self) -> int:
+        return int(self.z.shape[-1])

@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from .common import NoiseSource, SynthInputs, SynthOutput, SynthParams
+from .common import Latent, NoiseSource, SynthInputs, SynthOutput, SynthParams
 from .onnx_backend import NOISE_INPUT, OnnxSynthesizer, make_noise_inputs, session_options
 from .windowed import DecoderGeometry
 
@@ -440,17 +440,3 @@ class SplitOnnxSynthesizer(OnnxSynthesizer):
         lat = self.latent(inputs, params, noise)
         audio = self.decode(lat, lat.z)
         return SynthOutput(np.asarray(audio, np.float32), lat.durations)
-
-
-@dataclass
-class Latent:
-    """One sentence after the front half: latent `z` `[1, C, frames]`, conditioning `g`
-    `[1, gin, 1]` (or None), durations per phone id (or None)."""
-
-    z: np.ndarray
-    g: np.ndarray | None
-    durations: np.ndarray | None
-
-    @property
-    def frames(self) -> int:
-        return int(self.z.shape[-1])
