@@ -237,7 +237,8 @@ async def run_server(settings: Settings) -> int:
         stopper.cancel()
         _LOGGER.info("Shutting down")
         await server.stop()
-        for sig in (signal.SIGTERM, signal.SIGINT, getattr(signal, "SIGHUP", None)):
+        hup = getattr(signal, "SIGHUP", None)  # not on every platform
+        for sig in (signal.SIGTERM, signal.SIGINT, *([hup] if hup is not None else [])):
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError, TypeError):
                 loop.remove_signal_handler(sig)
     _LOGGER.info("Stopped")

@@ -180,7 +180,8 @@ def build_parser() -> argparse.ArgumentParser:
         type=Path,
         action="append",
         default=[],
-        help="user dictionary file (CSV or JSON; repeatable, later files win); reloaded when it changes and on SIGHUP",
+        help="user dictionary file (CSV or JSON; repeatable, later files win); reloaded when it "
+        "changes and on SIGHUP",
     )
     p.add_argument(
         "--no-rewrite",
