@@ -298,7 +298,7 @@ class Speaker:
         output: OutputOptions | None,
         *,
         measure_whole: bool,
-    ) -> Iterator[AudioResult]:
+    ) -> Generator[AudioResult, None, None]:
         """`_stream` through one request's `OutputStage`, then what the stage held back."""
         stage = OutputStage(
             output or OutputOptions(), self.sample_rate, measure_whole=measure_whole

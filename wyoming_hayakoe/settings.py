@@ -9,7 +9,7 @@ import argparse
 import dataclasses
 import logging
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -252,13 +252,15 @@ def build_parser() -> argparse.ArgumentParser:
     o.add_argument(
         "--volume",
         type=_volume("--volume"),
-        help="gain: decibels (6dB; write --volume=-3dB for a cut) or a factor (2, 0.5); peaks are limited, never clipped",
+        help="gain: decibels (6dB; write --volume=-3dB for a cut) or a factor (2, 0.5); "
+        "peaks are limited, never clipped",
     )
     o.add_argument(
         "--loudness",
         type=_loudness("--loudness"),
         metavar="LUFS",
-        help="normalise to this integrated loudness (e.g. -16); streams are measured on their first sentence",
+        help="normalise to this integrated loudness (e.g. -16); streams are measured on "
+        "their first sentence",
     )
     o.add_argument(
         "--lead-silence",
@@ -276,7 +278,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--output-rate",
         type=_output_rate("--output-rate"),
         metavar="HZ",
-        help=f"sample rate sent to clients: {', '.join(map(str, OUTPUT_RATES))} (default: the voice's own)",
+        help=f"sample rate sent to clients: {', '.join(map(str, OUTPUT_RATES))} "
+        "(default: the voice's own)",
     )
     o.add_argument(
         "--chime",
@@ -289,9 +292,10 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="NAME=VOICE[:STYLE],KEY=VALUE,...",
-        help="a named voice with its own options (repeatable), e.g. alarm=openjtalk-mei:High,volume=6dB,lead_silence=0.5; "
-        "keys: speed, sentence_silence, sdp_ratio, noise, noise_w, style_weight, pitch_scale, intonation_scale, "
-        "volume, loudness, lead_silence, tail_silence, output_rate, chime",
+        help="a named voice with its own options (repeatable), e.g. "
+        "alarm=openjtalk-mei:High,volume=6dB,lead_silence=0.5; keys: speed, sentence_silence, "
+        "sdp_ratio, noise, noise_w, style_weight, pitch_scale, intonation_scale, volume, "
+        "loudness, lead_silence, tail_silence, output_rate, chime",
     )
     p.add_argument(
         "--max-text-length",
