@@ -101,8 +101,7 @@ def kanalizer_reading(word: str) -> str | None:
 
 
 def _possessive(reading: str) -> str:
-    """``'s`` as Japanese says it: キッド → キッズ, マット → マッツ, マイク → マイクス,
-    else + ズ."""
+    """``'s`` as Japanese says it: キッド → キッズ, マット → マッツ, マイク → マイクス, else ズ."""
     if reading.endswith("ド"):
         return reading[:-1] + "ズ"
     if reading.endswith("ト"):

@@ -20,13 +20,16 @@ DIALLED_DIGITS: dict[str, str] = dict(
     zip(
         "0123456789",
         ["ゼロ", "イチ", "ニー", "サン", "ヨン", "ゴー", "ロク", "ナナ", "ハチ", "キュー"],
+        strict=True,
     )
 )
 """Digit names used when a number is dictated (phone numbers, postal codes)."""
 
 FRACTION_DIGITS: dict[str, str] = dict(
     zip(
-        "0123456789", ["ゼロ", "イチ", "ニ", "サン", "ヨン", "ゴ", "ロク", "ナナ", "ハチ", "キュー"]
+        "0123456789",
+        ["ゼロ", "イチ", "ニ", "サン", "ヨン", "ゴ", "ロク", "ナナ", "ハチ", "キュー"],
+        strict=True,
     )
 )
 """Digit names after a decimal point (3.14 → さんてんいちよん)."""

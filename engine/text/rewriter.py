@@ -18,8 +18,8 @@ Rules, in order (input is NFKC-normalised first; examples show the rewritten tex
 6. currency: ``$5.99`` → ``5ドル99セント``, ``100 USD`` → ``100ドル`` (also JPY, EUR, GBP);
    ``¥1,200``, ``€3`` are left to the normaliser (which reads them)
 7. units after a number: ``5km`` → ``5キロメートル``, ``60km/h`` → ``時速60キロ``
-   (``時速60km`` → ``時速60キロメートル``), ``kg``, ``W``, ``kWh``, ``V``, ``Hz``, ``GB``,
-   ``Mbps``, ``hPa``, ``m2`` (``㎡``), ``μg/m3``, ``min`` …
+   (``時速60km`` → ``時速60キロメートル``), ``kg``,
+   ``W``, ``kWh``, ``V``, ``Hz``, ``GB``, ``Mbps``, ``hPa``, ``m2`` (``㎡``), ``μg/m3``, ``min`` …
 8. phone numbers (also ``09012345678``, ``+81 90-…``) and postal codes (``〒100-0001``)
    digit by digit, groups joined by の (:mod:`engine.text.numbers`); a hyphen between
    numbers followed by a unit is a range (``10-20℃`` → ``10から20度``); ratios ``16:9`` →

@@ -153,7 +153,7 @@ def _date(text: str, fmt: str) -> str:
     if len(parts) != len(order) or set(order) - set("ymd"):
         return text
     suffix = {"y": "年", "m": "月", "d": "日"}
-    values = dict(zip(order, parts))
+    values = dict(zip(order, parts, strict=True))
     return "".join(f"{int(values[k])}{suffix[k]}" for k in "ymd" if k in values)
 
 

@@ -134,8 +134,8 @@ class UserWord:
         if accent is not None:
             if isinstance(accent, bool) or not isinstance(accent, int) or not 0 <= accent <= morae:
                 raise UserDictionaryError(
-                    f"{where} ({surface!r}): accent must be an integer from 0 to {morae} (the "
-                    f"morae of {kata}), got {accent!r}"
+                    f"{where} ({surface!r}): accent must be an integer from 0 to {morae} "
+                    f"(the morae of {kata}), got {accent!r}"
                 )
         if isinstance(priority, bool) or not isinstance(priority, int) or not 0 <= priority <= 10:
             raise UserDictionaryError(

@@ -84,7 +84,9 @@ def test_config_declares_an_aarch64_and_amd64_wyoming_addon(config, project_vers
     assert "share" in [m.split(":")[0] for m in config["map"]], "user voices live in /share/hayakoe"
     assert re.fullmatch(r"[a-z0-9_]+", config["slug"])
     assert str(config["version"]) == project_version
-    assert "image" not in config, "no published image yet: the Supervisor must build locally"
+    # The Supervisor pulls the image the release workflow pushes for each architecture
+    # (tagged with `version`) instead of building on the device.
+    assert config["image"] == f"ghcr.io/wyoming-hayakoe/{{arch}}-addon-{config['slug']}"
 
 
 def test_every_option_has_a_schema_and_the_schema_nothing_more(config):

@@ -137,3 +137,24 @@ def test_every_rewritten_phrase_analyzes() -> None:
     for p in score.load_phrases():
         r = analyze(rewrite(p.text))
         assert sum(r.word2ph) == len(r.phones)
+
+
+@pytest.mark.parametrize(
+    ("n", "words"),
+    [
+        (0, "zero"),
+        (7, "seven"),
+        (19, "nineteen"),
+        (20, "twenty"),
+        (42, "forty two"),
+        (100, "one hundred"),
+        (121, "one hundred twenty one"),
+        (3000, "three thousand"),
+        (9999, "nine thousand nine hundred ninety nine"),
+        (10000, None),
+    ],
+)
+def test_english_numbers(n: int, words: str | None) -> None:
+    from engine.text.english import english_number
+
+    assert english_number(n) == words

@@ -19,8 +19,8 @@ from engine.text.ssml import (
 )
 
 DOC = (
-    '<speak>おはようございます。<break time="500ms"/>今日は<prosody '
-    'rate="150%">晴れ</prosody>です。'
+    '<speak>おはようございます。<break time="500ms"/>今日は'
+    '<prosody rate="150%">晴れ</prosody>です。'
     '<sub alias="ひがしかんだ">東神田</sub><say-as interpret-as="characters">AB1</say-as></speak>'
 )
 

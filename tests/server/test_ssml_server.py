@@ -27,7 +27,7 @@ def _zero_runs(a: np.ndarray) -> list[tuple[int, int]]:
     z = np.concatenate([[0], (a == 0).astype(np.int8), [0]])
     d = np.diff(z)
     starts, ends = np.where(d == 1)[0], np.where(d == -1)[0]
-    return [(int(s), int(e - s)) for s, e in zip(starts, ends)]
+    return [(int(s), int(e - s)) for s, e in zip(starts, ends, strict=True)]
 
 
 def _edges(embedded) -> int:
