@@ -56,6 +56,8 @@ _LAZY = {
     "export_bert": ("engine.bert.export", "export_bert"),
     "export_voice": ("engine.synth.export", "export_voice"),
     "check_export": ("engine.synth.export", "check_export"),
+    # int8 decoder graphs with their fidelity report (`wyoming-hayakoe quantize`)
+    "quantize_voice": ("engine.neural.int8", "quantize_voice"),
     # user dictionary files: reload on SIGHUP, `dict check`
     "reload_user_dictionary": ("engine.text.userdict_watch", "reload_user_dictionary"),
     "check_user_dictionary": ("engine.text.userdict_watch", "check_user_dictionary"),
@@ -94,6 +96,7 @@ __all__ = [
     "export_voice",
     "parse_source",
     "pre_download",
+    "quantize_voice",
     "redact",
     "layout",
     "reload_user_dictionary",

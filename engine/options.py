@@ -12,6 +12,7 @@ are read here only, by `EngineOptions.from_env`, as documented defaults of the s
 | `conv2d`         | `WYOMING_HAYAKOE_CONV2D` (=1)     | off                          |
 | `release_memory` | `WYOMING_HAYAKOE_RELEASE_MEMORY`  | on (=0 turns it off)         |
 | `offline`        | `HAYAKOE_OFFLINE`                 | off                          |
+| `precision`      | `WYOMING_HAYAKOE_PRECISION`       | auto                         |
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ FIRST_WINDOW_ENV = "WYOMING_HAYAKOE_FIRST_WINDOW"
 CONV2D_ENV = "WYOMING_HAYAKOE_CONV2D"
 RELEASE_MEMORY_ENV = "WYOMING_HAYAKOE_RELEASE_MEMORY"
 OFFLINE_ENV = "HAYAKOE_OFFLINE"
+PRECISION_ENV = "WYOMING_HAYAKOE_PRECISION"
+PRECISIONS = ("auto", "fp32", "int8")
 
 MAX_DEFAULT_THREADS = 8
 DEFAULT_FIRST_WINDOW = 24
@@ -56,8 +59,17 @@ class EngineOptions:
     """Give decoder activation memory back after each long request (lower resident memory)."""
     offline: bool = False
     """Never contact a voice store: every source answers from its cache."""
+    precision: str = "auto"
+    """Decoder arithmetic of CPU voices: "int8" (graphs calibrated on the voice, made once),
+    "fp32", or "auto": int8 where the voice's int8 graphs passed the fidelity gate, fp32
+    otherwise (`engine.synth.precision`). CUDA voices always run fp32."""
 
     def __post_init__(self) -> None:
+        if self.precision not in PRECISIONS:
+            raise ValueError(
+                f"EngineOptions.precision must be one of {', '.join(PRECISIONS)}, "
+                f"not {self.precision!r}"
+            )
         if self.threads is not None and (not isinstance(self.threads, int) or self.threads < 1):
             raise ValueError(
                 f"EngineOptions.threads must be a positive integer, not {self.threads!r}"
@@ -90,10 +102,15 @@ class EngineOptions:
             return max(minimum, value)
 
         first = integer(FIRST_WINDOW_ENV, 0)
+        precision = env.get(PRECISION_ENV, "").strip().lower() or "auto"
+        if precision not in PRECISIONS:
+            _LOGGER.warning("Ignoring %s=%r (not one of %s)", PRECISION_ENV, precision, PRECISIONS)
+            precision = "auto"
         return cls(
             threads=integer(THREADS_ENV, 1),
             first_window=DEFAULT_FIRST_WINDOW if first is None else first,
             conv2d=env.get(CONV2D_ENV, "").strip() == "1",
             release_memory=env.get(RELEASE_MEMORY_ENV, "").strip() != "0",
             offline=env.get(OFFLINE_ENV, "").strip().lower() in ("1", "true", "yes", "on"),
+            precision=precision,
         )

@@ -6,8 +6,9 @@ into float audio (`engine.voice_backend.Voice.render`):
 - optional rewriting (`engine.text.rewrite`: times, units, Latin words, user dictionary),
 - sentence splitting (`engine.text.split_sentences`, or `SentenceSplitter` for text that
   arrives in deltas),
-- one `threading.Lock` per speaker: the same speaker synthesizes one request at a time,
-  different speakers run in parallel; a stream that is closed early releases it,
+- one lock per speaker (`engine.fair_lock.FairLock`, first come first served): the same
+  speaker synthesizes one request at a time, in the order they reach it, different speakers
+  run in parallel; a stream that is closed early releases it,
 - float → int16 with one fixed scale (`engine.audio.to_int16`): a stream has one loudness,
 - per-request output shaping (`engine.output`: volume with a limiter, loudness, lead/tail
   silence, output rate, chime), one `OutputStage` per request; default: none,
@@ -39,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from .audio import AudioResult
+from .fair_lock import FairLock
 from .output import OutputOptions, OutputStage
 from .text.rewriter import rewrite
 from .text.splitter import SentenceSplitter, split_sentences
@@ -78,7 +80,7 @@ class Speaker:
         self.voice = voice
         self.rewrite = rewrite
         self.defaults = defaults or SynthesisOptions(style=self._default_style(voice))
-        self.lock = threading.Lock()
+        self.lock = FairLock()
 
     # -- description -------------------------------------------------------------------
     @property
@@ -283,12 +285,8 @@ class Speaker:
         return [s for s in split_sentences(text) if s.strip()]
 
     def _acquire(self, cancel: threading.Event | None) -> None:
-        if cancel is None:
-            self.lock.acquire()
-            return
-        while not self.lock.acquire(timeout=_LOCK_POLL_S):
-            if cancel.is_set():
-                raise StreamCancelled()
+        if not self.lock.acquire(cancel=cancel):  # waits its turn; False only if cancelled
+            raise StreamCancelled()
 
     def _speak(
         self,
@@ -348,7 +346,7 @@ class Speaker:
         opts: SynthesisOptions,
         cancel: threading.Event | None,
         stage: OutputStage,
-    ) -> Iterator[AudioResult]:
+    ) -> Generator[AudioResult, None, None]:
         """SSML (`engine.text.ssml.Segment`s): text at its rate, breaks as exact silence.
 
         Text is split into sentences across segments; a rate change or a break ends the

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -48,6 +48,9 @@ class TTS:
     overrides where downloads go (else ``$HAYAKOE_CACHE`` or the default cache). `rewrite`
     turns on the text rewriting pass (times, units, Latin words, user dictionary). `options`
     (`EngineOptions`) holds the tuning knobs: threads, streaming windows, memory, offline.
+    `precision` (``"auto"``, ``"fp32"``, ``"int8"``; default: `options.precision`, "auto")
+    picks the decoder arithmetic of CPU voices: "auto" runs int8 where the voice's int8
+    graphs passed the fidelity gate (`engine.synth.precision`), fp32 otherwise.
     """
 
     def __init__(
@@ -59,9 +62,12 @@ class TTS:
         hf_token: str | None = None,
         rewrite: bool = True,
         options: EngineOptions | None = None,
+        precision: str | None = None,
     ) -> None:
         self.device = device
         self.options = options or EngineOptions()
+        if precision is not None:
+            self.options = replace(self.options, precision=precision)
         """Tuning passed to sources, the BERT and every voice (see `engine.options`)."""
         self.cache_dir = Path(cache_dir) if cache_dir is not None else None
         self.bert_source = bert_source
@@ -69,6 +75,7 @@ class TTS:
         self.rewrite = rewrite
         self._registered: dict[str, _Registration] = {}
         self._speakers: dict[str, Speaker] = {}
+        self._failed: dict[str, Exception] = {}
         self._bert: BertBackend | None = None
 
     def __repr__(self) -> str:  # no token in here
@@ -106,25 +113,41 @@ class TTS:
         return dict(self._speakers)
 
     @property
+    def failed(self) -> dict[str, Exception]:
+        """Voices that `prepare(skip_failed=True)` could not build, with the reason."""
+        return dict(self._failed)
+
+    @property
     def registered(self) -> list[str]:
         """Names given to `load`, in order."""
         return list(self._registered)
 
     # -- the heavy part ------------------------------------------------------------------
-    def prepare(self, *, warmup: bool = False, compile: bool = False) -> TTS:
+    def prepare(
+        self, *, warmup: bool = False, compile: bool = False, skip_failed: bool = False
+    ) -> TTS:
         """Build every registered speaker not built yet (downloads, sessions, BERT).
 
         `warmup` synthesizes a short sentence with each new speaker so that the first real
         request does not pay first-call costs; `compile` asks neural voices on PyTorch to use
-        `torch.compile`. Chainable.
+        `torch.compile`. A voice that cannot be built raises, unless `skip_failed`: then
+        it is logged as an error, left out of `speakers` and kept in `failed`. Chainable.
         """
         for reg in self._registered.values():
             if reg.name in self._speakers:
                 continue
-            voice = self._build_voice(reg, compile=compile)
-            speaker = Speaker(voice, rewrite=self.rewrite)
-            if warmup:
-                speaker.generate(_WARMUP_TEXT)
+            try:
+                voice = self._build_voice(reg, compile=compile)
+                speaker = Speaker(voice, rewrite=self.rewrite)
+                if warmup:
+                    speaker.generate(_WARMUP_TEXT)
+            except Exception as exc:
+                if not skip_failed:
+                    raise
+                self._failed[reg.name] = exc
+                _LOGGER.error("Voice %s cannot be used and is left out: %s", reg.name, exc)
+                continue
+            self._failed.pop(reg.name, None)
             self._speakers[reg.name] = speaker
             _LOGGER.info("Voice %s ready (styles: %s)", reg.name, ", ".join(speaker.styles))
         return self

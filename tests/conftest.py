@@ -17,6 +17,21 @@ from engine import EMBEDDED_VOICE_NAME, TTS, Speaker, layout
 from tests.helpers.stores import FakeHub, hayakoe_tree
 
 
+@pytest.fixture(scope="session", autouse=True)
+def private_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A cache root of the test session's own (derived graphs, int8 graphs, exports), so
+    tests never write into the user's ~/.cache/hayakoe; tests that set HAYAKOE_CACHE or pass
+    a cache_dir still get theirs."""
+    import os
+
+    root = tmp_path_factory.mktemp("hayakoe-cache")
+    old = os.environ.get("HAYAKOE_CACHE")
+    os.environ.setdefault("HAYAKOE_CACHE", str(root))
+    yield Path(os.environ["HAYAKOE_CACHE"])
+    if old is None:
+        os.environ.pop("HAYAKOE_CACHE", None)
+
+
 @pytest.fixture(scope="session")
 def embedded_speakers() -> dict[str, Speaker]:
     """The embedded OpenJTalk voice, prepared once for the whole session."""

@@ -8,6 +8,8 @@
 - Synthesis runs in the engine's worker threads (`Speaker.astream`), never on the event
   loop, and runs at most a couple of chunks ahead of what the client has read.
 - A request that cannot be served gets an ``error`` event; the connection stays usable.
+  So does one refused by `admission` (its voice's queue is full: ``busy``; the server is
+  draining: ``shutting-down``).
   Something that is not a Wyoming event gets an ``error`` and the connection is closed.
 - A client that goes away mid-synthesis stops its synthesis (the speaker's lock is
   released) and is logged in one line at DEBUG level, without a traceback.
@@ -39,6 +41,7 @@ from wyoming.tts import (
 
 from engine import AudioResult
 
+from .admission import Admission, AdmissionRefused, Ticket
 from .events import BadEvent, EventLimits, read_event
 from .info import Resolved, VoiceCatalog
 
@@ -73,6 +76,8 @@ class ServerContext:
     limits: EventLimits = field(default_factory=EventLimits)
     options: dict[str, Any] = field(default_factory=dict)
     """Synthesis defaults passed to every request (speed, sentence_silence, ...)."""
+    admission: Admission = field(default_factory=lambda: Admission(max_queue=10))
+    """Bounds the requests queued per voice; refuses new ones while draining."""
 
 
 class _AudioOut:
@@ -142,6 +147,9 @@ class _Stream:
     task: asyncio.Task[None] | None = None
     length: int = 0
     failed: bool = False
+    ticket: Ticket | None = None
+    """Its place in the voice's queue: held until ``synthesize-stopped`` is sent (or the
+    connection ends), so a draining server waits for the whole answer."""
 
 
 def _text_of(event: Event) -> str:
@@ -179,6 +187,7 @@ class HayakoeHandler(AsyncEventHandler):
         self.context = context
         self._write_lock = asyncio.Lock()
         self._stream: _Stream | None = None
+        self._tickets: list[Ticket] = []  # released when the connection ends, at the latest
         peer = writer.get_extra_info("peername")
         self.peer = (
             f"{peer[0]}:{peer[1]}"
@@ -208,6 +217,8 @@ class HayakoeHandler(AsyncEventHandler):
                     break
         finally:
             await self._abort_stream()
+            for ticket in self._tickets:
+                ticket.release()
             await self.disconnect()
             self.writer.close()
             with contextlib.suppress(Exception):
@@ -245,7 +256,7 @@ class HayakoeHandler(AsyncEventHandler):
                 await self._stream_stop()
             else:
                 _LOGGER.debug("Ignoring event %s from %s", event.type, self.peer)
-        except RequestError as exc:
+        except (RequestError, AdmissionRefused) as exc:
             await self._error(str(exc), exc.code)
         return True
 
@@ -262,6 +273,13 @@ class HayakoeHandler(AsyncEventHandler):
             resolved.style,
             self.peer,
         )
+        ticket = self.context.admission.enter(resolved.speaker.name)
+        try:
+            await self._speak(resolved, text)
+        finally:
+            ticket.release()
+
+    async def _speak(self, resolved: Resolved, text: str) -> None:
         out = _AudioOut(self, resolved.rate, self.context.samples_per_chunk)
         try:
             async with contextlib.aclosing(
@@ -334,8 +352,14 @@ class HayakoeHandler(AsyncEventHandler):
             resolved=resolved,
             out=_AudioOut(self, resolved.rate, self.context.samples_per_chunk),
         )
-        stream.task = asyncio.create_task(self._stream_audio(stream), name=f"stream {self.peer}")
         self._stream = stream
+        try:
+            stream.ticket = self.context.admission.enter(resolved.speaker.name)
+        except AdmissionRefused:
+            stream.failed = True  # its chunks are ignored; synthesize-stop is answered
+            raise
+        self._tickets.append(stream.ticket)
+        stream.task = asyncio.create_task(self._stream_audio(stream), name=f"stream {self.peer}")
 
     async def _stream_audio(self, stream: _Stream) -> None:
         async def deltas() -> AsyncIterator[str]:
@@ -399,6 +423,9 @@ class HayakoeHandler(AsyncEventHandler):
         if not stream.failed or stream.out.started:
             await stream.out.finish()
         await self.write_event(SynthesizeStopped().event())
+        if stream.ticket is not None:
+            stream.ticket.release()
+            self._tickets.remove(stream.ticket)
         _LOGGER.info(
             "Streamed %d characters with %s/%s for %s: %s",
             stream.length,
@@ -416,3 +443,5 @@ class HayakoeHandler(AsyncEventHandler):
         stream.task.cancel()
         with contextlib.suppress(BaseException):
             await stream.task
+        if stream.ticket is not None:
+            stream.ticket.release()

@@ -71,10 +71,8 @@ class VoiceCatalog:
             raise ValueError("VoiceCatalog needs at least one speaker")
         self.speakers = dict(speakers)
         if default_voice not in self.speakers:
-            raise ValueError(
-                f"default voice {default_voice!r} is not loaded (loaded: "
-                f"{', '.join(self.speakers)})"
-            )
+            loaded = ", ".join(self.speakers)
+            raise ValueError(f"default voice {default_voice!r} is not loaded (loaded: {loaded})")
         self.default_voice = default_voice
         self.default_style = default_style
         self.presets = dict(presets or {})

@@ -271,4 +271,5 @@ def resolve_presets(
             description=description,
         )
         reserved.add(preset.name.casefold())
+        _LOGGER.info("Voice %s", description)
     return resolved

@@ -2,6 +2,11 @@
 
 `HayakoeServer` runs in any event loop (tests start it in-process on port 0);
 `run_server` is what the command line runs (signals, logging).
+
+Graceful shutdown (SIGTERM/SIGINT): withdraw from zeroconf, stop accepting connections,
+refuse new requests on open ones (``error`` code ``shutting-down``), let the requests in
+flight finish (each gets its ``audio-stop``) for up to ``--drain-timeout`` seconds, then
+close every connection and exit 0. A second signal skips the rest of the wait.
 """
 
 from __future__ import annotations
@@ -17,9 +22,11 @@ from urllib.parse import urlparse
 
 from engine import TTS, Speaker, __version__, reload_user_dictionary
 
+from .admission import Admission
 from .events import EventLimits
 from .handler import HayakoeHandler, ServerContext
 from .info import VoiceCatalog, build_info
+from .memory import IdleHeapTrim, limit_malloc_arenas
 from .presets import output_options, resolve_presets
 from .settings import Settings
 from .zeroconf import ZeroconfAdvertiser
@@ -47,12 +54,31 @@ def build_tts(settings: Settings) -> TTS:
 
 
 def build_speakers(settings: Settings) -> dict[str, Speaker]:
-    """Load every configured voice (the slow part: downloads, sessions, warm-up)."""
+    """Load every configured voice (the slow part: downloads, sessions, warm-up).
+
+    A voice that cannot be loaded (a corrupt file, a source out of reach) is left out with an
+    error in the log naming the reason, and the others are served; when none can be loaded,
+    the first voice's error is raised (the server does not start)."""
     tts = build_tts(settings)
     if settings.user_dicts:
         tts.watch_user_dictionaries(settings.user_dicts)
-    tts.prepare(warmup=settings.warmup, compile=settings.use_compile)
+    tts.prepare(warmup=settings.warmup, compile=settings.use_compile, skip_failed=True)
+    if not tts.speakers:
+        raise next(iter(tts.failed.values()))
     return tts.speakers
+
+
+def _default_voice(settings: Settings, speakers: Mapping[str, Speaker]) -> str:
+    """`--default-voice`, or the first voice that loaded when that one could not be."""
+    if settings.default_voice in speakers or not speakers:
+        return settings.default_voice
+    fallback = ([v.name for v in settings.voices if v.name in speakers] or list(speakers))[0]
+    _LOGGER.error(
+        "Default voice %s could not be loaded; requests that name no voice get %s",
+        settings.default_voice,
+        fallback,
+    )
+    return fallback
 
 
 class HayakoeServer:
@@ -62,7 +88,7 @@ class HayakoeServer:
         self.settings = settings
         catalog = VoiceCatalog(
             speakers,
-            settings.default_voice,
+            _default_voice(settings, speakers),
             settings.default_style,
             output=output_options(settings.output),
         )
@@ -84,7 +110,11 @@ class HayakoeServer:
                 max_payload=settings.max_event_payload_bytes,
             ),
             options=settings.synthesis.as_options(),
+            admission=Admission(settings.max_queue),
         )
+        admission = self.context.admission
+        self._heap_trim = IdleHeapTrim(lambda: admission.in_flight == 0)
+        admission.on_idle = self._heap_trim
         self._server: asyncio.AbstractServer | None = None
         self._connections: set[asyncio.Task[None]] = set()
         self._zeroconf: ZeroconfAdvertiser | None = None
@@ -137,12 +167,42 @@ class HayakoeServer:
         else:
             await asyncio.Event().wait()
 
-    async def stop(self) -> None:
-        """Withdraw from zeroconf, stop listening, end every connection."""
+    async def drain(self, timeout: float | None = None) -> bool:
+        """The graceful part of stopping: withdraw from zeroconf, stop accepting, refuse new
+        requests, and wait up to `timeout` seconds (default ``--drain-timeout``) for the
+        requests in flight. True when none was left; `stop` ends the connections after."""
+        timeout = self.settings.drain_timeout if timeout is None else timeout
+        await self._withdraw()
+        if self._server is not None:
+            self._server.close()
+        admission = self.context.admission
+        admission.start_draining()
+        if admission.in_flight:
+            _LOGGER.info(
+                "Draining: waiting up to %g s for %d request(s) in flight",
+                timeout,
+                admission.in_flight,
+            )
+        if await admission.wait_idle(timeout):
+            return True
+        _LOGGER.warning(
+            "Drain timeout (%g s): %d request(s) still in flight are cut off",
+            timeout,
+            admission.in_flight,
+        )
+        return False
+
+    async def _withdraw(self) -> None:
         if self._zeroconf is not None:
             with contextlib.suppress(Exception):
                 await self._zeroconf.stop()
             self._zeroconf = None
+
+    async def stop(self) -> None:
+        """Withdraw from zeroconf, stop listening, end every connection (at once: call
+        `drain` first for a graceful stop)."""
+        self._heap_trim.cancel()
+        await self._withdraw()
         if self._server is not None:
             self._server.close()
         tasks = list(self._connections)
@@ -208,6 +268,7 @@ async def run_server(settings: Settings) -> int:
     """Load the voices, serve until SIGTERM/SIGINT (or stdio EOF), shut down cleanly; SIGHUP
     reloads the user dictionary files."""
     _LOGGER.debug("Settings: %r", settings)
+    limit_malloc_arenas()  # before any worker thread allocates (flat memory over months)
     _LOGGER.info("Loading voices: %s", ", ".join(v.name for v in settings.voices))
     speakers = await asyncio.to_thread(build_speakers, settings)
     server = HayakoeServer(settings, speakers)
@@ -232,14 +293,25 @@ async def run_server(settings: Settings) -> int:
     stopper = asyncio.create_task(stop.wait())
     try:
         await asyncio.wait({waiter, stopper}, return_when=asyncio.FIRST_COMPLETED)
+        if stopper.done():
+            _LOGGER.info("Shutting down")
+            stop.clear()
+            drained = asyncio.create_task(server.drain())
+            again = asyncio.create_task(stop.wait())
+            await asyncio.wait({drained, again, waiter}, return_when=asyncio.FIRST_COMPLETED)
+            if again.done() and not drained.done():
+                _LOGGER.info("Second signal: stopping now")
+            drained.cancel()
+            again.cancel()
     finally:
         waiter.cancel()
         stopper.cancel()
-        _LOGGER.info("Shutting down")
         await server.stop()
-        hup = getattr(signal, "SIGHUP", None)  # not on every platform
-        for sig in (signal.SIGTERM, signal.SIGINT, *([hup] if hup is not None else [])):
-            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError, TypeError):
-                loop.remove_signal_handler(sig)
+        for name in ("SIGTERM", "SIGINT", "SIGHUP"):
+            signum = getattr(signal, name, None)
+            if signum is None:
+                continue
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.remove_signal_handler(signum)
     _LOGGER.info("Stopped")
     return 0

@@ -51,6 +51,8 @@ __all__ = [
 DEFAULT_URI = "tcp://0.0.0.0:10200"
 DEFAULT_ZEROCONF_NAME = "hayakoe"
 DEFAULT_MAX_TEXT_LENGTH = 100_000
+DEFAULT_MAX_QUEUE = 10
+DEFAULT_DRAIN_TIMEOUT = 10.0
 
 
 @dataclass(frozen=True)
@@ -81,6 +83,10 @@ class Settings:
     max_text_length: int = DEFAULT_MAX_TEXT_LENGTH
     max_event_payload_bytes: int = 1 << 20
     """Largest binary payload accepted in one event (a TTS server receives no audio)."""
+    max_queue: int = DEFAULT_MAX_QUEUE
+    """Requests that may wait for one voice behind the one it is speaking; more get ``busy``."""
+    drain_timeout: float = DEFAULT_DRAIN_TIMEOUT
+    """Seconds a stopping server (SIGTERM) gives requests in flight to finish."""
     warmup: bool = True
     compile: bool | None = None
     """`torch.compile` the neural voices at start; None: on for cuda devices, off otherwise."""
@@ -124,8 +130,8 @@ def build_parser() -> argparse.ArgumentParser:
         const=DEFAULT_ZEROCONF_NAME,
         default=None,
         metavar="NAME",
-        help=f"advertise the server with zeroconf as NAME (default name: {DEFAULT_ZEROCONF_NAME}); "
-        "tcp:// only",
+        help=f"advertise the server with zeroconf as NAME (default name: "
+        f"{DEFAULT_ZEROCONF_NAME}); tcp:// only",
     )
     p.add_argument("--zeroconf-interface", action="append", default=[], help=argparse.SUPPRESS)
     p.add_argument(
@@ -134,8 +140,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=[],
         metavar="NAME[=SOURCE]",
         help="voice to load (repeatable): a name, or NAME=SOURCE (hf://user/repo, "
-        "s3://bucket/prefix, "
-        f"file:///path, /path); default: {EMBEDDED_VOICE_NAME}",
+        f"s3://bucket/prefix, file:///path, /path); default: {EMBEDDED_VOICE_NAME}",
     )
     p.add_argument(
         "--default-voice", help="voice used when a request names none (default: the first --voice)"
@@ -180,8 +185,8 @@ def build_parser() -> argparse.ArgumentParser:
         type=Path,
         action="append",
         default=[],
-        help="user dictionary file (CSV or JSON; repeatable, later files win); reloaded when it "
-        "changes and on SIGHUP",
+        help="user dictionary file (CSV or JSON; repeatable, later files win); "
+        "reloaded when it changes and on SIGHUP",
     )
     p.add_argument(
         "--no-rewrite",
@@ -200,36 +205,46 @@ def build_parser() -> argparse.ArgumentParser:
         "--threads",
         type=_positive_int("--threads"),
         default=None,
-        help="ONNX Runtime threads per session (default: $WYOMING_HAYAKOE_THREADS, else the usable "
-        "CPUs, at most 8)",
+        help="ONNX Runtime threads per session "
+        "(default: $WYOMING_HAYAKOE_THREADS, else the usable CPUs, at most 8)",
     )
     e.add_argument(
         "--first-window",
         type=_non_negative_int("--first-window"),
         default=None,
         metavar="FRAMES",
-        help="frames in a request's first decoder window; 0 decodes whole sentences (default: "
-        "$WYOMING_HAYAKOE_FIRST_WINDOW, else 24)",
+        help="frames in a request's first decoder window; 0 decodes whole sentences "
+        "(default: $WYOMING_HAYAKOE_FIRST_WINDOW, else 24)",
     )
     e.add_argument(
         "--conv2d",
         action=argparse.BooleanOptionalAction,
         default=None,
-        help="run the decoder's 1-D convolutions as 2-D ones (default: on if "
-        "$WYOMING_HAYAKOE_CONV2D=1)",
+        help="run the decoder's 1-D convolutions as 2-D ones "
+        "(default: on if $WYOMING_HAYAKOE_CONV2D=1)",
     )
     e.add_argument(
         "--release-memory",
         action=argparse.BooleanOptionalAction,
         default=None,
-        help="give decoder memory back after long requests (default: on unless "
-        "$WYOMING_HAYAKOE_RELEASE_MEMORY=0)",
+        help="give decoder memory back after long requests "
+        "(default: on unless $WYOMING_HAYAKOE_RELEASE_MEMORY=0)",
     )
     e.add_argument(
         "--offline",
         action=argparse.BooleanOptionalAction,
         default=None,
         help="never contact a voice store; use the cache only (default: $HAYAKOE_OFFLINE)",
+    )
+    e.add_argument(
+        "--precision",
+        choices=["auto", "fp32", "int8"],
+        default=None,
+        help=(
+            "decoder arithmetic of CPU voices: int8 (about 2-3x faster, checked against fp32), "
+            "fp32, or auto: int8 where the voice's int8 graphs passed the fidelity gate "
+            "(default: $WYOMING_HAYAKOE_PRECISION, else auto)"
+        ),
     )
     g = p.add_argument_group("synthesis defaults (per voice when not given)")
     g.add_argument(
@@ -259,8 +274,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--loudness",
         type=_loudness("--loudness"),
         metavar="LUFS",
-        help="normalise to this integrated loudness (e.g. -16); streams are measured on "
-        "their first sentence",
+        help="normalise to this integrated loudness (e.g. -16); "
+        "streams are measured on their first sentence",
     )
     o.add_argument(
         "--lead-silence",
@@ -292,16 +307,30 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="NAME=VOICE[:STYLE],KEY=VALUE,...",
-        help="a named voice with its own options (repeatable), e.g. "
-        "alarm=openjtalk-mei:High,volume=6dB,lead_silence=0.5; keys: speed, sentence_silence, "
-        "sdp_ratio, noise, noise_w, style_weight, pitch_scale, intonation_scale, volume, "
-        "loudness, lead_silence, tail_silence, output_rate, chime",
+        help="a named voice with its own options (repeatable), "
+        "e.g. alarm=openjtalk-mei:High,volume=6dB,lead_silence=0.5; keys: speed, "
+        "sentence_silence, sdp_ratio, noise, noise_w, style_weight, pitch_scale, "
+        "intonation_scale, volume, loudness, lead_silence, tail_silence, output_rate, chime",
     )
     p.add_argument(
         "--max-text-length",
         type=_positive_int("--max-text-length"),
         default=DEFAULT_MAX_TEXT_LENGTH,
         help="longest text (characters) one request may carry (default: %(default)s)",
+    )
+    p.add_argument(
+        "--max-queue",
+        type=_non_negative_int("--max-queue"),
+        default=DEFAULT_MAX_QUEUE,
+        help="requests that may wait for one voice while it speaks another; one more gets an "
+        "error 'busy' at once (default: %(default)s)",
+    )
+    p.add_argument(
+        "--drain-timeout",
+        type=_non_negative_float("--drain-timeout"),
+        default=DEFAULT_DRAIN_TIMEOUT,
+        help="on SIGTERM, seconds to let requests in flight finish before closing "
+        "(default: %(default)s)",
     )
     p.add_argument("--debug", action="store_true", help="log DEBUG messages")
     p.add_argument("--log-format", default=logging.BASIC_FORMAT, help="format of log messages")
@@ -407,6 +436,8 @@ def settings_from_args(
         ),
         presets=presets,
         max_text_length=args.max_text_length,
+        max_queue=args.max_queue,
+        drain_timeout=args.drain_timeout,
         warmup=not args.no_warmup,
         compile=args.compile,
         debug=args.debug,
@@ -423,6 +454,7 @@ def _engine_options(args: argparse.Namespace, env: Mapping[str, str]) -> EngineO
         "conv2d": args.conv2d,
         "release_memory": args.release_memory,
         "offline": args.offline,
+        "precision": args.precision,
     }
     return dataclasses.replace(
         EngineOptions.from_env(env), **{k: v for k, v in given.items() if v is not None}

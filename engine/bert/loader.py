@@ -30,6 +30,7 @@ from ..layout import (
     BERT_TOKENIZER_PREFIX,
     BERT_TORCH_PREFIX,
 )
+from ..model_files import explain_load_failure
 from .features import BertBackend
 
 
@@ -96,7 +97,12 @@ def load_bert(
         onnx_path = onnx_dir / name
         if not onnx_path.is_file():
             raise FileNotFoundError(f"BERT: {onnx_path} not found")
-        return OnnxBert(onnx_path, _tokenizer_dir(root, None), threads=threads)
+        try:
+            return OnnxBert(onnx_path, _tokenizer_dir(root, None), threads=threads)
+        except (ImportError, FileNotFoundError, MemoryError):
+            raise
+        except Exception as exc:  # name the damaged file
+            raise explain_load_failure("BERT", exc, [onnx_path], onnx_dir) from exc
     if backend == "torch":
         from .torch_backend import TorchBert
 

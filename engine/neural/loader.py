@@ -27,10 +27,11 @@ import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..bert.features import BertBackend
 from ..layout import (
+    INT8_SUBDIR,
     OnnxFolderFiles,
     PlainFolderFiles,
     VoiceFolderError,
@@ -40,10 +41,14 @@ from ..layout import (
     plain_folder_files,
     speaker_prefix,
 )
+from ..model_files import explain_load_failure
 from ..options import EngineOptions
 from ..synth.common import SynthBackend
 from .config import load_config
 from .voice import NeuralVoice
+
+if TYPE_CHECKING:
+    from ..synth.decoder_split import SplitOnnxSynthesizer
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -176,12 +181,34 @@ def load_neural_voice(
     if backend not in ("onnx", "torch"):
         raise ValueError(f"backend must be 'onnx' or 'torch', got {backend!r}")
     loc = locate_voice(name, src, "cuda" if backend == "torch" else "cpu")
+    try:
+        return _load_located(
+            name, loc, backend, device, bert, compile, quantize, cache_dir, options
+        )
+    except (ImportError, FileNotFoundError, MemoryError):
+        raise  # a missing file or module says so itself
+    except Exception as exc:  # name the damaged file (read only now, on the error path)
+        files = sorted(p for p in loc.directory.rglob("*") if p.is_file())
+        raise explain_load_failure(f"voice {name!r}", exc, files, loc.directory) from exc
 
+
+def _load_located(
+    name: str,
+    loc: VoiceLocation,
+    backend: str,
+    device: str,
+    bert: BertBackend,
+    compile: bool,
+    quantize: bool,
+    cache_dir: Any,
+    options: EngineOptions,
+) -> NeuralVoice:
+    cuda = str(device).startswith("cuda")
     if loc.kind == "onnx":
         files = onnx_folder_files(loc.directory)
         if backend == "torch":
             _LOGGER.warning("Voice %s has only ONNX files: running it on ONNX Runtime (CPU)", name)
-        synth = _onnx_backend(files, options)
+        synth = _onnx_backend(files, options, name=name, bert=bert, cache_dir=cache_dir)
         config_path, style_path = files.config, files.style_vectors
     else:
         plain = plain_folder_files(loc.directory)
@@ -198,7 +225,9 @@ def load_neural_voice(
             )
         else:
             out = exported_onnx_dir(name, plain, cache_dir)
-            synth = _onnx_backend(onnx_folder_files(out), options)
+            synth = _onnx_backend(
+                onnx_folder_files(out), options, name=name, bert=bert, cache_dir=cache_dir
+            )
     _LOGGER.info("Voice %s: %s from %s", name, synth.kind, loc.directory)
     return NeuralVoice.from_files(
         name,
@@ -211,24 +240,88 @@ def load_neural_voice(
     )
 
 
-def _onnx_backend(files: OnnxFolderFiles, options: EngineOptions) -> SynthBackend:
+def _split_backend(
+    files: OnnxFolderFiles,
+    options: EngineOptions,
+    cache_dir: Any = None,
+    decoder: Path | None = None,
+    precision: str = "fp32",
+) -> SplitOnnxSynthesizer:
+    """The synthesizer cut at the decoder (sub-sentence streaming), with `decoder` (the int8
+    graph) instead of the fp32 one when given."""
+    from ..synth.decoder_split import SplitOnnxSynthesizer
+    from ..synth.windowed import DecoderGeometry
+
+    cfg = load_config(files.config)
+    return SplitOnnxSynthesizer(
+        files.synthesizer,
+        files.duration_predictor,
+        inter_channels=cfg.model.inter_channels,
+        hop_length=cfg.hop_length,
+        sample_rate=cfg.sample_rate,
+        threads=options.threads,
+        geometry=DecoderGeometry.from_config(dataclasses.asdict(cfg.model)),
+        conv2d=options.conv2d,
+        release_memory=options.release_memory,
+        cache_dir=cache_dir,
+        decoder=decoder,
+        precision=precision,
+    )
+
+
+def voice_spec(name: str, files: OnnxFolderFiles) -> Any:
+    """What int8 calibration needs to know of a voice (`engine.synth.quantize.VoiceSpec`)."""
+    import numpy as np
+
+    from ..synth.quantize import VoiceSpec
+
+    cfg = load_config(files.config)
+    vectors = np.load(files.style_vectors, allow_pickle=False).astype(np.float32)
+    return VoiceSpec(name, vectors, dict(cfg.data.style2id), max(1, cfg.data.n_speakers))
+
+
+def _with_precision(
+    files: OnnxFolderFiles, options: EngineOptions, *, name: str, bert: Any, cache_dir: Any
+) -> SynthBackend:
+    """The voice cut at the decoder, on the decoder `options.precision` picks
+    (`engine.synth.precision`; the choice and its reason are logged)."""
+    from ..synth.precision import choose_precision
+
+    cfg = load_config(files.config)
+    choice = choose_precision(
+        options.precision,
+        name=name,
+        synthesizer=files.synthesizer,
+        fp32_synth=lambda: _split_backend(files, options, cache_dir),
+        bert=bert,
+        voice=voice_spec(name, files),
+        decoder_channels=cfg.model.upsample_initial_channel,
+        baked_dirs=[files.directory / INT8_SUBDIR],
+        cache_dir=cache_dir,
+        threads=options.threads,
+    )
+    _LOGGER.info("Voice %s runs %s: %s", name, choice.precision, choice.reason)
+    if choice.precision == "int8" and choice.graphs is not None:
+        return _split_backend(files, options, cache_dir, choice.graphs.decoder, "int8")
+    return _split_backend(files, options, cache_dir)
+
+
+def _onnx_backend(
+    files: OnnxFolderFiles,
+    options: EngineOptions,
+    *,
+    name: str = "",
+    bert: Any = None,
+    cache_dir: Any = None,
+) -> SynthBackend:
     from ..synth.onnx_backend import OnnxSynthesizer
 
     cfg = load_config(files.config)
     try:  # cut at the decoder: sub-sentence streaming (engine.synth.decoder_split)
-        from ..synth.decoder_split import SplitOnnxSynthesizer
-        from ..synth.windowed import DecoderGeometry
-
-        return SplitOnnxSynthesizer(
-            files.synthesizer,
-            files.duration_predictor,
-            inter_channels=cfg.model.inter_channels,
-            hop_length=cfg.hop_length,
-            sample_rate=cfg.sample_rate,
-            threads=options.threads,
-            geometry=DecoderGeometry.from_config(dataclasses.asdict(cfg.model)),
-            conv2d=options.conv2d,
-            release_memory=options.release_memory,
+        if options.precision == "fp32" or bert is None:
+            return _split_backend(files, options, cache_dir)
+        return _with_precision(
+            files, options, name=name or files.directory.name, bert=bert, cache_dir=cache_dir
         )
     except (ImportError, OSError, ValueError) as exc:  # SplitError is a ValueError
         _LOGGER.warning("%s: whole-sentence decoding only (%s)", files.synthesizer, exc)

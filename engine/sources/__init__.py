@@ -14,6 +14,7 @@ import threading
 from collections.abc import Callable
 
 from .base import (
+    CacheWriteError,
     IncompleteSourceError,
     Source,
     SourceAccessError,
@@ -144,6 +145,7 @@ register_scheme("file", _file_factory)
 
 __all__ = [
     "CACHE_ENV_VAR",
+    "CacheWriteError",
     "HFSource",
     "IncompleteSourceError",
     "LocalSource",

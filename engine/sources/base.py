@@ -7,6 +7,7 @@ directory* holding everything under `prefix` and read files from there.
 
 from __future__ import annotations
 
+import errno
 import fnmatch
 import json
 import os
@@ -54,6 +55,47 @@ class IncompleteSourceError(SourceNotFoundError):
 
 class SourceAccessError(PermissionError):
     """The store refused access (bad or missing credentials, gated repository)."""
+
+
+_CACHE_WRITE_REASONS = {
+    errno.ENOSPC: "the disk is full",
+    errno.EDQUOT: "the disk quota is used up",
+    errno.EROFS: "it is on a read-only file system",
+    errno.EACCES: "this process may not write there",
+    errno.EPERM: "this process may not write there",
+    errno.EFBIG: "a file grew larger than this process may write",
+}
+
+
+class CacheWriteError(OSError):
+    """A download could not be written into the cache (full, read-only, no permission).
+
+    Downloads are written under temporary names and renamed only when whole, so nothing
+    partly written is ever taken for a finished file; the next fetch downloads again."""
+
+    def __init__(self, code: int, folder: Path, detail: str) -> None:
+        self.folder = Path(folder)
+        message = (
+            f"cannot write to the voice cache {folder}: {_CACHE_WRITE_REASONS[code]} ({detail}). "
+            "Free some space there, or point --cache-dir (or $HAYAKOE_CACHE) at a writable "
+            "folder with room; nothing partly written is used"
+        )
+        super().__init__(code, redact(message))
+
+    def __str__(self) -> str:
+        return str(self.strerror)
+
+
+def cache_write_error(exc: BaseException, folder: Path) -> CacheWriteError | None:
+    """`exc` as a `CacheWriteError` about `folder` when it is a local write failure of that
+    kind (disk full, read-only, permission), else None."""
+    if isinstance(exc, CacheWriteError):
+        return exc
+    code = getattr(exc, "errno", None)
+    if not isinstance(exc, OSError) or code not in _CACHE_WRITE_REASONS:
+        return None
+    where = f": {exc.filename}" if getattr(exc, "filename", None) else ""
+    return CacheWriteError(code, folder, f"{exc.strerror or exc}{where}")
 
 
 @runtime_checkable

@@ -33,6 +33,7 @@ from .base import (
     SourceAccessError,
     SourceNotFoundError,
     SourceUnavailableError,
+    cache_write_error,
     normalize_prefix,
 )
 from .cache import cache_root, hf_cache_dir
@@ -333,6 +334,10 @@ class HFSource:
     def _translate(self, exc: Exception, rel: str) -> Exception:
         """A clear, redacted error for a huggingface_hub / HTTP exception."""
         from huggingface_hub import errors
+
+        unwritable = cache_write_error(exc, self.cache_dir)
+        if unwritable is not None:  # disk full, read-only, no permission
+            return unwritable
 
         text = redact(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
         if isinstance(exc, errors.GatedRepoError):

@@ -9,7 +9,11 @@
   final name that looks whole;
 - `.hayakoe_synced` is written only after a complete sync, and removed before a sync that
   changes anything. When the store cannot be reached (no network, no credentials) a folder
-  with that marker is used as is, and the log says so.
+  with that marker is used as is, and the log says so;
+- a store that accepts connections but never answers is given up after `timeout` seconds per
+  attempt (three attempts), with an error that says so;
+- a cache that cannot be written (disk full, read-only, no permission) is a `CacheWriteError`
+  naming the folder; an up-to-date cached copy on a read-only disk is used as is.
 
 boto3 is imported only when a store is first used (the `s3` extra). The endpoint comes from
 the constructor, else `AWS_ENDPOINT_URL_S3`, else `AWS_ENDPOINT_URL`; credentials come from
@@ -35,6 +39,7 @@ from .base import (
     SourceAccessError,
     SourceNotFoundError,
     SourceUnavailableError,
+    cache_write_error,
     normalize_prefix,
     safe_relative_path,
     write_json_atomic,
@@ -50,6 +55,8 @@ SYNCED_NAME = ".hayakoe_synced"
 LOCK_NAME = ".hayakoe_lock"
 PART_MARK = ".hayakoe-part"
 _CHUNK = 1024 * 1024
+DEFAULT_CONNECT_TIMEOUT_S = 10.0
+DEFAULT_READ_TIMEOUT_S = 60.0
 
 _ACCESS_CODES = {
     "AccessDenied",
@@ -131,9 +138,14 @@ class S3Source:
         endpoint_url: str | None = None,
         region: str | None = None,
         client: Any = None,
+        timeout: float | None = None,
         offline: bool = False,
     ) -> None:
+        """`timeout`: seconds to wait for a connection and for each answer (default 10 s to
+        connect, 60 s per answer)."""
         self.bucket = bucket
+        self.connect_timeout = timeout if timeout is not None else DEFAULT_CONNECT_TIMEOUT_S
+        self.read_timeout = timeout if timeout is not None else DEFAULT_READ_TIMEOUT_S
         self.offline = offline
         """Answer from the cache only, never contacting the store (`EngineOptions.offline`)."""
         self.prefix = normalize_prefix(prefix)
@@ -178,13 +190,18 @@ class S3Source:
                 rel,
                 f"no objects under s3://{self.bucket}/{self._list_prefix(self._key(rel))}",
             )
-        with _folder_lock(local):
-            try:
+        try:
+            with _folder_lock(local):
                 self._sync(local, rel, objects)
-            except _Unreachable as exc:
-                raise SourceUnavailableError(
-                    self.uri, rel, f"connection lost during download: {exc.reason}; fetch again"
-                ) from None
+        except _Unreachable as exc:
+            raise SourceUnavailableError(
+                self.uri, rel, f"connection lost during download: {exc.reason}; fetch again"
+            ) from None
+        except OSError as exc:
+            error = cache_write_error(exc, local)
+            if error is None:
+                raise
+            raise error from None
         return local
 
     def exists(self, prefix: str) -> bool:
@@ -247,8 +264,8 @@ class S3Source:
                     "s3:// sources need boto3: pip install 'wyoming-hayakoe[s3]'"
                 ) from exc
             config = Config(
-                connect_timeout=10,
-                read_timeout=60,
+                connect_timeout=self.connect_timeout,
+                read_timeout=self.read_timeout,
                 retries={"max_attempts": 3, "mode": "standard"},
                 s3={"addressing_style": "path"} if self.endpoint_url else None,
             )
@@ -281,6 +298,11 @@ class S3Source:
             return exc
         if isinstance(exc, (bex.NoCredentialsError, bex.PartialCredentialsError)):
             return _Unreachable(f"no AWS credentials ({type(exc).__name__})")
+        if isinstance(exc, bex.ReadTimeoutError):
+            where = _store_display(self.endpoint_url)
+            return _Unreachable(
+                f"{where} did not answer within {self.read_timeout:g} s (tried 3 times)"
+            )
         if isinstance(exc, (bex.ConnectionError, bex.HTTPClientError)):
             where = _store_display(self.endpoint_url)
             return _Unreachable(f"cannot connect to {where} ({type(exc).__name__})")
@@ -515,7 +537,16 @@ def _folder_lock(folder: Path) -> Iterator[None]:
     except ImportError:  # pragma: no cover - Windows
         yield
         return
-    with open(folder / LOCK_NAME, "a+b") as handle:
+    try:
+        handle = open(folder / LOCK_NAME, "a+b")
+    except OSError as exc:
+        if cache_write_error(exc, folder) is None:
+            raise
+        # Nobody can write here: nothing to serialise. A sync that has to write fails
+        # with a `CacheWriteError`; an up-to-date copy is used as it is.
+        yield
+        return
+    with handle:
         fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
         try:
             yield

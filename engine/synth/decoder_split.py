@@ -245,11 +245,11 @@ def _stamp(source: Path) -> dict:
 
 
 def _candidates(source: Path, cache_dir: Any = None) -> list[Path]:
-    """Where derived graphs may live: beside the source, else under the cache root."""
+    """Where derived graphs are written: under the cache root, never in the voice folder."""
     from ..sources.cache import cache_root
 
     digest = hashlib.sha1(str(source.resolve()).encode("utf-8")).hexdigest()[:16]
-    return [source.parent, cache_root(cache_dir) / "derived" / f"{source.stem}-{digest}"]
+    return [cache_root(cache_dir) / "derived" / f"{source.stem}-{digest}"]
 
 
 def derived_graphs(
@@ -257,10 +257,11 @@ def derived_graphs(
 ) -> tuple[Path, Path]:
     """(front, decoder) ONNX files cut from `source` (noise as inputs), made once.
 
-    Cached beside `source` (hayakoe ignores the extra files) or, where that folder is not
-    writable, under `<cache>/derived/`. A stamp (size, mtime of `source`) makes a changed
-    `synthesizer.onnx` re-derive. Loading sessions from files (rather than from bytes made
-    in memory at every start) keeps a process's memory at one copy of the weights."""
+    Cached under `<cache>/derived/` (the voice folder stays as it was; a copy that older
+    versions left beside `source` is used only if its stamp matches). A stamp (size, mtime
+    of `source`) makes a changed `synthesizer.onnx` re-derive. Loading sessions from files
+    (rather than from bytes made in memory at every start) keeps a process's memory at one
+    copy of the weights."""
     import onnx
 
     source = Path(source)
@@ -270,7 +271,7 @@ def derived_graphs(
     )
     want = _stamp(source)
     dirs = _candidates(source, cache_dir)
-    for d in dirs:
+    for d in [*dirs, source.parent]:  # beside the voice: left there by older versions
         try:
             if (
                 json.loads((d / stamp_name).read_text(encoding="utf-8")) == want
@@ -337,7 +338,11 @@ class SplitOnnxSynthesizer(OnnxSynthesizer):
         cache_dir: Any = None,
         conv2d: bool = False,
         release_memory: bool = True,
+        decoder: Path | None = None,
+        precision: str = "fp32",
     ) -> None:
+        """`decoder` replaces the fp32 decoder cut from `synthesizer` (the int8 graph of
+        `engine.synth.quantize`, same inputs and output); `precision` names it."""
         import onnxruntime as ort
 
         self.hop_length = hop_length
@@ -349,7 +354,13 @@ class SplitOnnxSynthesizer(OnnxSynthesizer):
             raise SplitError(
                 f"decoder upsamples by {geometry.hop}, config hop_length is {hop_length}"
             )
-        front, decoder = derived_graphs(Path(synthesizer), cache_dir, conv2d=conv2d)
+        front, fp32_decoder = derived_graphs(Path(synthesizer), cache_dir, conv2d=conv2d)
+        self.fp32_decoder_path = fp32_decoder
+        """The fp32 decoder graph cut from the synthesizer (calibration's reference)."""
+        decoder = Path(decoder) if decoder is not None else fp32_decoder
+        self.decoder_path = decoder
+        self.precision = precision
+        """Decoder arithmetic: "fp32" or "int8"."""
         opts = session_options(threads)
         self._synth = ort.InferenceSession(
             str(front), sess_options=opts, providers=["CPUExecutionProvider"]

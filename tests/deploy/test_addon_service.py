@@ -166,7 +166,9 @@ CASES = {
     "streaming": (False, lambda s, r: s.streaming is False, {"streaming"}),
     "samples_per_chunk": (2048, lambda s, r: s.samples_per_chunk == 2048, {"samples_per_chunk"}),
     "max_text_length": (5000, lambda s, r: s.max_text_length == 5000, {"max_text_length"}),
+    "max_queue": (3, lambda s, r: s.max_queue == 3, {"max_queue"}),
     "rewrite": (False, lambda s, r: s.rewrite is False, {"rewrite"}),
+    "precision": ("int8", lambda s, r: s.engine.precision == "int8", {"engine.precision"}),
     "user_dictionary": (
         "words.csv",
         lambda s, r: r.share / "words.csv" in s.user_dicts,

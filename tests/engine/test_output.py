@@ -6,10 +6,11 @@ from __future__ import annotations
 import math
 import wave
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
-import soxr
+import soxr  # type: ignore[import-untyped]
 
 from engine import OUTPUT_RATES, AudioResult, Chime, OutputOptions, Speaker, WavError
 from engine.output import Limiter, OutputStage, integrated_loudness, read_wav
@@ -255,8 +256,9 @@ def test_wav_reader_reads_pcm_widths_and_names_bad_files(tmp_path: Path) -> None
     ],
 )
 def test_bad_output_options_are_refused_by_name(field: str, value: float) -> None:
+    values: dict[str, Any] = {field: value}
     with pytest.raises(ValueError, match=f"OutputOptions.{field}"):
-        OutputOptions(**{field: value})
+        OutputOptions(**values)
 
 
 # --- through Speaker --------------------------------------------------------------------
@@ -311,3 +313,42 @@ def test_ssml_breaks_are_exact_silence_through_the_output_stage(embedded: Speake
     # The break is resampled with the speech: the filter's ringing may reach a few samples
     # into it at each edge (a silence added by the stage itself is exact: lead and tail).
     assert 8000 - 16 <= runs.max() <= 8000 + 4000
+
+
+@pytest.mark.slow
+def test_a_neural_voice_streams_windows_through_the_stage() -> None:
+    """The small neural voice (44.1 kHz, windows inside sentences: pieces with final=False):
+    16 kHz out, loudness held back until the first sentence is complete, then one gain;
+    `stream` and `astream` give the same samples (same seed)."""
+    import asyncio
+
+    import torch
+
+    from engine.neural.loader import load_neural_voice
+    from tests.helpers.voices import ONE_THREAD, FakeBert, shared_small_root
+
+    torch.set_num_threads(1)
+    voice = load_neural_voice("small", shared_small_root(), bert=FakeBert(), options=ONE_THREAD)
+    speaker = Speaker(voice, rewrite=False)
+    assert speaker.sample_rate == 44100
+    text = "今日はいい天気ですね。散歩に行きましょう！さようなら。"
+    options = OutputOptions(loudness=-20.0, sample_rate=16000, lead_silence=0.05)
+    at_16k = OutputOptions(sample_rate=16000)
+    pieces = list(voice.render(speaker._prepare(text), speaker.options(seed=3)))
+    assert not pieces[0].final, "the first sentence comes in windows"
+    plain = [c.data.size for c in speaker.stream(text, output=at_16k, seed=3)]
+    chunks = list(speaker.stream(text, output=options, seed=3))
+    assert all(c.sr == 16000 for c in chunks) and all(c.data.size for c in chunks)
+    # Without loudness the first window is sent at once; with it, the whole first sentence
+    # is measured first and comes as one chunk (after the exact lead silence).
+    assert chunks[0].data.size == 800 + plain[0] + plain[1]
+    assert not chunks[0].data[:800].any()
+    assert [c.data.size for c in chunks[1:]] == plain[2:]
+
+    async def collect() -> list[AudioResult]:
+        return [c async for c in speaker.astream(text, output=options, seed=3)]
+
+    again = asyncio.run(collect())
+    assert np.array_equal(AudioResult.concat(again).data, AudioResult.concat(chunks).data), (
+        "stream and astream give the same samples"
+    )

@@ -293,8 +293,8 @@ def _inputs(length: int = 41, seed: int = 0):
     )
 
 
-def test_split_graphs_equal_hayakoes_synthesizer(small_root):
-    """Front + decoder (derived once, beside the file) = the original synthesizer.onnx."""
+def test_split_graphs_equal_hayakoes_synthesizer(small_root, tmp_path):
+    """Front + decoder (derived once, into the cache) = the original synthesizer.onnx."""
     from engine.synth.common import NoiseSource, SynthParams
     from engine.synth.decoder_split import (
         DECODER_FILE,
@@ -307,11 +307,22 @@ def test_split_graphs_equal_hayakoes_synthesizer(small_root):
     original = (folder / "synthesizer.onnx").read_bytes()
     kw = {"inter_channels": 32, "hop_length": 512, "sample_rate": 44100, "threads": 1}
     whole = OnnxSynthesizer(folder / "synthesizer.onnx", None, **kw)
+    before = sorted(p.name for p in folder.iterdir())
     split = SplitOnnxSynthesizer(
-        folder / "synthesizer.onnx", folder / "duration_predictor.onnx", geometry=JP_EXTRA, **kw
+        folder / "synthesizer.onnx",
+        folder / "duration_predictor.onnx",
+        geometry=JP_EXTRA,
+        cache_dir=tmp_path,
+        **kw,
     )
     assert (folder / "synthesizer.onnx").read_bytes() == original  # hayakoe's file untouched
-    front_file, decoder_file = folder / FRONT_FILE.format(""), folder / DECODER_FILE.format("")
+    assert sorted(p.name for p in folder.iterdir()) == before  # nothing written beside it
+    front_file, decoder_file = (
+        split.fp32_decoder_path.with_name(FRONT_FILE.format("")),
+        split.fp32_decoder_path,
+    )
+    assert decoder_file.name == DECODER_FILE.format("")
+    assert tmp_path in decoder_file.parents
     front_mtime = front_file.stat().st_mtime_ns
     assert decoder_file.stat().st_size < front_file.stat().st_size
     for seed, params in ((5, SynthParams()), (6, SynthParams(sdp_ratio=0.0, length_scale=1.3))):
@@ -323,7 +334,9 @@ def test_split_graphs_equal_hayakoes_synthesizer(small_root):
     assert split._dp is None  # duration predictor opened only when asked for
     assert split.predict_durations(_inputs(), SynthParams(), NoiseSource(1)) is not None
     # A second load reuses the derived files.
-    SplitOnnxSynthesizer(folder / "synthesizer.onnx", None, geometry=JP_EXTRA, **kw)
+    SplitOnnxSynthesizer(
+        folder / "synthesizer.onnx", None, geometry=JP_EXTRA, cache_dir=tmp_path, **kw
+    )
     assert front_file.stat().st_mtime_ns == front_mtime
 
 

@@ -120,3 +120,29 @@ def build_layout_root(root: Path, voice: str) -> Path:
     plain = write_random_voice(root / layout.speaker_prefix(voice, "pytorch"), bert_channels=64)
     export_voice(plain, root, voice)
     return root
+
+
+def write_outlier_voice(folder: Path, scale: float = 3000.0, channel: int = 0) -> Path:
+    """model_small with one decoder channel made `scale` times louder before the first
+    upsampling layer, which is scaled down by as much: the fp32 audio is model_small's
+    (LeakyReLU commutes with a positive scale), but the int8 activation range of that tensor
+    is set by the outlier and every other channel collapses — a voice made to fail the gate."""
+    from safetensors.torch import load_file, save_file
+
+    copy_small(folder)
+    state = load_file(str(folder / "model.safetensors"))
+    for key in (
+        "dec.conv_pre.weight",
+        "dec.conv_pre.bias",
+        "dec.cond.weight",
+        "dec.cond.bias",
+    ):
+        state[key] = state[key].clone()
+        state[key][channel] *= scale
+    for key in [k for k in state if k.startswith("dec.ups.0.")]:
+        # the weight itself, or its weight-norm magnitude (g; v is normalised away)
+        if key.endswith(("weight", "weight_g", "original0")):
+            state[key] = state[key].clone()
+            state[key][channel] /= scale
+    save_file(state, str(folder / "model.safetensors"))
+    return folder

@@ -5,7 +5,6 @@ presets refused at start (parser and the real program)."""
 from __future__ import annotations
 
 import math
-import os
 import subprocess
 import sys
 import wave
@@ -25,6 +24,7 @@ from wyoming.tts import (
 
 from engine import EMBEDDED_VOICE_NAME
 from tests.helpers.paths import REPO_ROOT
+from tests.helpers.program import program_env
 from wyoming_hayakoe.settings import OutputDefaults, parse_settings
 
 pytestmark = pytest.mark.timeout(180)
@@ -124,10 +124,9 @@ async def test_a_preset_is_a_voice_with_its_rate_gain_silence_and_chime(
     assert MEI in voices and f"{MEI}:High" in voices
     door = voices["door"]
     assert door.languages == ["ja"] and door.installed
-    assert (
-        "preset" in door.description and MEI in door.description and "16000 Hz" in door.description
-    )
-    assert "+6.0 dB" in door.description and "chime ding.wav" in door.description
+    described = door.description or ""
+    assert "preset" in described and MEI in described and "16000 Hz" in described
+    assert "+6.0 dB" in described and "chime ding.wav" in described
 
     rate, pcm, _ = await _one_shot(wy, server, "door")
     assert rate == 16000
@@ -189,8 +188,9 @@ async def test_preset_synthesis_options_and_server_wide_output_flags(start_serve
         "--preset",
         f"fast={MEI},speed=1.5,lead_silence=0",
     )
+    assert settings.output.volume == pytest.approx(10 ** (-6 / 20))
     assert settings.output == OutputDefaults(
-        volume=pytest.approx(10 ** (-6 / 20)), lead_silence=0.2, output_rate=24000
+        volume=settings.output.volume, lead_silence=0.2, output_rate=24000
     )
     server = await _start(start_server, settings)
     rate, plain, _ = await _one_shot(wy, server, MEI)
@@ -248,13 +248,11 @@ def test_a_preset_defined_twice_is_refused(capsys) -> None:
 
 
 def _program(*args: str) -> subprocess.CompletedProcess[str]:
-    env = dict(
-        os.environ, PYTHONPATH=str(REPO_ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")
-    )
+    """The real program, expected to stop at start (it never gets to listen)."""
     return subprocess.run(
         [sys.executable, "-m", "wyoming_hayakoe", "--uri", "tcp://127.0.0.1:0", *args],
         cwd=REPO_ROOT,
-        env=env,
+        env=program_env(),
         capture_output=True,
         text=True,
         timeout=120,

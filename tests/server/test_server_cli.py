@@ -32,6 +32,7 @@ def test_defaults() -> None:
     assert s.samples_per_chunk == 1024 and s.streaming and s.rewrite and s.zeroconf_name is None
     assert s.synthesis.as_options() == {} and s.hf_token is None
     assert s.use_compile is False
+    assert s.max_queue == 10 and s.drain_timeout == 10.0
 
 
 @pytest.mark.parametrize(
@@ -78,6 +79,10 @@ def test_voices_defaults_and_options() -> None:
             "/tmp/c",
             "--max-text-length",
             "500",
+            "--max-queue",
+            "0",
+            "--drain-timeout",
+            "2.5",
         ],
         environ={},
     )
@@ -86,7 +91,7 @@ def test_voices_defaults_and_options() -> None:
     assert s.synthesis.as_options() == {"speed": 1.2, "sentence_silence": 0.0, "pitch_scale": 1.1}
     assert s.samples_per_chunk == 512 and not s.streaming and not s.rewrite
     assert s.zeroconf_name == "hayakoe" and s.device == "cuda" and str(s.cache_dir) == "/tmp/c"
-    assert s.max_text_length == 500
+    assert s.max_text_length == 500 and s.max_queue == 0 and s.drain_timeout == 2.5
     assert (
         parse_settings(["--voice", "x", "--zeroconf", "kitchen"], environ={}).zeroconf_name
         == "kitchen"
@@ -139,6 +144,9 @@ def test_token_comes_from_the_environment_and_never_shows() -> None:
         (["--uri", "unix:///tmp/x.sock", "--zeroconf"], "--zeroconf"),
         (["--speed", "0"], "--speed"),
         (["--samples-per-chunk", "-1"], "--samples-per-chunk"),
+        (["--max-queue", "-1"], "--max-queue"),
+        (["--max-queue", "two"], "--max-queue"),
+        (["--drain-timeout", "-3"], "--drain-timeout"),
         (["--threads", "0"], "--threads"),
         (["--first-window", "-1"], "--first-window"),
         (["--voice", f"{EMBEDDED_VOICE_NAME}=hf://x/y"], "--voice"),
@@ -188,8 +196,8 @@ async def test_program_serves_tcp_and_stops_cleanly_on_signals(sig) -> None:
 
 
 async def test_program_stops_while_clients_are_mid_synthesis() -> None:
-    port = free_port()
-    async with Program("--uri", f"tcp://127.0.0.1:{port}") as prog:
+    port = free_port()  # the client stops reading: the drain (test_drain.py) times out
+    async with Program("--uri", f"tcp://127.0.0.1:{port}", "--drain-timeout", "1") as prog:
         await prog.wait_ready()
         client = AsyncTcpClient("127.0.0.1", port, read_timeout=20)
         await client.connect()

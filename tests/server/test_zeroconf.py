@@ -7,9 +7,7 @@ interfaces.
 
 from __future__ import annotations
 
-import asyncio
 import ipaddress
-import time
 import uuid
 
 import pytest
@@ -18,6 +16,7 @@ from zeroconf.asyncio import AsyncServiceBrowser, AsyncServiceInfo, AsyncZerocon
 
 from tests.helpers.net import free_port
 from tests.helpers.program import Program
+from tests.helpers.waiting import until
 from wyoming_hayakoe.zeroconf import (
     SERVICE_TYPE,
     advertised_address,
@@ -60,21 +59,14 @@ async def test_registration_is_seen_on_loopback_and_withdrawn_on_sigterm() -> No
             "127.0.0.1",
         ) as prog:
             await prog.wait_ready()
-            await _until(lambda: (full_name, ServiceStateChange.Added) in changes, 15)
+            await until(lambda: (full_name, ServiceStateChange.Added) in changes, 15)
             info = AsyncServiceInfo(SERVICE_TYPE, full_name)
             assert await info.async_request(browser_zc.zeroconf, 3000)
             assert info.port == port
             assert info.parsed_addresses() == ["127.0.0.1"]
             assert await prog.stop() == 0
             assert "withdrew" in prog.log
-        await _until(lambda: (full_name, ServiceStateChange.Removed) in changes, 15)
+        await until(lambda: (full_name, ServiceStateChange.Removed) in changes, 15)
     finally:
         await browser.async_cancel()
         await browser_zc.async_close()
-
-
-async def _until(condition, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        await asyncio.sleep(0.1)

@@ -1,0 +1,507 @@
+"""Soak: many mixed requests against a real server process; does anything grow?
+
+    python benchmarks/soak.py                       # 1000 requests, embedded + small neural voice
+    python benchmarks/soak.py --requests 200 --neural none
+    python benchmarks/soak.py --neural fullsize     # full-size random voice (fullsize.py)
+
+The server is `python -m wyoming_hayakoe` on 127.0.0.1, serving the embedded voice
+(``openjtalk-mei``) and a neural one: ``small`` (default) is the tests' small random-weight
+JP-Extra voice with the tests' tiny BERT, exported once into ``benchmarks/.cache/soak-small``;
+``fullsize`` is the full-size random voice that `fullsize.py` builds. Requests are sent over
+TCP with the wyoming library's client, `--concurrency` at a time, in a fixed pseudo-random mix:
+
+- one-shot ``synthesize``, read to ``audio-stop``;
+- streaming ``synthesize-start`` / deltas / ``synthesize-stop``, read to ``synthesize-stopped``;
+- abandoned streams and one-shots: the client resets the connection after the first audio
+  (a stream whose only sentence is still open: after a second);
+- both voices, several styles each, short to long texts (with numbers and Latin words).
+
+Every `--sample-every` requests (when none is in flight and the server's threads have
+settled) the server's RSS, open file descriptors and threads are read with psutil. The first
+`--warmup` requests warm up (caches, arenas, lazily created pools); after them the goal is
+RSS within ±5 % of the warm-up sample and fds/threads not above it. The run prints a table
+(Markdown), writes a PNG plot and a JSON file, and exits 1 when a goal or a request failed.
+`tests/test_soak.py` runs 200 requests with the same checks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import psutil
+from wyoming.client import AsyncTcpClient
+from wyoming.info import Describe
+from wyoming.tts import (
+    Synthesize,
+    SynthesizeChunk,
+    SynthesizeStart,
+    SynthesizeStop,
+    SynthesizeVoice,
+)
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+sys.path.insert(0, str(REPO))
+
+from tests.helpers.net import free_port  # noqa: E402
+
+CACHE = HERE / ".cache"
+SMALL_ROOT = CACHE / "soak-small"
+SMALL_VOICE = "tiny"
+
+EMBEDDED = "openjtalk-mei"
+EMBEDDED_STYLES = ("Neutral", "Calm", "Bright")
+NEURAL_STYLES = ("Neutral", "Happy", "Sad")
+
+RSS_TOLERANCE = 0.05
+"""After warm-up, RSS stays within this fraction of the warm-up sample."""
+
+TEXTS = (
+    "こんにちは。",
+    "はい、キッチンの電気をつけました。",
+    "今日はいい天気ですね。散歩に行きましょう！",
+    "午後三時十五分に、洗濯が終わりました。",
+    "リビングの温度は23.5度、湿度は48%です。",
+    "Spotifyで音楽を再生します。ボリュームは30です。",
+    "玄関のドアは施錠されています。窓も閉まっています。ほかに何かお手伝いできることはありますか？",
+    (
+        "本日の予定をお知らせします。午前九時から、駅前の会議室で月例の打ち合わせがあります。"
+        "お昼は取引先の方と一緒に、近くのそば屋で食事をする予定です。"
+        "帰りにスーパーで牛乳と卵を買うのを忘れないでください。"
+    ),
+)
+
+KINDS = (("one-shot", 4), ("stream", 4), ("abandon-stream", 1), ("abandon-one-shot", 1))
+
+
+@dataclass
+class SoakConfig:
+    """What one soak run does."""
+
+    requests: int = 1000
+    sample_every: int = 50
+    warmup: int | None = None
+    """Requests before the reference sample (default: a fifth, at least one sample interval)."""
+    concurrency: int = 4
+    seed: int = 0
+    neural: str = "small"
+    """``small``, ``fullsize`` or ``none`` (embedded voice only)."""
+    server_args: tuple[str, ...] = ()
+    timeout_s: float = 120.0
+    """Longest wait for one request's answer."""
+
+    @property
+    def warmup_requests(self) -> int:
+        warm = self.warmup if self.warmup is not None else self.requests // 5
+        every = self.sample_every
+        return max(every, (warm + every - 1) // every * every)
+
+
+@dataclass
+class Sample:
+    """The server process after `requests` requests."""
+
+    requests: int
+    elapsed_s: float
+    rss_bytes: int
+    fds: int
+    threads: int
+
+
+@dataclass
+class SoakResult:
+    config: SoakConfig
+    samples: list[Sample] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)
+    failures: list[str] = field(default_factory=list)
+    exit_code: int | None = None
+
+    @property
+    def warm(self) -> Sample:
+        target = self.config.warmup_requests
+        return next(s for s in self.samples if s.requests >= target)
+
+    def after_warmup(self) -> list[Sample]:
+        return [s for s in self.samples if s.requests >= self.warm.requests]
+
+    def rss_ratios(self) -> list[float]:
+        return [s.rss_bytes / self.warm.rss_bytes for s in self.after_warmup()]
+
+    def problems(self) -> list[str]:
+        """Every goal that was missed, in words (empty: the soak passed)."""
+        out = list(self.failures[:10])
+        if len(self.failures) > 10:
+            out.append(f"... and {len(self.failures) - 10} more failed requests")
+        if not self.samples or self.samples[-1].requests < self.config.requests:
+            return out + ["the run did not reach its last sample"]
+        warm = self.warm
+        for s in self.after_warmup():
+            ratio = s.rss_bytes / warm.rss_bytes
+            if abs(ratio - 1) > RSS_TOLERANCE:
+                out.append(f"RSS after {s.requests} requests is {ratio:.3f}× the warm-up sample")
+            if s.fds > warm.fds:
+                out.append(f"open fds grew: {warm.fds} → {s.fds} after {s.requests} requests")
+            if s.threads > warm.threads:
+                out.append(
+                    f"threads grew: {warm.threads} → {s.threads} after {s.requests} requests"
+                )
+        if self.exit_code not in (0, None):
+            out.append(f"the server exited with {self.exit_code} on SIGTERM")
+        return out
+
+    def table(self) -> str:
+        warm = self.warm if self.samples else None
+        lines = [
+            "| requests | elapsed s | RSS MiB | RSS / warm-up | open fds | threads |",
+            "| ---: | ---: | ---: | ---: | ---: | ---: |",
+        ]
+        for s in self.samples:
+            ratio = f"{s.rss_bytes / warm.rss_bytes:.3f}" if warm else "-"
+            mark = " (warm-up)" if warm is s else ""
+            lines.append(
+                f"| {s.requests}{mark} | {s.elapsed_s:.0f} | {s.rss_bytes / 2**20:.1f} | {ratio} "
+                f"| {s.fds} | {s.threads} |"
+            )
+        return "\n".join(lines)
+
+    def summary(self) -> str:
+        if not self.samples:
+            return "no samples"
+        ratios = self.rss_ratios()
+        warm, end = self.warm, self.samples[-1]
+        mix = ", ".join(f"{k} {v}" for k, v in sorted(self.counts.items()))
+        return (
+            f"{end.requests} requests ({mix}) in {end.elapsed_s:.0f} s; after warm-up "
+            f"({warm.requests} requests) RSS {min(ratios):.3f}–{max(ratios):.3f}× "
+            f"(end {end.rss_bytes / warm.rss_bytes:.3f}×), fds {warm.fds} → {end.fds}, "
+            f"threads {warm.threads} → {end.threads}"
+        )
+
+
+# -- the neural voice ---------------------------------------------------------------------------
+def small_root() -> Path:
+    """The tests' small voice and tiny BERT in hayakoe's layout (built once, cached)."""
+    marker = SMALL_ROOT / ".complete"
+    if not marker.exists():
+        import shutil
+
+        from tests.helpers.voices import build_layout_root
+
+        shutil.rmtree(SMALL_ROOT, ignore_errors=True)
+        SMALL_ROOT.mkdir(parents=True)
+        build_layout_root(SMALL_ROOT, SMALL_VOICE)
+        marker.write_text("ok\n")
+    return SMALL_ROOT
+
+
+def neural_voice(kind: str) -> tuple[str, Path] | None:
+    """(voice name, hayakoe-layout root) of the neural voice to soak, or None."""
+    if kind == "none":
+        return None
+    if kind == "small":
+        return SMALL_VOICE, small_root()
+    if kind == "fullsize":
+        sys.path.insert(0, str(HERE))
+        import fullsize
+        from common import VOICE_NAME
+
+        return VOICE_NAME, fullsize.build()
+    raise ValueError(f"--neural must be small, fullsize or none, not {kind!r}")
+
+
+# -- the server ---------------------------------------------------------------------------------
+class Server:
+    """`python -m wyoming_hayakoe` on a free loopback port, its log in a file."""
+
+    def __init__(self, config: SoakConfig, neural: tuple[str, Path] | None, workdir: Path) -> None:
+        self.port = free_port()
+        args = ["--uri", f"tcp://127.0.0.1:{self.port}", "--voice", EMBEDDED]
+        if neural is not None:
+            name, root = neural
+            args += ["--voice", f"{name}={root}", "--bert-source", str(root)]
+        args += ["--cache-dir", str(workdir / "cache"), "--max-queue", "64", *config.server_args]
+        env = dict(os.environ, PYTHONPATH=str(REPO), OMP_NUM_THREADS="1")
+        env.pop("HF_TOKEN", None)
+        self.log_path = workdir / "server.log"
+        self._log = self.log_path.open("wb")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "wyoming_hayakoe", *args],
+            cwd=workdir,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=self._log,
+        )
+        self.ps = psutil.Process(self.proc.pid)
+
+    async def wait_ready(self, timeout: float = 600.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"server exited with {self.proc.returncode}:\n{self.log()}")
+            if b"Ready" in self.log_path.read_bytes():
+                return
+            await asyncio.sleep(0.2)
+        raise TimeoutError(f"server not ready after {timeout:.0f} s:\n{self.log()}")
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")[-4000:]
+
+    def usage(self) -> tuple[int, int, int]:
+        """(rss bytes, open fds, threads) of the server process now."""
+        return self.ps.memory_info().rss, self.ps.num_fds(), self.ps.num_threads()
+
+    async def settled(
+        self, idle: tuple[int, int, int] | None, limit_s: float = 10.0, quiet_s: float = 2.0
+    ) -> tuple[int, int, int]:
+        """`usage` once the requests' threads and connections are gone: when fds and threads
+        are back to the figures of `idle` (the previous sample), or have been steady for a
+        second when there is none, at most `limit_s` after the last answer. A worker may
+        outlive its client by the length of the sentence it was rendering; what is still
+        there after `limit_s` is growth.
+        RSS is read at least `quiet_s` after the last answer: an idle server hands freed
+        heap back after a second (`wyoming_hayakoe.memory.IdleHeapTrim`), so this is the
+        resident size of the idle server, which only held (leaked) memory can raise."""
+        deadline = time.monotonic() + limit_s
+        await asyncio.sleep(quiet_s)
+        seen: list[tuple[int, int]] = []
+        while True:
+            rss, fds, threads = self.usage()
+            if idle is not None and fds <= idle[1] and threads <= idle[2]:
+                break
+            seen.append((fds, threads))
+            if idle is None and len(seen) >= 10 and len(set(seen[-10:])) == 1:
+                break
+            if time.monotonic() > deadline:
+                break
+            await asyncio.sleep(0.1)
+        return rss, fds, threads
+
+    def stop(self, timeout: float = 30.0) -> int:
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            return -9
+        finally:
+            self._log.close()
+
+
+# -- the requests -------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Request:
+    index: int
+    kind: str
+    voice: str
+    style: str
+    text: str
+
+
+def plan(config: SoakConfig, neural: str | None) -> list[Request]:
+    """The fixed pseudo-random request mix."""
+    rng = random.Random(config.seed)
+    kinds = [k for k, w in KINDS for _ in range(w)]
+    voices = [(EMBEDDED, EMBEDDED_STYLES)] + ([(neural, NEURAL_STYLES)] if neural else [])
+    out = []
+    for i in range(config.requests):
+        voice, styles = voices[i % len(voices)]
+        out.append(Request(i, rng.choice(kinds), voice, rng.choice(styles), rng.choice(TEXTS)))
+    return out
+
+
+async def _until(client: AsyncTcpClient, end: str, timeout: float) -> tuple[int, list[str]]:
+    """Read to `end`: (audio bytes, error texts)."""
+    audio, errors = 0, []
+    while True:
+        event = await asyncio.wait_for(client.read_event(), timeout)
+        if event is None:
+            raise ConnectionError(f"connection closed before {end}")
+        if event.type == "audio-chunk":
+            audio += len(event.payload or b"")
+        elif event.type == "error":
+            errors.append(str(event.data.get("text")))
+        if event.type == end:
+            return audio, errors
+
+
+async def _first_audio(client: AsyncTcpClient, timeout: float) -> None:
+    while (event := await asyncio.wait_for(client.read_event(), timeout)) is not None:
+        if event.type == "audio-chunk":
+            return
+        if event.type == "error":
+            raise RuntimeError(f"error instead of audio: {event.data.get('text')}")
+    raise ConnectionError("connection closed before the first audio")
+
+
+def _abort(client: AsyncTcpClient) -> None:
+    """Reset the connection (what a client that crashes or loses Wi-Fi does)."""
+    writer = client._writer  # noqa: SLF001 - the wyoming client exposes no abort
+    if writer is not None:
+        writer.transport.abort()
+
+
+async def send(port: int, req: Request, timeout: float) -> None:
+    """One request; raises when the answer is wrong."""
+    voice = SynthesizeVoice(name=f"{req.voice}:{req.style}")
+    client = AsyncTcpClient("127.0.0.1", port)
+    await client.connect()
+    try:
+        if req.index % 25 == 0:
+            await client.write_event(Describe().event())
+            await _until(client, "info", timeout)
+        if req.kind in ("one-shot", "abandon-one-shot"):
+            await client.write_event(Synthesize(text=req.text, voice=voice).event())
+            if req.kind == "abandon-one-shot":
+                await _first_audio(client, timeout)
+                _abort(client)
+                return
+            audio, errors = await _until(client, "audio-stop", timeout)
+        else:
+            await client.write_event(SynthesizeStart(voice=voice).event())
+            for i in range(0, len(req.text), 4):
+                await client.write_event(SynthesizeChunk(text=req.text[i : i + 4]).event())
+            if req.kind == "abandon-stream":
+                # Gone mid-stream: after the first audio, or before any if the sentence is
+                # still open (the server speaks a sentence once it is complete).
+                try:
+                    await _first_audio(client, 1.0)
+                except asyncio.TimeoutError:
+                    pass
+                _abort(client)
+                return
+            await client.write_event(Synthesize(text=req.text, voice=voice).event())
+            await client.write_event(SynthesizeStop().event())
+            audio, errors = await _until(client, "synthesize-stopped", timeout)
+        if errors or audio == 0:
+            raise RuntimeError(f"errors {errors}, {audio} bytes of audio")
+    finally:
+        await client.disconnect()
+
+
+async def soak(config: SoakConfig, progress=print) -> SoakResult:
+    """Run the soak; never raises for a failed goal (see `SoakResult.problems`)."""
+    neural = neural_voice(config.neural)
+    result = SoakResult(config)
+    with tempfile.TemporaryDirectory(prefix="soak-") as tmp:
+        server = Server(config, neural, Path(tmp))
+        try:
+            await server.wait_ready()
+            idle = await server.settled(None)  # loaded and idle: the floor for fds/threads
+            progress(f"ready: RSS {idle[0] / 2**20:.1f} MiB, fds {idle[1]}, threads {idle[2]}")
+            requests = plan(config, neural[0] if neural else None)
+            gate = asyncio.Semaphore(config.concurrency)
+            started = time.monotonic()
+
+            async def one(req: Request) -> None:
+                async with gate:
+                    try:
+                        await send(server.port, req, config.timeout_s)
+                    except Exception as exc:  # noqa: BLE001 - counted, reported
+                        result.failures.append(
+                            f"request {req.index} ({req.kind}, {req.voice}): {exc!r}"
+                        )
+                    result.counts[req.kind] = result.counts.get(req.kind, 0) + 1
+
+            for first in range(0, len(requests), config.sample_every):
+                batch = requests[first : first + config.sample_every]
+                await asyncio.gather(*(one(r) for r in batch))
+                rss, fds, threads = await server.settled(idle)
+                idle = (rss, fds, threads)
+                sample = Sample(first + len(batch), time.monotonic() - started, rss, fds, threads)
+                result.samples.append(sample)
+                progress(
+                    f"{sample.requests:5d} requests  {sample.elapsed_s:6.0f} s  "
+                    f"RSS {rss / 2**20:7.1f} MiB  fds {fds}  threads {threads}  "
+                    f"failed {len(result.failures)}"
+                )
+        finally:
+            result.exit_code = server.stop()
+            if result.exit_code != 0 or result.failures:
+                progress("server log (end):\n" + server.log())
+    return result
+
+
+def plot(result: SoakResult, path: Path) -> None:
+    """RSS relative to the warm-up sample, and fds/threads, against requests served."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    xs = [s.requests for s in result.samples]
+    warm = result.warm
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
+    top.plot(xs, [s.rss_bytes / warm.rss_bytes for s in result.samples], marker="o")
+    top.axhspan(1 - RSS_TOLERANCE, 1 + RSS_TOLERANCE, color="green", alpha=0.1, label="±5 %")
+    top.axvline(warm.requests, color="grey", linestyle="--", label="warm-up")
+    top.set_ylabel("RSS / warm-up RSS")
+    top.set_title(f"Soak: {result.summary()}", fontsize=8, wrap=True)
+    top.legend(fontsize=8)
+    bottom.plot(xs, [s.fds for s in result.samples], marker="o", label="open fds")
+    bottom.plot(xs, [s.threads for s in result.samples], marker="s", label="threads")
+    bottom.axvline(warm.requests, color="grey", linestyle="--")
+    bottom.set_xlabel("requests served")
+    bottom.legend(fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--requests", type=int, default=1000)
+    p.add_argument("--sample-every", type=int, default=50)
+    p.add_argument("--warmup", type=int, default=None, help="warm-up requests (default: a fifth)")
+    p.add_argument("--concurrency", type=int, default=4)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--neural", choices=("small", "fullsize", "none"), default="small")
+    p.add_argument("--out", type=Path, default=HERE / "results" / "soak", help="PNG/JSON prefix")
+    args = p.parse_args(argv)
+    config = SoakConfig(
+        requests=args.requests,
+        sample_every=args.sample_every,
+        warmup=args.warmup,
+        concurrency=args.concurrency,
+        seed=args.seed,
+        neural=args.neural,
+    )
+    result = asyncio.run(
+        soak(config, progress=lambda line: print(line, file=sys.stderr, flush=True))
+    )
+    print(result.table())
+    print()
+    print(result.summary())
+    if result.samples:
+        plot(result, args.out.with_suffix(".png"))
+        data = {
+            "config": asdict(config),
+            "samples": [asdict(s) for s in result.samples],
+            "counts": result.counts,
+            "failures": result.failures,
+            "summary": result.summary(),
+        }
+        args.out.with_suffix(".json").write_text(
+            json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+        )
+    problems = result.problems()
+    for problem in problems:
+        print(f"FAIL: {problem}")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,272 @@
+"""int8 decoder graphs: calibration on the voice's own latents, the fidelity gate, the
+precision choice over the real loading code, exactness of windowed decoding, stamps.
+
+The voices are model_small (reference weights: passes the gate) and the same network with one
+decoder channel made an outlier (`write_outlier_voice`: identical fp32 audio, int8 broken).
+Calibration uses a part of the shipped sentence set so each quantization takes seconds.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from engine import EngineOptions, layout
+from engine.neural.loader import load_neural_voice
+from engine.synth.quantize import (
+    CALIBRATION_FILE,
+    DECODER_FILE,
+    HELDOUT_FILE,
+    REPORT_FILE,
+    STAMP_FILE,
+    read_sentences,
+)
+from tests.helpers.voices import FakeBert, shared_small_root, write_outlier_voice
+
+CALIBRATION = read_sentences(CALIBRATION_FILE)[:10]
+HELDOUT = [read_sentences(HELDOUT_FILE)[i] for i in (0, 3)]
+WINDOW_TOLERANCE = 1e-6
+"""int8 windows joined vs the int8 whole-sentence decode (observed: 0, integer kernels)."""
+
+
+def _quantize(root: Path, name: str, out_root: Path):
+    from engine import quantize_voice
+
+    return quantize_voice(
+        name,
+        root,
+        out_root,
+        bert=FakeBert(1024),
+        threads=1,
+        calibration=CALIBRATION,
+        heldout=HELDOUT,
+    )
+
+
+def _load(root: Path, name: str, precision: str, cache: Path):
+    return load_neural_voice(
+        name,
+        root,
+        bert=FakeBert(1024),
+        cache_dir=cache,
+        options=EngineOptions(threads=1, precision=precision),
+    )
+
+
+@pytest.fixture(scope="module")
+def good_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """model_small quantized into a hayakoe-layout root (as `wyoming-hayakoe quantize` bakes)."""
+    out = tmp_path_factory.mktemp("good")
+    _quantize(shared_small_root(), "small", out)
+    return out
+
+
+@pytest.fixture(scope="module")
+def bad_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The outlier voice, exported and quantized into a root."""
+    from engine.synth.export import export_model_dir
+
+    base = tmp_path_factory.mktemp("bad")
+    plain = write_outlier_voice(base / "plain")
+    src = base / "src"
+    export_model_dir(
+        plain / "config.json",
+        plain / "model.safetensors",
+        plain / "style_vectors.npy",
+        src / layout.speaker_prefix("bad", "onnx"),
+    )
+    out = base / "out"
+    _quantize(src, "bad", out)
+    return out
+
+
+def _report(root: Path, name: str) -> dict:
+    folder = root / layout.speaker_prefix(name, "onnx") / layout.INT8_SUBDIR
+    return json.loads((folder / REPORT_FILE).read_text(encoding="utf-8"))
+
+
+def test_quantize_writes_graphs_report_and_stamp(good_root: Path) -> None:
+    voice = good_root / layout.speaker_prefix("small", "onnx")
+    folder = voice / layout.INT8_SUBDIR
+    for name in (DECODER_FILE, REPORT_FILE, STAMP_FILE):
+        assert (folder / name).is_file(), name
+    assert (voice / "synthesizer.onnx").is_file() and (voice / "config.json").is_file()
+    report = _report(good_root, "small")
+    assert report["passed"], report["reasons"]
+    assert len(report["sentences"]) == len(HELDOUT) * 3  # every style
+    assert {s["sentence"] for s in report["sentences"]} == set(HELDOUT)
+    assert not set(HELDOUT) & set(CALIBRATION)
+    assert report["snr_db_min"] >= report["thresholds"]["min_snr_db"]
+    assert 0 < report["logmel_db_mean"] <= report["thresholds"]["max_logmel_db"]
+    assert report["settings"]["method"] == "minmax"
+    assert report["settings"]["calibration_sentences"] == len(CALIBRATION)
+    stamp = json.loads((folder / STAMP_FILE).read_text(encoding="utf-8"))
+    assert stamp["source_size"] == (voice / "synthesizer.onnx").stat().st_size
+
+
+def test_gate_fails_on_an_outlier_channel(bad_root: Path) -> None:
+    report = _report(bad_root, "bad")
+    assert not report["passed"]
+    assert any(r.startswith("SNR") for r in report["reasons"])
+    assert report["logmel_db_mean"] > 3 * report["thresholds"]["max_logmel_db"]
+
+
+def test_auto_picks_int8_where_the_gate_passed(good_root: Path, tmp_path: Path, caplog) -> None:
+    voice_dir = good_root / layout.speaker_prefix("small", "onnx")
+    before = sorted(p.name for p in voice_dir.iterdir())
+    with caplog.at_level(logging.INFO, logger="engine.neural.loader"):
+        voice = _load(good_root, "small", "auto", tmp_path)
+    assert voice.synth.precision == "int8"
+    assert voice.synth.decoder_path == voice_dir / layout.INT8_SUBDIR / DECODER_FILE
+    assert "Voice small runs int8: int8 fidelity of small: passed" in caplog.text
+    assert sorted(p.name for p in voice_dir.iterdir()) == before  # derived files: cache only
+    fp32 = _load(good_root, "small", "fp32", tmp_path)
+    assert fp32.synth.precision == "fp32"
+    assert fp32.synth.decoder_path == fp32.synth.fp32_decoder_path
+    assert tmp_path in fp32.synth.fp32_decoder_path.parents
+
+
+def test_auto_picks_fp32_where_the_gate_failed(bad_root: Path, tmp_path: Path, caplog) -> None:
+    with caplog.at_level(logging.INFO, logger="engine.neural.loader"):
+        voice = _load(bad_root, "bad", "auto", tmp_path)
+    assert voice.synth.precision == "fp32"
+    assert "Voice bad runs fp32: int8 fidelity of bad: FAILED (SNR" in caplog.text
+    forced = _load(bad_root, "bad", "int8", tmp_path)
+    assert forced.synth.precision == "int8"
+
+
+def test_int8_windows_join_to_the_int8_whole_sentence(good_root: Path, tmp_path: Path) -> None:
+    from engine.synth.common import NoiseSource, SynthInputs, SynthParams
+    from engine.synth.windowed import WindowPlan, decode_windows
+    from engine.text import analyze
+
+    voice = _load(good_root, "small", "int8", tmp_path)
+    synth = voice.synth
+    a = analyze(HELDOUT[1]).with_blanks()
+    feats = FakeBert(1024).features([a.bert_text], [a.word2ph])[0]
+    inputs = SynthInputs(
+        np.asarray(a.phone_ids),
+        np.asarray(a.tone_ids),
+        np.asarray(a.lang_ids),
+        feats,
+        voice.style_vectors[1],
+        0,
+    )
+    latent = synth.latent(inputs, SynthParams(), NoiseSource(3))
+    whole = synth.decode(latent, latent.z)
+    n = latent.frames
+    assert n > 60
+    for plan in (WindowPlan(first=1, growth=1.0, largest=1, min_tail=0), WindowPlan()):
+
+        def dec(z: np.ndarray) -> np.ndarray:
+            return synth.decode(latent, z)
+
+        joined = np.concatenate(
+            list(decode_windows(latent.z, dec, synth.context, plan.windows(n), synth.hop_length))
+        )
+        assert joined.shape == whole.shape
+        assert np.abs(joined - whole).max() <= WINDOW_TOLERANCE
+    # ...and the streamed voice gives the same audio as the whole-sentence voice.
+    from engine.voice_backend import SynthesisOptions
+
+    opts = SynthesisOptions(style="Happy", seed=11)
+    streamed = np.concatenate([p.samples for p in voice.render([HELDOUT[1]], opts)])
+    whole_opts = SynthesisOptions(style="Happy", seed=11, extra={"whole_sentences": True})
+    at_once = np.concatenate([p.samples for p in voice.render([HELDOUT[1]], whole_opts)])
+    assert streamed.shape == at_once.shape
+    assert np.abs(streamed - at_once).max() <= WINDOW_TOLERANCE
+
+
+def test_stamp_mismatch_and_narrow_decoders(good_root: Path, tmp_path: Path, caplog) -> None:
+    """Graphs made from another source are ignored; `auto` then keeps a narrow (test-sized)
+    decoder on fp32 without making any, and says why."""
+    copy = tmp_path / "root"
+    shutil.copytree(good_root, copy)
+    voice_dir = copy / layout.speaker_prefix("small", "onnx")
+    stamp_path = voice_dir / layout.INT8_SUBDIR / STAMP_FILE
+    stamp = json.loads(stamp_path.read_text(encoding="utf-8"))
+    stamp["source_sha256"] = "0" * 64
+    stamp["source_mtime_ns"] += 1
+    stamp_path.write_text(json.dumps(stamp), encoding="utf-8")
+    with caplog.at_level(logging.INFO):
+        voice = _load(copy, "small", "auto", tmp_path / "cache")
+    assert voice.synth.precision == "fp32"
+    assert "made from another source or recipe" in caplog.text
+    assert "the decoder is narrow (32 channels < 256)" in caplog.text
+    assert not (tmp_path / "cache" / "int8").exists()
+
+
+def test_int8_is_made_once_into_the_cache(tmp_path: Path, monkeypatch) -> None:
+    """`precision="int8"` with no graphs anywhere makes them into the cache (not the voice
+    folder), and a second load finds them there."""
+    import engine.synth.quantize as quantize
+
+    root = tmp_path / "root"
+    src = shared_small_root() / layout.speaker_prefix("small", "onnx")
+    shutil.copytree(src, root / layout.speaker_prefix("small", "onnx"))
+    before = sorted(p.name for p in (root / layout.speaker_prefix("small", "onnx")).iterdir())
+    cache = tmp_path / "cache"
+    orig = quantize.read_sentences
+
+    def short(path: Path) -> list[str]:  # the shipped sets, shortened for the test's sake
+        return orig(path)[:6] if path == CALIBRATION_FILE else orig(path)[:1]
+
+    monkeypatch.setattr(quantize, "read_sentences", short)
+    voice = _load(root, "small", "int8", cache)
+    assert voice.synth.precision == "int8"
+    made = voice.synth.decoder_path
+    assert cache / "int8" in made.parents
+    assert (made.parent / REPORT_FILE).is_file()
+    assert (
+        sorted(p.name for p in (root / layout.speaker_prefix("small", "onnx")).iterdir()) == before
+    )
+    mtime = made.stat().st_mtime_ns
+    again = _load(root, "small", "auto", cache)
+    assert again.synth.decoder_path == made
+    assert made.stat().st_mtime_ns == mtime
+
+
+def test_precision_is_validated() -> None:
+    from engine import TTS
+
+    with pytest.raises(ValueError, match="precision must be one of auto, fp32, int8"):
+        EngineOptions(precision="int4")
+    assert TTS(precision="fp32").options.precision == "fp32"
+    assert TTS().options.precision == "auto"
+    with pytest.raises(ValueError, match="precision"):
+        TTS(precision="fast")
+    env = EngineOptions.from_env({"WYOMING_HAYAKOE_PRECISION": "INT8"})
+    assert env.precision == "int8"
+    assert EngineOptions.from_env({"WYOMING_HAYAKOE_PRECISION": "bogus"}).precision == "auto"
+
+
+def test_quantize_command(layout_root: Path, tmp_path: Path, monkeypatch, capsys) -> None:
+    """`wyoming-hayakoe quantize SRC OUT_ROOT --name NAME` with the real (small) BERT of a
+    hayakoe-layout root: graphs, report and a per-sentence table; bad input → status 2."""
+    import engine.synth.quantize as quantize
+    from tests.helpers.voices import LAYOUT_VOICE
+    from wyoming_hayakoe.__main__ import main
+
+    orig = quantize.read_sentences
+    monkeypatch.setattr(
+        quantize,
+        "read_sentences",
+        lambda path: orig(path)[:4] if path == CALIBRATION_FILE else orig(path)[:1],
+    )
+    out = tmp_path / "out"
+    argv = ["quantize", str(layout_root), str(out), "--name", LAYOUT_VOICE]
+    code = main([*argv, "--bert-source", str(layout_root), "--threads", "1"])
+    printed = capsys.readouterr()
+    assert code == 0, printed.err
+    folder = out / layout.speaker_prefix(LAYOUT_VOICE, "onnx") / layout.INT8_SUBDIR
+    assert f"wrote {folder}" in printed.out
+    assert "SNR dB" in printed.out and f"int8 fidelity of {LAYOUT_VOICE}:" in printed.out
+    assert (folder / DECODER_FILE).is_file() and (folder / REPORT_FILE).is_file()
+    assert "calibration latents" in printed.err  # progress lines
+    assert main(["quantize", str(layout_root), str(out), "--name", "nobody"]) == 2
+    assert "nobody" in capsys.readouterr().err
