@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from .common import NoiseSource, SynthInputs, SynthOutput, SynthParams
+from .common import Latent, NoiseSource, SynthInputs, SynthOutput, SynthParams
 from .onnx_backend import NOISE_INPUT, OnnxSynthesizer, make_noise_inputs, session_options
 from .windowed import DecoderGeometry, DecoderStage, StagedDecoding
 
@@ -87,7 +87,8 @@ def find_decoder_cut(model: Any) -> DecoderCut:
         return DecoderCut(src.input[0], None, k[1], 0)
     if src.op_type != "Add":
         raise SplitError(f"decoder input is a {src.op_type}, expected conv_pre + cond")
-    pre = cond = None
+    pre: tuple[Any, Any] | None = None
+    cond: tuple[Any, Any] | None = None
     for name in src.input:
         node = producer.get(name)
         k = _kernel(graph, node, inits) if node is not None else None
@@ -551,17 +552,3 @@ def _stage_sessions(decoder: Path, opts: Any) -> list[Any]:
         )
         del data
     return sessions
-
-
-@dataclass
-class Latent:
-    """One sentence after the front half: latent `z` `[1, C, frames]`, conditioning `g`
-    `[1, gin, 1]` (or None), durations per phone id (or None)."""
-
-    z: np.ndarray
-    g: np.ndarray | None
-    durations: np.ndarray | None
-
-    @property
-    def frames(self) -> int:
-        return int(self.z.shape[-1])

@@ -261,7 +261,10 @@ def test_geometry_from_config_names_bad_field():
 
 # ------------------------------------------------------------ wired into the ONNX voice ---
 
-LONG = "今日は朝から良い天気だったので、少し遠くの公園まで歩いて行き、池のまわりをのんびりと散歩しました。"  # noqa: E501
+LONG = (
+    "今日は朝から良い天気だったので、少し遠くの公園まで歩いて行き、"
+    "池のまわりをのんびりと散歩しました。"
+)
 
 
 @pytest.fixture(scope="module")
