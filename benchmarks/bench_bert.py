@@ -36,7 +36,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(REPO))
 
-from engine import layout  # noqa: E402 (after the path set-up)
+from engine import layout
 
 # BENCH_BERT_SMOKE=1: a tiny shape, to check the script itself in seconds.
 SMOKE = os.environ.get("BENCH_BERT_SMOKE") == "1"
@@ -126,7 +126,8 @@ def build(rebuild: bool) -> None:
         model.save_pretrained(str(MODEL_DIR), safe_serialization=True)
         n_params = sum(p.numel() for p in model.parameters())
         print(
-            f"built random DeBERTa-v2-large: {n_params / 1e6:.0f} M params in {time.perf_counter() - t0:.0f} s"
+            f"built random DeBERTa-v2-large: {n_params / 1e6:.0f} M params in "
+            f"{time.perf_counter() - t0:.0f} s"
         )
         del model
     q8 = ONNX_ROOT / Q8_PATH
@@ -144,8 +145,10 @@ def build(rebuild: bool) -> None:
             f"ONNX fp32 vs PyTorch max abs diff {result.fp32_max_abs_diff:.2e}"
         )
     print(
-        f"sizes: fp32 ONNX {fp32.stat().st_size / 1e6:.0f} MB, int8 ONNX {q8.stat().st_size / 1e6:.0f} MB, "
-        f"PyTorch safetensors {sum(p.stat().st_size for p in MODEL_DIR.glob('*.safetensors')) / 1e6:.0f} MB"
+        f"sizes: fp32 ONNX {fp32.stat().st_size / 1e6:.0f} MB, int8 ONNX "
+        f"{q8.stat().st_size / 1e6:.0f} MB, "
+        "PyTorch safetensors "
+        f"{sum(p.stat().st_size for p in MODEL_DIR.glob('*.safetensors')) / 1e6:.0f} MB"
     )
 
 
@@ -329,14 +332,17 @@ def main() -> int:
     base = rows["torch"]
     chars = base["chars"]
     print(
-        f"\nBERT at {'SMOKE-TEST' if SMOKE else 'full DeBERTa-v2-large'} shape (random weights), {args.threads} thread(s), "
+        f"\nBERT at {'SMOKE-TEST' if SMOKE else 'full DeBERTa-v2-large'} shape (random weights), "
+        f"{args.threads} thread(s), "
         f"{len(chars)} sentences of {min(chars)}-{max(chars)} chars (mean {np.mean(chars):.0f}), "
-        f"median of {args.repeats} interleaved rounds; load average before: {os.getloadavg()[0]:.1f}"
+        f"median of {args.repeats} interleaved rounds; load average before: "
+        f"{os.getloadavg()[0]:.1f}"
     )
     if frontend_s is not None:
         print(f"frontend (engine.text.analyze): {frontend_s * 1e3:.1f} ms/sentence")
     head = (
-        f"{'backend':<11}{'load s':>7}{'RSS MB':>8}{'peak MB':>8}{'ms/sent':>9}{'cpu ms':>8}{'x torch':>8}"
+        f"{'backend':<11}{'load s':>7}{'RSS MB':>8}{'peak MB':>8}"
+        f"{'ms/sent':>9}{'cpu ms':>8}{'x torch':>8}"
         f"{'batched':>9}{'cpu ms':>8}{'x torch':>8}"
     )
     print(head)
@@ -344,13 +350,18 @@ def main() -> int:
     for kind, r in rows.items():
         print(
             f"{kind:<11}{r['load_s']:>7.1f}{r['rss_after_mb']:>8.0f}{r['peak_rss_mb']:>8.0f}"
-            f"{r['single_s'] * 1e3:>9.0f}{r['single_cpu_s'] * 1e3:>8.0f}{base['single_s'] / r['single_s']:>7.2f}x"
-            f"{r['batched_s'] * 1e3:>9.0f}{r['batched_cpu_s'] * 1e3:>8.0f}{base['batched_s'] / r['batched_s']:>7.2f}x"
+            f"{r['single_s'] * 1e3:>9.0f}{r['single_cpu_s'] * 1e3:>8.0f}"
+            f"{base['single_s'] / r['single_s']:>7.2f}x"
+            f"{r['batched_s'] * 1e3:>9.0f}{r['batched_cpu_s'] * 1e3:>8.0f}"
+            f"{base['batched_s'] / r['batched_s']:>7.2f}x"
         )
     print(
-        "(ms/sent: wall time per sentence, one sentence per call; batched: all sentences in one padded\n"
-        " call, per sentence; cpu ms: process CPU time (all threads) per sentence, less sensitive to\n"
-        " other load; x torch: wall-time speed-up over PyTorch (fp32, CPU). Backends run round-robin,\n"
+        "(ms/sent: wall time per sentence, one sentence per call; batched: all sentences in one "
+        "padded\n"
+        " call, per sentence; cpu ms: process CPU time (all threads) per sentence, less sensitive "
+        "to\n"
+        " other load; x torch: wall-time speed-up over PyTorch (fp32, CPU). Backends run "
+        "round-robin,\n"
         " one round each in turn. RSS: resident after the rounds; peak: VmHWM of the backend's\n"
         " process; both include Python, numpy and the backend library)"
     )

@@ -32,7 +32,9 @@ sys.path.insert(0, str(ROOT))
 
 TEXTS = {
     "short (1 sentence)": "こんにちは、今日はいい天気ですね。",
-    "medium (3 sentences)": "明日の天気は晴れのち曇りです。最高気温は二十三度の予想です。傘は要らないでしょう。",
+    "medium (3 sentences)": (
+        "明日の天気は晴れのち曇りです。最高気温は二十三度の予想です。傘は要らないでしょう。"
+    ),
     "long (12 sentences)": (
         "リビングの電気を消しました。寝室のエアコンを二十六度に設定しました。"
         "玄関の鍵は閉まっています。明日の朝七時にアラームをセットしました。"
@@ -157,7 +159,10 @@ def main() -> int:
         proc.wait(timeout=15)
 
     print(f"embedded voice {EMBEDDED_VOICE_NAME}, {os.cpu_count()} CPU(s), median of {args.repeat}")
-    header = f"{'text':22} {'path':26} {'TTFA ms':>8} {'TTFA/base':>9} {'total ms':>9} {'audio s':>8} {'RTF':>6}"
+    header = (
+        f"{'text':22} {'path':26} {'TTFA ms':>8} {'TTFA/base':>9} "
+        f"{'total ms':>9} {'audio s':>8} {'RTF':>6}"
+    )
     print(header)
     print("-" * len(header))
     for label, path, ttfa, total, dur, base in rows:

@@ -93,7 +93,8 @@ def main() -> None:
     base = results[0][1]
     mean_chars = sum(map(len, texts)) / n
     print(
-        f"frontend benchmark: {n} sentences, {mean_chars:.1f} characters on average, median of {args.repeats}"
+        f"frontend benchmark: {n} sentences, {mean_chars:.1f} characters on average, median of "
+        f"{args.repeats}"
     )
     print(f"{'stage':38} {'µs/sentence':>12} {'× baseline':>11}")
     for name, sec in results:

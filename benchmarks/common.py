@@ -37,7 +37,10 @@ TEXTS: dict[str, str] = {
         "週末は晴れる予報ですので、久しぶりに公園まで散歩に出かけてみてはいかがでしょうか。"
     ),
     # A Home Assistant Assist-style reply, three sentences.
-    "assist": "はい、キッチンの電気をつけました。玄関のドアは施錠されています。ほかに何かお手伝いできることはありますか？",
+    "assist": (
+        "はい、キッチンの電気をつけました。玄関のドアは施錠されています。"
+        "ほかに何かお手伝いできることはありますか？"
+    ),
 }
 
 # The same generation options for both engines. sdp_ratio=0 makes the durations come from

@@ -43,7 +43,7 @@ sys.path.insert(0, str(HERE))
 
 from common import TEXTS, VOICE_NAME
 
-from engine import layout  # noqa: E402 (after the path set-up)
+from engine import layout
 
 CACHE = HERE / ".cache"
 ROOT = CACHE / "fullsize"
@@ -71,7 +71,8 @@ def _tokenizer_source() -> Path:
         if all((cand / f).is_file() for f in _TOKENIZER_FILES):
             return cand
     raise FileNotFoundError(
-        "no tokenizer files (vocab.txt, ...) in ../shared/reference/tokenizer or tests/data/bert_small"
+        "no tokenizer files (vocab.txt, ...) in ../shared/reference/tokenizer or "
+        "tests/data/bert_small"
     )
 
 

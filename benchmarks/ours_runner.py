@@ -16,7 +16,7 @@ sys.path.insert(0, str(HERE))
 
 from common import EngineWorker, claim_stdout, serve_commands
 
-from engine import layout  # noqa: E402 (after the path set-up)
+from engine import layout
 
 
 class _Worker(EngineWorker):

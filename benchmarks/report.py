@@ -49,9 +49,12 @@ def render_markdown(res: dict[str, Any]) -> str:
     texts = res.get("texts", {})
     lines = [
         (
-            f"Run {res.get('date_utc', '?')} UTC on {m.get('cpus', '?')} CPUs ({m.get('platform', '')}); "
-            f"load average {_load(m.get('load_avg_start'))} at the start, {_load(m.get('load_avg_end'))} at the end "
-            f"(a shared machine: other jobs ran at the same time). Medians of {res.get('reps', '?')} alternating runs. "
+            f"Run {res.get('date_utc', '?')} UTC on {m.get('cpus', '?')} CPUs "
+            f"({m.get('platform', '')}); "
+            f"load average {_load(m.get('load_avg_start'))} at the start, "
+            f"{_load(m.get('load_avg_end'))} at the end "
+            "(a shared machine: other jobs ran at the same time). Medians of "
+            f"{res.get('reps', '?')} alternating runs. "
             f"Options for both: {', '.join(f'{k}={v}' for k, v in res.get('options', {}).items())}."
         ),
         "",
@@ -224,10 +227,12 @@ def render_markdown(res: dict[str, Any]) -> str:
         wv = ex.get("windowed_vs_whole", {})
         lines += [
             "",
-            f"Exactness on the full-size voice ({ex.get('frames')} frames, audio peak {ex.get('peak', 0):.3f}): "
+            f"Exactness on the full-size voice ({ex.get('frames')} frames, audio peak "
+            f"{ex.get('peak', 0):.3f}): "
             f"windowed vs whole-sentence decoding, max |difference| "
             + ", ".join(f"{v:.1e} ({k})" for k, v in wv.items())
-            + f"; our cut graphs vs hayakoe's synthesizer.onnx {ex.get('cut_vs_hayakoe_graph', float('nan')):.1e}.",
+            + "; our cut graphs vs hayakoe's synthesizer.onnx "
+            f"{ex.get('cut_vs_hayakoe_graph', float('nan')):.1e}.",
         ]
     abl = res.get("ablation")
     if abl:
@@ -357,7 +362,8 @@ def render_chart(res: dict[str, Any], path: Path) -> None:
             "MiB",
         )
     fig.suptitle(
-        f"wyoming-hayakoe vs hayakoe 1.3.1 — full-size random-weight voice, {res.get('date_utc', '')} UTC"
+        "wyoming-hayakoe vs hayakoe 1.3.1 — full-size random-weight voice, "
+        f"{res.get('date_utc', '')} UTC"
     )
     fig.tight_layout()
     fig.savefig(path, dpi=90)

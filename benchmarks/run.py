@@ -226,7 +226,8 @@ def phase_memory(root: Path, reps: int) -> dict:
                 rec.setdefault("rss_1_voice_used", []).append(r1)
                 rec.setdefault("rss_3_voices_used", []).append(r3)
                 log(
-                    f"memory {engine}: after prepare {r1 / 2**20:.0f} MiB, +{(r2 - r1) / 2**20:.0f}, "
+                    f"memory {engine}: after prepare {r1 / 2**20:.0f} MiB, "
+                    f"+{(r2 - r1) / 2**20:.0f}, "
                     f"+{(r3 - r2) / 2**20:.0f} MiB per extra speaker"
                 )
             finally:
@@ -246,7 +247,7 @@ def _timed_calls(
     """Alternate the workers on every text; medians of generate wall/RTF and stream TTFA."""
     raw: dict[str, dict[str, dict[str, list[float]]]] = {n: {t: {} for t in texts} for n in workers}
     names = list(workers)
-    for name, w in workers.items():  # warm-up: first-call costs are not what we compare
+    for w in workers.values():  # warm-up: first-call costs are not what we compare
         for text in texts.values():
             w.call("stream", speaker=VOICE_NAME, text=text, options=OPTIONS, first_only=True)
         w.call(
@@ -393,9 +394,9 @@ def phase_wyoming(root: Path, reps: int) -> dict:
     raw: dict[str, dict[str, dict[str, list[float]]]] = {e: {t: {} for t in texts} for e in procs}
 
     async def run() -> None:
-        for e, p in ports.items():
+        for p in ports.values():
             await wait_ready("127.0.0.1", p)
-        for e, p in ports.items():  # warm-up
+        for p in ports.values():  # warm-up
             for text in texts.values():
                 await synthesize_once("127.0.0.1", p, text, VOICE_NAME)
         for rep in range(reps):
@@ -569,7 +570,8 @@ def main() -> int:
     if args.update_readme:
         update_readme(md, args.out / "latest.png")
     log(
-        f"wrote {args.out / 'latest.json'}, results.md, latest.png in {results['elapsed_s'] / 60:.1f} min"
+        f"wrote {args.out / 'latest.json'}, results.md, latest.png in "
+        f"{results['elapsed_s'] / 60:.1f} min"
     )
     return 0
 

@@ -29,8 +29,9 @@ import psutil
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from tests.helpers.net import free_port  # noqa: E402
-from tests.helpers.wyoming_client import speak  # noqa: E402
+from engine import layout
+from tests.helpers.net import free_port
+from tests.helpers.wyoming_client import speak
 
 TEXTS = [
     "こんにちは、今日はいい天気ですね。",
@@ -112,7 +113,7 @@ async def main() -> None:
     parser.add_argument("--requests", type=int, default=15)
     opts = parser.parse_args()
     runs = [("embedded openjtalk-mei", ["--voice", "openjtalk-mei"], "openjtalk-mei")]
-    if (opts.root / "onnx" / "speakers" / "bench").is_dir():
+    if (opts.root / layout.speaker_prefix("bench", "onnx")).is_dir():
         runs.append(
             (
                 "full-size neural voice (int8 BERT)",

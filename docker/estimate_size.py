@@ -2,7 +2,7 @@
 """Estimate the size of each image's Python environment from the wheels it installs.
 
 No Docker engine needed: for each image (architecture, Python version, requirement files,
-read from the recipes as tests/test_docker_requirements.py does) this downloads the wheels
+read from the recipes as tests/deploy/test_docker_requirements.py does) this downloads the wheels
 pip would install there and adds up their unpacked sizes (the zip entries' sizes, which is
 what lands in /opt/venv, less .pyc files written later). Prints a table; the base image
 and the voice files come on top (see docs/deployment.md for those figures).

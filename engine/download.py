@@ -94,7 +94,8 @@ def fetch_voice(source: Source, name: str, device: str) -> Path:
     raise SourceNotFoundError(
         source.uri,
         preferred,
-        f"the source has no {preferred}/ nor {speaker_prefix(name, backend_for(other_device))}/ (hayakoe "
+        f"the source has no {preferred}/ nor {speaker_prefix(name, backend_for(other_device))}/ "
+        "(hayakoe "
         "layout), and no Style-Bert-VITS2 model folder (config.json, *.safetensors, "
         "style_vectors.npy) at its root",
     ) from first_error

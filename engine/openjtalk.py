@@ -101,7 +101,8 @@ def split_long(sentence: str, limit: int = MAX_PHRASE_CHARS) -> list[str]:
 
 
 class OpenJTalkVoice:
-    """The HTS voice `mei_normal` bundled with pyopenjtalk (48 kHz), as an `engine.voice_backend.Voice`.
+    """The HTS voice `mei_normal` bundled with pyopenjtalk (48 kHz), as a `Voice`
+    (`engine.voice_backend`).
 
     One `HTSEngine` per instance (not pyopenjtalk's global one), so its speed/pitch settings
     are private; the OpenJTalk text frontend is pyopenjtalk's global instance, which is where

@@ -214,7 +214,7 @@ class Speaker:
 
         source: str | Iterable[str]
         if isinstance(text, str) or not hasattr(text, "__aiter__"):
-            source = text  # type: ignore[assignment]
+            source = text
             feed: queue.Queue[Any] | None = None
         else:
             feed = queue.Queue()

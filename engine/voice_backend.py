@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -36,7 +36,8 @@ class SynthesisOptions:
 
     def merged(self, **overrides: object) -> SynthesisOptions:
         """A copy with the given fields replaced (None values are ignored)."""
-        return replace(self, **{k: v for k, v in overrides.items() if v is not None})
+        changes: dict[str, Any] = {k: v for k, v in overrides.items() if v is not None}
+        return replace(self, **changes)
 
 
 @dataclass
@@ -57,17 +58,27 @@ class Voice(Protocol):
     """What every voice backend provides. Implementations must be thread-safe only under
     the per-speaker lock that `Speaker` holds (one call at a time per voice)."""
 
-    name: str
-    sample_rate: int
-    styles: Sequence[str]
-    description: str
-    attribution_name: str
-    attribution_url: str
-    version: str | None
-    """The voice's own version (from its config), or None when it has none."""
-    sentence_pause: float | None
-    """Seconds of silence between batches of sentences rendered separately (text arriving in
-    deltas); None leaves the choice to `Speaker` (`DEFAULT_STREAM_PAUSE`)."""
+    # Read-only members (properties here, so plain attributes of narrower types satisfy them).
+    @property
+    def name(self) -> str: ...
+    @property
+    def sample_rate(self) -> int: ...
+    @property
+    def styles(self) -> Sequence[str]: ...
+    @property
+    def description(self) -> str: ...
+    @property
+    def attribution_name(self) -> str: ...
+    @property
+    def attribution_url(self) -> str: ...
+    @property
+    def version(self) -> str | None:
+        """The voice's own version (from its config), or None when it has none."""
+
+    @property
+    def sentence_pause(self) -> float | None:
+        """Seconds of silence between batches of sentences rendered separately (text arriving
+        in deltas); None leaves the choice to `Speaker` (`DEFAULT_STREAM_PAUSE`)."""
 
     def render(self, sentences: Sequence[str], options: SynthesisOptions) -> Iterator[AudioPiece]:
         """Yield audio for `sentences` in order, including any pause the voice wants

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 from pathlib import Path
 
@@ -88,11 +89,13 @@ class OutputDefaults:
         )
 
 
-def _number(flag: str, cast: type, noun: str, *, allow_zero: bool):
+def _number(
+    flag: str, cast: Callable[[str], float], noun: str, *, allow_zero: bool
+) -> Callable[[str], float]:
     """An argparse `type` that parses `cast` and refuses negatives (and 0 unless allowed),
     naming the flag in the message."""
 
-    def convert(text: str):
+    def convert(text: str) -> float:
         try:
             value = cast(text)
         except ValueError:
@@ -105,19 +108,19 @@ def _number(flag: str, cast: type, noun: str, *, allow_zero: bool):
     return convert
 
 
-def _positive_float(flag: str):
+def _positive_float(flag: str) -> Callable[[str], float]:
     return _number(flag, float, "a number", allow_zero=False)
 
 
-def _non_negative_float(flag: str):
+def _non_negative_float(flag: str) -> Callable[[str], float]:
     return _number(flag, float, "a number", allow_zero=True)
 
 
-def _positive_int(flag: str):
+def _positive_int(flag: str) -> Callable[[str], float]:
     return _number(flag, int, "an integer", allow_zero=False)
 
 
-def _non_negative_int(flag: str):
+def _non_negative_int(flag: str) -> Callable[[str], float]:
     return _number(flag, int, "an integer", allow_zero=True)
 
 

@@ -13,6 +13,7 @@ import ipaddress
 import logging
 import socket
 from collections.abc import Sequence
+from typing import Any
 
 from zeroconf import IPVersion, ServiceInfo
 from zeroconf.asyncio import AsyncZeroconf
@@ -90,7 +91,7 @@ class ZeroconfAdvertiser:
     async def start(self) -> None:
         ip = ipaddress.ip_address(self.address)
         version = IPVersion.V6Only if ip.version == 6 else IPVersion.V4Only
-        kwargs = {"ip_version": version}
+        kwargs: dict[str, Any] = {"ip_version": version}
         if self.interfaces:
             kwargs["interfaces"] = self.interfaces
         self._zc = AsyncZeroconf(**kwargs)

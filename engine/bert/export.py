@@ -63,7 +63,8 @@ class ExportResult:
 def export_onnx(
     model_dir: str | Path, onnx_path: str | Path, *, opset: int = DEFAULT_OPSET
 ) -> Path:
-    """Export the ``AutoModelForMaskedLM`` folder `model_dir` to an fp32 ONNX file at `onnx_path`."""
+    """Export the ``AutoModelForMaskedLM`` folder `model_dir` to an fp32 ONNX file at
+    `onnx_path`."""
     import torch
 
     from .torch_backend import load_third_from_last

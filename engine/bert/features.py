@@ -90,8 +90,8 @@ class BertFeatures:
         """Token-level ``hidden_states[-3]`` (float32 [n_tokens, hidden]) for each id list.
 
         Lists are padded (id 0, mask 0) into as few model calls as `max_batch_tokens` and
-        `max_batch_attention` allow (normally one); padding does not change the unpadded positions' values beyond float
-        rounding.
+        `max_batch_attention` allow (normally one); padding does not change the unpadded
+        positions' values beyond float rounding.
         """
         out: list[np.ndarray | None] = [None] * len(id_lists)
         order = sorted(range(len(id_lists)), key=lambda i: len(id_lists[i]))

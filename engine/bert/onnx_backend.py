@@ -12,8 +12,12 @@ import ctypes.util
 import logging
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import onnxruntime as ort
 
 from .features import BertFeatures
 from .tokenizer import CharTokenizer
@@ -72,7 +76,7 @@ def release_freed_memory() -> bool:
     return True
 
 
-def session_options(threads: int | None = None):  # -> onnxruntime.SessionOptions
+def session_options(threads: int | None = None) -> ort.SessionOptions:
     """SessionOptions for small CPUs: all graph optimisations, `threads` intra-op threads
     (default: physical cores), one inter-op thread, sequential execution."""
     import onnxruntime as ort

@@ -47,14 +47,16 @@ class ThirdFromLast(nn.Module):
         out = self.base(
             input_ids=input_ids, attention_mask=attention_mask, output_hidden_states=True
         )
-        # hidden_states = (embeddings, layer_1, ..., layer_{N-2}); the last is the full model's [-3].
+        # hidden_states = (embeddings, layer_1, ..., layer_{N-2}): the last is the full
+        # model's [-3].
         return out.hidden_states[-1]
 
 
 def load_third_from_last(
     model_dir: str | Path, *, dtype: torch.dtype = torch.float32
 ) -> ThirdFromLast:
-    """Load an ``AutoModelForMaskedLM`` folder (config.json + weights) as `ThirdFromLast`, eval mode."""
+    """Load an ``AutoModelForMaskedLM`` folder (config.json + weights) as `ThirdFromLast`,
+    in eval mode."""
     from transformers import AutoModelForMaskedLM
 
     model_dir = Path(model_dir)
@@ -145,7 +147,8 @@ def enable_rel_projection_cache(model: ThirdFromLast) -> int:
 
 
 class TorchBert(BertFeatures):
-    """BERT features from transformers' DeBERTa-v2 on `device` (``"cpu"``, ``"cuda"``, ``"cuda:N"``).
+    """BERT features from transformers' DeBERTa-v2 on `device` (``"cpu"``, ``"cuda"``,
+    ``"cuda:N"``).
 
     `dtype` defaults to float32 (what the voices were trained with; the real checkpoint's
     config says float16, which transformers 5 would otherwise pick). Calls are serialised by

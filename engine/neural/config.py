@@ -125,9 +125,12 @@ def _build(cls: type[T], raw: Any, where: str) -> T:
 
 
 def _coerce(value: Any, f: dataclasses.Field, where: str) -> Any:
-    default = (
-        f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
-    )
+    if f.default is not dataclasses.MISSING:
+        default = f.default
+    elif f.default_factory is not dataclasses.MISSING:
+        default = f.default_factory()
+    else:
+        default = None
     if isinstance(default, bool):
         if not isinstance(value, bool):
             raise ConfigError(f"{where}: expected true/false, got {value!r}")
@@ -194,7 +197,8 @@ def _check(cfg: VoiceConfig, source: str) -> None:
         )
     if len(m.resblock_kernel_sizes) != len(m.resblock_dilation_sizes):
         raise ConfigError(
-            f"{source}: model.resblock_kernel_sizes and model.resblock_dilation_sizes differ in length"
+            f"{source}: model.resblock_kernel_sizes and model.resblock_dilation_sizes differ in "
+            "length"
         )
     product = 1
     for r in m.upsample_rates:

@@ -27,7 +27,7 @@ import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..bert.features import BertBackend
 from ..layout import (
@@ -46,6 +46,9 @@ from ..options import EngineOptions
 from ..synth.common import SynthBackend
 from .config import load_config
 from .voice import NeuralVoice
+
+if TYPE_CHECKING:
+    from ..synth.decoder_split import SplitOnnxSynthesizer
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -243,7 +246,7 @@ def _split_backend(
     cache_dir: Any = None,
     decoder: Path | None = None,
     precision: str = "fp32",
-) -> SynthBackend:
+) -> SplitOnnxSynthesizer:
     """The synthesizer cut at the decoder (sub-sentence streaming), with `decoder` (the int8
     graph) instead of the fp32 one when given."""
     from ..synth.decoder_split import SplitOnnxSynthesizer

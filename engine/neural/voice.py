@@ -173,7 +173,8 @@ class NeuralVoice:
     def _check(self, options: SynthesisOptions) -> tuple[np.ndarray, SynthParams]:
         if options.style not in self._style2id:
             raise VoiceOptionError(
-                f"voice {self.name!r} has no style {options.style!r}; available: {', '.join(self.styles)}"
+                f"voice {self.name!r} has no style {options.style!r}; available: "
+                f"{', '.join(self.styles)}"
             )
         if options.speed <= 0:
             raise VoiceOptionError(f"speed must be positive, got {options.speed}")

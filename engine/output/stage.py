@@ -43,7 +43,7 @@ def _chime_at(chime: Chime, rate: int) -> np.ndarray:
     """The chime resampled to `rate` (once per chime and rate)."""
     if chime.sample_rate == rate:
         return chime.samples.astype(np.float32, copy=False)
-    import soxr  # type: ignore[import-untyped]  # no type information shipped
+    import soxr  # no type information shipped (mypy: ignore_missing_imports)
 
     return np.asarray(
         soxr.resample(chime.samples, chime.sample_rate, rate, quality="HQ"), np.float32
@@ -73,7 +73,7 @@ class OutputStage:
         self._held_sound = False
         self._resampler: Any = None
         if self.rate != self.voice_rate:
-            import soxr  # type: ignore[import-untyped]  # no type information shipped
+            import soxr  # no type information shipped (mypy: ignore_missing_imports)
 
             self._resampler = soxr.ResampleStream(
                 self.voice_rate, self.rate, 1, dtype="float32", quality="HQ"

@@ -87,7 +87,8 @@ def parse_hf_uri(uri: str) -> dict[str, Any]:
     if parts.query:
         if any(k.lower() in ("token", "access_token") for k in parse_qs(parts.query)):
             raise ValueError(
-                f"tokens in the URI are not supported ({redact(uri)!r}); set HF_TOKEN or pass token= instead"
+                f"tokens in the URI are not supported ({redact(uri)!r}); set HF_TOKEN or pass "
+                "token= instead"
             )
         raise ValueError(f"Hub URIs take no query string: {redact(uri)!r}")
     endpoint = None

@@ -308,8 +308,9 @@ class S3Source:
             return _Unreachable(f"cannot connect to {where} ({type(exc).__name__})")
         error = getattr(exc, "response", None) or {}
         inner = exc.__cause__ or exc.__context__  # boto3's S3UploadFailedError wraps a ClientError
-        if not error and inner is not None and isinstance(getattr(inner, "response", None), dict):
-            error = inner.response
+        inner_response = getattr(inner, "response", None)
+        if not error and isinstance(inner_response, dict):
+            error = inner_response
         info = error.get("Error", {}) if isinstance(error, dict) else {}
         code = str(info.get("Code", ""))
         status = str(error.get("ResponseMetadata", {}).get("HTTPStatusCode", "")) if error else ""
@@ -325,7 +326,8 @@ class S3Source:
         if code in _ACCESS_CODES or status == "403":
             return SourceAccessError(
                 redact(
-                    f"{self.uri}: access denied ({code or status}: {message}); check the AWS credentials"
+                    f"{self.uri}: access denied ({code or status}: {message}); check the AWS "
+                    "credentials"
                 )
             )
         if code in ("PreconditionFailed", "412") or status == "412":

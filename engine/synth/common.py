@@ -14,7 +14,7 @@ A stream's first n values do not depend on how many are drawn, so drawing more t
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, cast
 
 import numpy as np
 
@@ -65,7 +65,7 @@ class NoiseSource:
 
     def __init__(self, seed: int | None, sentence: int = 0) -> None:
         if seed is None:
-            seed = int(np.random.SeedSequence().entropy % (2**63))
+            seed = int(cast(int, np.random.SeedSequence().entropy) % (2**63))
         if seed < 0:
             raise ValueError(f"seed must be non-negative, got {seed}")
         self.seed = int(seed)
@@ -106,3 +106,17 @@ class SynthBackend(Protocol):
         """Give back memory held between requests (called when a request's audio is done);
         a no-op for backends that hold none."""
         ...
+
+
+@dataclass
+class Latent:
+    """One sentence after the front half: latent `z` `[1, C, frames]`, conditioning `g`
+    `[1, gin, 1]` (or None), durations per phone id (or None)."""
+
+    z: np.ndarray
+    g: np.ndarray | None
+    durations: np.ndarray | None
+
+    @property
+    def frames(self) -> int:
+        return int(self.z.shape[-1])

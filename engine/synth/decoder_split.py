@@ -27,15 +27,16 @@ import json
 import logging
 import math
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .common import NoiseSource, SynthInputs, SynthOutput, SynthParams
+from .common import Latent, NoiseSource, SynthInputs, SynthOutput, SynthParams
 from .onnx_backend import NOISE_INPUT, OnnxSynthesizer, make_noise_inputs, session_options
-from .windowed import DecoderGeometry
+from .windowed import DecoderGeometry, DecoderStage, StagedDecoding
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -86,11 +87,12 @@ def find_decoder_cut(model: Any) -> DecoderCut:
         return DecoderCut(src.input[0], None, k[1], 0)
     if src.op_type != "Add":
         raise SplitError(f"decoder input is a {src.op_type}, expected conv_pre + cond")
-    pre = cond = None
+    pre: tuple[Any, Any] | None = None
+    cond: tuple[Any, Any] | None = None
     for name in src.input:
         node = producer.get(name)
         k = _kernel(graph, node, inits) if node is not None else None
-        if k is None:
+        if k is None or node is None:
             continue
         if k[2] == 1:
             cond = (node, k)
@@ -174,6 +176,59 @@ def _rename(graph: Any, old: str, new: str) -> None:
                 node.output[i] = new
 
 
+_PASS_THROUGH = ("QuantizeLinear", "DequantizeLinear", "Unsqueeze")
+"""Nodes between a LeakyRelu and the ConvTranspose it feeds: Q/DQ in a quantized (QDQ)
+graph, Unsqueeze in the 2-D convolution variant (`conv1d_as_conv2d`)."""
+
+STAGE_IN = "x"
+STAGE_OUT = "y"
+
+
+def find_stage_cuts(decoder: Any) -> list[str]:
+    """The tensors where the decoder's upsampling stages begin: the input of the LeakyRelu
+    before each ConvTranspose (through Q/DQ nodes in a quantized graph), in graph order."""
+    producer = {out: node for node in decoder.graph.node for out in node.output}
+    cuts = []
+    for node in decoder.graph.node:
+        if node.op_type != "ConvTranspose":
+            continue
+        src = producer.get(node.input[0])
+        while src is not None and src.op_type in _PASS_THROUGH:
+            src = producer.get(src.input[0])
+        if src is None or src.op_type != "LeakyRelu":
+            raise SplitError(f"ConvTranspose {node.name!r} is not preceded by a LeakyRelu")
+        cuts.append(src.input[0])
+    if not cuts:
+        raise SplitError("no ConvTranspose node: not a HiFi-GAN decoder")
+    return cuts
+
+
+def split_decoder_stages(decoder: Any) -> list[Any]:
+    """The decoder graph (`z`, `g` → `audio`) cut at each upsampling stage's input
+    (`engine.synth.windowed.StagedDecoding`): stage 0 reads `z` (and `g`) and gives `y`;
+    every later stage reads `x` and gives `y`, the last one the audio. Run in order, the
+    stages compute exactly what the decoder computes."""
+    from onnx import TensorProto, helper
+
+    graph = decoder.graph
+    cuts = find_stage_cuts(decoder)
+    inputs = list(graph.input)
+    stages = []
+    for k, end in enumerate(cuts + [graph.output[0].name]):
+        out_vi = helper.make_tensor_value_info(
+            end, TensorProto.FLOAT, [1, f"c{k + 1}", f"n{k + 1}"]
+        )
+        stage = _subgraph(decoder, inputs, [out_vi], f"decoder_stage{k}")
+        _rename(stage.graph, end, STAGE_OUT)
+        if k:
+            _rename(stage.graph, inputs[0].name, STAGE_IN)
+        stages.append(stage)
+        inputs = [
+            helper.make_tensor_value_info(end, TensorProto.FLOAT, [1, f"c{k + 1}", f"n{k + 1}"])
+        ]
+    return stages
+
+
 def conv1d_as_conv2d(model: Any) -> int:
     """Run every 1-D convolution (constant weight) of `model` as a 2-D one, in place.
 
@@ -240,7 +295,12 @@ def _variant(conv2d: bool) -> str:
 
 def _stamp(source: Path) -> dict:
     st = source.stat()
-    return {"format": FORMAT, "source": source.name, "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+    return {
+        "format": FORMAT,
+        "source": source.name,
+        "size": st.st_size,
+        "mtime_ns": st.st_mtime_ns,
+    }
 
 
 def _candidates(source: Path, cache_dir: Any = None) -> list[Path]:
@@ -364,9 +424,14 @@ class SplitOnnxSynthesizer(OnnxSynthesizer):
         self._synth = ort.InferenceSession(
             str(front), sess_options=opts, providers=["CPUExecutionProvider"]
         )
-        self._decoder = ort.InferenceSession(
-            str(decoder), sess_options=opts, providers=["CPUExecutionProvider"]
-        )
+        self._stages = _stage_sessions(decoder, opts)
+        self._stage_shapes = geometry.stages()
+        if len(self._stage_shapes) != len(self._stages):
+            raise SplitError(
+                f"decoder graph has {len(self._stages) - 1} upsampling stages, config.json "
+                f"describes {len(self._stage_shapes) - 1}"
+            )
+        self._decoder = self._stages[0]  # reads z (and g)
         self._has_g = G_NAME in {i.name for i in self._decoder.get_inputs()}
         self._synth_inputs = {i.name for i in self._synth.get_inputs()}
         self._synth_noise = sum(
@@ -412,7 +477,7 @@ class SplitOnnxSynthesizer(OnnxSynthesizer):
             for k in range(self._synth_noise):
                 feeds[NOISE_INPUT.format(k)] = noise.stream(k, sizes[min(k, 1)])
             feeds = {k: v for k, v in feeds.items() if k in self._synth_inputs}
-            outs = dict(zip(names, self._synth.run(None, feeds)))
+            outs = dict(zip(names, self._synth.run(None, feeds), strict=True))
             frames = outs[Z_NAME].shape[-1]
             if self._synth_noise < 2 or frames <= guess:
                 break
@@ -422,13 +487,31 @@ class SplitOnnxSynthesizer(OnnxSynthesizer):
             durations = np.rint(outs["durations"][0]).astype(np.int64)
         return Latent(outs[Z_NAME], outs.get(G_NAME), durations)
 
+    def staged(self, latent: Latent, z: np.ndarray | None = None) -> StagedDecoding:
+        """Incremental exact decoding of `z` (default: the whole latent) stage by stage:
+        `audio_until(frame)` (see `engine.synth.windowed.StagedDecoding`)."""
+        latent_z = latent.z if z is None else z
+        self._used = max(self._used, int(latent_z.shape[-1]))
+        g = latent.g
+
+        def first(x: np.ndarray) -> np.ndarray:
+            feeds = {Z_NAME: x}
+            if self._has_g and g is not None:
+                feeds[G_NAME] = g
+            return self._decoder.run(None, feeds)[0]
+
+        def later(sess: Any) -> Callable[[np.ndarray], np.ndarray]:
+            return lambda x: sess.run(None, {STAGE_IN: x})[0]
+
+        runs = [first] + [later(sess) for sess in self._stages[1:]]
+        return StagedDecoding(
+            latent_z,
+            [DecoderStage(r, sh) for r, sh in zip(runs, self._stage_shapes, strict=True)],
+        )
+
     def decode(self, latent: Latent, z: np.ndarray) -> np.ndarray:
         """Audio `float32 [frames·hop]` of the latent slice `z` `[1, C, frames]`."""
-        feeds = {Z_NAME: z}
-        if self._has_g:
-            feeds[G_NAME] = latent.g
-        self._used = max(self._used, int(z.shape[-1]))
-        return self._decoder.run(None, feeds)[0].reshape(-1)
+        return self.staged(latent, z).audio_until(int(z.shape[-1]))
 
     def release_memory(self) -> None:
         """Give back the decoder's activation memory after a request (a one-frame run that
@@ -440,7 +523,9 @@ class SplitOnnxSynthesizer(OnnxSynthesizer):
         feeds = {Z_NAME: np.zeros((1, self.inter_channels, 1), np.float32)}
         if self._has_g:
             feeds[G_NAME] = np.zeros((1, self._gin, 1), np.float32)
-        self._decoder.run(None, feeds, self._shrink)
+        x = self._decoder.run(None, feeds, self._shrink)[0]
+        for sess in self._stages[1:]:
+            x = sess.run(None, {STAGE_IN: x[:, :, :1]}, self._shrink)[0]
         self._used = 0
         release_free_memory()
 
@@ -452,15 +537,18 @@ class SplitOnnxSynthesizer(OnnxSynthesizer):
         return SynthOutput(np.asarray(audio, np.float32), lat.durations)
 
 
-@dataclass
-class Latent:
-    """One sentence after the front half: latent `z` `[1, C, frames]`, conditioning `g`
-    `[1, gin, 1]` (or None), durations per phone id (or None)."""
+def _stage_sessions(decoder: Path, opts: Any) -> list[Any]:
+    """One ONNX Runtime session per decoder stage (`split_decoder_stages`), cut in memory
+    from the decoder file, one at a time (so at most one stage's bytes are held twice)."""
+    import onnx
+    import onnxruntime as ort
 
-    z: np.ndarray
-    g: np.ndarray | None
-    durations: np.ndarray | None
-
-    @property
-    def frames(self) -> int:
-        return int(self.z.shape[-1])
+    stages = split_decoder_stages(onnx.load(str(decoder)))
+    sessions = []
+    while stages:
+        data = stages.pop(0).SerializeToString()
+        sessions.append(
+            ort.InferenceSession(data, sess_options=opts, providers=["CPUExecutionProvider"])
+        )
+        del data
+    return sessions

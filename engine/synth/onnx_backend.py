@@ -18,9 +18,12 @@ import math
 import threading
 import weakref
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import onnxruntime as ort
 
 from ..options import EngineOptions
 from .common import NoiseSource, SynthInputs, SynthOutput, SynthParams
@@ -35,7 +38,7 @@ def default_threads() -> int:
     return EngineOptions().intra_op_threads
 
 
-def session_options(threads: int | None = None):  # -> ort.SessionOptions
+def session_options(threads: int | None = None) -> ort.SessionOptions:
     """Options for one long-lived session on a small CPU."""
     import onnxruntime as ort
 

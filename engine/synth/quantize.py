@@ -531,7 +531,7 @@ def make_int8(
     has_g = "g" in {i.name for i in sess.get_inputs()}
 
     def int8(lat: SentenceLatent) -> np.ndarray:
-        feeds = {"z": lat.z}
+        feeds: dict[str, Any] = {"z": lat.z}
         if has_g:
             feeds["g"] = lat.g
         return np.asarray(sess.run(None, feeds)[0]).reshape(-1)

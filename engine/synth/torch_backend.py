@@ -25,7 +25,7 @@ from torch import nn
 
 from ..model import JPExtraSynthesizer, load_synthesizer
 from ..neural.config import VoiceConfig
-from .common import NoiseSource, SynthInputs, SynthOutput, SynthParams
+from .common import Latent, NoiseSource, SynthInputs, SynthOutput, SynthParams
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -180,7 +180,10 @@ class TorchSynthesizer:
     def _tensors(self, inputs: SynthInputs) -> tuple[torch.Tensor, ...]:
         dev = self.device
         t = inputs.length
-        as_long = lambda a: torch.as_tensor(np.asarray(a, np.int64), device=dev).view(1, t)
+
+        def as_long(a: np.ndarray) -> torch.Tensor:
+            return torch.as_tensor(np.asarray(a, np.int64), device=dev).view(1, t)
+
         return (
             as_long(inputs.phone_ids),
             torch.tensor([t], dtype=torch.int64, device=dev),
@@ -227,10 +230,8 @@ class TorchSynthesizer:
         )
 
     @torch.inference_mode()
-    def latent(self, inputs: SynthInputs, params: SynthParams, noise: NoiseSource):  # -> Latent
+    def latent(self, inputs: SynthInputs, params: SynthParams, noise: NoiseSource) -> Latent:
         """Everything but the vocoder: the sentence's latent for windowed decoding."""
-        from .decoder_split import Latent
-
         enc, w_ceil, z_noise = self._encode_and_align(inputs, params, noise)
         _, z, y_mask = self.model.latent(enc, w_ceil, params.noise_scale, z_noise)
         return Latent((z * y_mask).float().cpu().numpy(), enc.g, w_ceil[0, 0].long().cpu().numpy())

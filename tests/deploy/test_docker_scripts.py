@@ -214,7 +214,8 @@ def test_bake_refuses_a_cache_that_contains_the_token(tmp_path):
     stub.write_text(
         "#!/usr/bin/env bash\n"
         "# a download that writes the token into the cache (as a careless tool might)\n"
-        'while [[ $# -gt 0 ]]; do case "$1" in --cache-dir) c="$2"; shift;; --hf-token-file) t="$2"; shift;; esac; shift; done\n'
+        'while [[ $# -gt 0 ]]; do case "$1" in --cache-dir) c="$2"; shift;; --hf-token-file) '
+        't="$2"; shift;; esac; shift; done\n'
         'mkdir -p "$c/hf" && cp "$t" "$c/hf/token"\n'
     )
     stub.chmod(0o755)

@@ -253,7 +253,8 @@ def test_int8_loads_and_is_close(onnx_q8: OnnxBert, bert_root: Path) -> None:
         cosines.append(_cosine(feat, want))
         diffs.append(float(np.abs(feat - want).max()))
     print(
-        f"int8 vs reference fp32 (tiny random model): min cosine {min(cosines):.6f}, max abs {max(diffs):.4f}"
+        f"int8 vs reference fp32 (tiny random model): min cosine {min(cosines):.6f}, max abs "
+        f"{max(diffs):.4f}"
     )
     assert min(cosines) > 0.99  # loose: int8 is approximate, but must still be the same feature
 

@@ -119,7 +119,8 @@ def test_pre_download_imports_no_model_library(hub: FakeHub, tmp_path: Path) -> 
         "from engine.download import pre_download;"
         f"pre_download([('alpha', None), ('beta', 'hf://{REPO}')], bert_source='hf://{REPO}',"
         f" device='cuda', cache_dir={str(tmp_path)!r});"
-        "print(sorted(m for m in ('torch', 'onnxruntime', 'transformers', 'pyopenjtalk') if m in sys.modules))"
+        "print(sorted(m for m in ('torch', 'onnxruntime', 'transformers', 'pyopenjtalk') if m in "
+        "sys.modules))"
     )
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
     out = subprocess.run(
@@ -235,7 +236,10 @@ def test_s3_voices_then_offline(
 
 
 def _cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    code = "import sys; from wyoming_hayakoe.commands.download import main; sys.exit(main(sys.argv[1:]))"
+    code = (
+        "import sys; from wyoming_hayakoe.commands.download import main; "
+        "sys.exit(main(sys.argv[1:]))"
+    )
     full_env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), **(env or {})}
     return subprocess.run(
         [sys.executable, "-c", code, *args],

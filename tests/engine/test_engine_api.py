@@ -24,7 +24,8 @@ THREE = "こんにちは。今日はいい天気ですね。散歩に行きま�
 def test_import_is_light() -> None:
     code = (
         "import sys, engine, wyoming_hayakoe.settings, wyoming_hayakoe.handler;"
-        "print(sorted(m for m in ('torch','onnxruntime','pyopenjtalk','transformers') if m in sys.modules))"
+        "print(sorted(m for m in ('torch','onnxruntime','pyopenjtalk','transformers') if m in "
+        "sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -25,9 +25,9 @@ def _speechlike(seconds: float = 1.0, seed: int = 0) -> np.ndarray:
     phase = 2 * np.pi * np.cumsum(f0) / SR
     x = sum(np.sin(k * phase) / k for k in range(1, 30))
     env = 0.5 + 0.5 * np.sin(2 * np.pi * 4 * t) ** 2
-    return (
-        0.3 * env * x / np.abs(x).max() + 0.001 * rng.standard_normal(len(t))
-    ).astype(np.float32)
+    return (0.3 * env * x / np.abs(x).max() + 0.001 * rng.standard_normal(len(t))).astype(
+        np.float32
+    )
 
 
 def test_identical_audio_is_perfect() -> None:
@@ -41,9 +41,7 @@ def test_identical_audio_is_perfect() -> None:
 def test_snr_of_added_noise(target: float) -> None:
     x = _speechlike()
     noise = np.random.default_rng(1).standard_normal(len(x))
-    noise *= np.sqrt(
-        np.sum(x.astype(np.float64) ** 2) / np.sum(noise**2) / 10 ** (target / 10)
-    )
+    noise *= np.sqrt(np.sum(x.astype(np.float64) ** 2) / np.sum(noise**2) / 10 ** (target / 10))
     assert snr_db(x, x + noise) == pytest.approx(target, abs=0.05)
     # Audible-band SNR ignores a DC offset that plain SNR counts.
     dc = x + 0.5

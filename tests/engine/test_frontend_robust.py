@@ -16,7 +16,8 @@ def test_reference_error_line_gets_a_fallback_reading() -> None:
     assert r.norm_text == "まっーたく,困ったものだ."
     # ー after っ is the dash phone, as the reference's word path reads it; the rest is read.
     assert r.phones == ["_", "m", "a", "q", "-", "t", "a", "k", "u", ",",
-                        "k", "o", "m", "a", "q", "t", "a", "m", "o", "n", "o", "d", "a", ".", "_"]  # fmt: skip
+                        "k", "o", "m", "a", "q", "t", "a", "m", "o", "n", "o", "d", "a",
+                        ".", "_"]  # fmt: skip
     assert sum(r.word2ph) == len(r.phones) == len(r.tones)
     assert len(r.word2ph) == len(r.bert_text) + 2
     assert r.tones[4] == 0  # the dash, like every punctuation phone

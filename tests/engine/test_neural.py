@@ -136,13 +136,15 @@ def test_seed_reproducible_on_each_backend(root: Path) -> None:
         voice = load_neural_voice("small", root, bert=FakeBert(), backend=backend)
 
         def run(seed, voice=voice):
-            return [
-                p.samples for p in voice.render(TEXT, SynthesisOptions(seed=seed, sdp_ratio=0.8))
-            ]
+            # Streaming sizes decoder windows by measured speed, so where the pieces split
+            # depends on timing; the audio joined does not (up to float rounding of the
+            # kernels on differently cut windows, see test_windowed_decoder).
+            pieces = voice.render(TEXT, SynthesisOptions(seed=seed, sdp_ratio=0.8))
+            return np.concatenate([p.samples for p in pieces])
 
         a, b, c = run(11), run(11), run(12)
-        assert all(np.array_equal(x, y) for x, y in zip(a, b)), backend
-        assert any(x.shape != y.shape or not np.array_equal(x, y) for x, y in zip(a, c)), backend
+        assert a.shape == b.shape and np.abs(a - b).max() <= 1e-5, backend
+        assert a.shape != c.shape or np.abs(a - c).max() > 1e-2, backend
 
 
 def test_sentence_without_speech_gives_empty_piece(voice: NeuralVoice) -> None:

@@ -221,7 +221,8 @@ def test_parsing_imports_no_network_library() -> None:
     code = (
         "import sys; from engine.sources import parse_source;"
         "parse_source('hf://a/b'); parse_source('s3://b/p'); parse_source('/x');"
-        "print(sorted(m for m in ('boto3', 'botocore', 'torch', 'onnxruntime') if m in sys.modules))"
+        "print(sorted(m for m in ('boto3', 'botocore', 'torch', 'onnxruntime') if m in "
+        "sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -1,4 +1,5 @@
-"""User dictionary: words change phones and accents through OpenJTalk; files load or fail clearly."""
+"""User dictionary: words change phones and accents through OpenJTalk; files load or fail
+clearly."""
 
 from __future__ import annotations
 

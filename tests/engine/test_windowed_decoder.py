@@ -11,6 +11,7 @@ context). Checks, in float64 (where rounding cannot mask a missing frame of cont
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 
@@ -23,6 +24,9 @@ from engine.options import EngineOptions
 from engine.synth.windowed import (
     WHOLE,
     DecoderGeometry,
+    DecoderStage,
+    StagedDecoding,
+    StageShape,
     WindowPlan,
     decode_windows,
 )
@@ -257,7 +261,10 @@ def test_geometry_from_config_names_bad_field():
 
 # ------------------------------------------------------------ wired into the ONNX voice ---
 
-LONG = "今日は朝から良い天気だったので、少し遠くの公園まで歩いて行き、池のまわりをのんびりと散歩しました。"
+LONG = (
+    "今日は朝から良い天気だったので、少し遠くの公園まで歩いて行き、"
+    "池のまわりをのんびりと散歩しました。"
+)
 
 
 @pytest.fixture(scope="module")
@@ -322,7 +329,10 @@ def test_split_graphs_equal_hayakoes_synthesizer(small_root, tmp_path):
     assert tmp_path in decoder_file.parents
     front_mtime = front_file.stat().st_mtime_ns
     assert decoder_file.stat().st_size < front_file.stat().st_size
-    for seed, params in ((5, SynthParams()), (6, SynthParams(sdp_ratio=0.0, length_scale=1.3))):
+    for seed, params in (
+        (5, SynthParams()),
+        (6, SynthParams(sdp_ratio=0.0, length_scale=1.3)),
+    ):
         a = whole.synthesize(_inputs(), params, NoiseSource(seed))
         b = split.synthesize(_inputs(), params, NoiseSource(seed))
         assert a.audio.shape == b.audio.shape
@@ -505,3 +515,110 @@ def test_playback_clock_counts_queued_audio_and_stalls():
     assert clock.ahead() == 0.0
     clock.hand_out(1.0)  # resumes with this piece: a full second is ahead again
     assert 0.9 < clock.ahead() <= 1.0
+
+
+# ------------------------------------------------------------- staged (stage by stage) ---
+
+
+def _torch_stages(gen: Generator, g: torch.Tensor, geom: DecoderGeometry) -> list[DecoderStage]:
+    """The generator's forward pass cut where `DecoderGeometry.stages` cuts it."""
+    import torch.nn.functional as F
+
+    from engine.model.generator import LRELU_SLOPE
+
+    def pre(x: np.ndarray) -> np.ndarray:
+        with torch.no_grad():
+            return (gen.conv_pre(torch.from_numpy(x)) + gen.cond(g)).numpy()
+
+    def upsample(i: int):
+        def run(x: np.ndarray) -> np.ndarray:
+            with torch.no_grad():
+                y = gen.ups[i](F.leaky_relu(torch.from_numpy(x), LRELU_SLOPE))
+                k = gen.num_kernels
+                y = sum(gen.resblocks[i * k + j](y) for j in range(k)) / k
+                if i == len(gen.ups) - 1:
+                    y = torch.tanh(gen.conv_post(F.leaky_relu(y)))
+                return y.numpy()
+
+        return run
+
+    runs = [pre] + [upsample(i) for i in range(len(gen.ups))]
+    return [DecoderStage(r, s) for r, s in zip(runs, geom.stages(), strict=True)]
+
+
+@pytest.mark.parametrize("geom", GEOMETRIES, ids=["jp-extra", "type2", "small"])
+def test_staged_decoding_is_exact_and_its_contexts_tight_float64(geom: DecoderGeometry):
+    """Decoding stage by stage, in any steps, equals whole decoding; one input sample less
+    of context at any stage, on either side, breaks that."""
+    torch.set_num_threads(1)
+    gen = _generator(geom, dtype=torch.float64)
+    g = torch.randn(1, GIN, 1, dtype=torch.float64)
+    z = np.random.default_rng(1).standard_normal((1, LATENT, 60))
+    whole = _decoder(gen, g)(z).reshape(-1)
+    stages = _torch_stages(gen, g, geom)
+    for steps in ([1] * 60, [5, 7, 11, 37], [24, 36], [60], [0, 3, 0, 57]):
+        dec = StagedDecoding(z, stages)
+        ends = list(itertools.accumulate(steps))
+        parts = [dec.audio_until(e) for e in ends]
+        assert [len(p) for p in parts] == [s * geom.hop for s in steps]
+        assert np.abs(np.concatenate(parts) - whole).max() < 1e-12, steps
+    for j, stage in enumerate(stages):
+        for side in ("left", "right"):
+            if getattr(stage.shape, side) == 0:
+                continue
+            short = list(stages)
+            fewer = {side: getattr(stage.shape, side) - 1}
+            short[j] = DecoderStage(stage.run, dataclasses.replace(stage.shape, **fewer))
+            dec = StagedDecoding(z, short)
+            joined = np.concatenate([dec.audio_until(e) for e in range(1, 61)])
+            assert np.abs(joined - whole).max() > 1e-10, (j, side)
+
+
+def test_staged_decoding_refuses_going_back():
+    stages = [DecoderStage(lambda x: np.repeat(x, 2, axis=2), StageShape(2, 0, 0))]
+    dec = StagedDecoding(np.ones((1, 1, 4), np.float32), stages)
+    assert len(dec.audio_until(3)) == 6
+    with pytest.raises(ValueError, match=r"frames \[3, 2\)"):
+        dec.audio_until(2)
+    with pytest.raises(ValueError, match="latent must be"):
+        StagedDecoding(np.ones((4,), np.float32), stages)
+
+
+def test_split_decoder_stages_run_in_order_equal_the_decoder(small_root):
+    """The ONNX decoder cut into one graph per stage (what streaming runs): stage by stage
+    equals the whole decoder graph, bit for bit, and there is one stage per upsampling
+    layer plus conv_pre."""
+    import onnx
+    import onnxruntime as ort
+
+    from engine.synth.decoder_split import (
+        G_NAME,
+        STAGE_IN,
+        Z_NAME,
+        derived_graphs,
+        split_decoder_stages,
+    )
+
+    _, decoder_path = derived_graphs(
+        small_root / "onnx" / "speakers" / "small" / "synthesizer.onnx"
+    )
+    decoder = onnx.load(str(decoder_path))
+    stages = split_decoder_stages(decoder)
+    assert len(stages) == len(JP_EXTRA.upsample_rates) + 1
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = 1
+    whole = ort.InferenceSession(
+        decoder.SerializeToString(), opts, providers=["CPUExecutionProvider"]
+    )
+    rng = np.random.default_rng(4)
+    dims = {i.name: i.shape for i in whole.get_inputs()}
+    feeds = {Z_NAME: rng.standard_normal((1, dims[Z_NAME][1], 9)).astype(np.float32)}
+    if G_NAME in dims:
+        feeds[G_NAME] = rng.standard_normal((1, dims[G_NAME][1], 1)).astype(np.float32)
+    x = None
+    for k, stage in enumerate(stages):
+        sess = ort.InferenceSession(
+            stage.SerializeToString(), opts, providers=["CPUExecutionProvider"]
+        )
+        x = sess.run(None, feeds if k == 0 else {STAGE_IN: x})[0]
+    np.testing.assert_array_equal(x, whole.run(None, feeds)[0])

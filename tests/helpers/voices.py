@@ -74,9 +74,7 @@ class FakeBert:
         for text, w2p in zip(bert_texts, word2phs):
             seed = sum(ord(c) for c in text) + len(text)
             rng = np.random.default_rng(seed)
-            out.append(
-                rng.standard_normal((self.hidden, int(sum(w2p)))).astype(np.float32)
-            )
+            out.append(rng.standard_normal((self.hidden, int(sum(w2p)))).astype(np.float32))
         return out
 
 

@@ -36,16 +36,24 @@ async def test_the_heap_is_trimmed_once_the_server_is_idle(start_server, wy) -> 
     assert trim.trims == 1
 
 
-async def test_a_busy_server_is_not_trimmed() -> None:
+async def test_a_busy_server_is_trimmed_only_once_it_is_idle() -> None:
     busy = True
-    trim = IdleHeapTrim(lambda: not busy, delay_s=0.05)
-    trim()  # went idle, but a new request came in before the delay
-    await asyncio.sleep(0.2)
+    trim = IdleHeapTrim(lambda: not busy, delay_s=0.05, patience=100)
+    trim()  # no request left, but a worker is still finishing its sentence
+    await asyncio.sleep(0.3)
     assert trim.trims == 0
-    busy = False
-    trim()
-    await asyncio.sleep(0.2)
+    busy = False  # ... now it is done
+    await asyncio.sleep(0.3)
     assert trim.trims == 1
+    await asyncio.sleep(0.2)
+    assert trim.trims == 1  # once per idle period
+
+
+async def test_patience_runs_out() -> None:
+    trim = IdleHeapTrim(lambda: False, delay_s=0.02, patience=3)
+    trim()
+    await asyncio.sleep(0.3)
+    assert trim.trims == 0 and trim._timer is None
 
 
 @glibc

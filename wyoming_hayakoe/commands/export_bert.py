@@ -39,7 +39,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--out",
         type=Path,
         required=True,
-        help=f"output root (gets {layout.BERT_ONNX_Q8_PREFIX}/ and {layout.BERT_TOKENIZER_PREFIX}/)",
+        help=f"output root (gets {layout.BERT_ONNX_Q8_PREFIX}/ and "
+        f"{layout.BERT_TOKENIZER_PREFIX}/)",
     )
     parser.add_argument(
         "--tokenizer-dir",
@@ -56,7 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _locate(model: Path, tokenizer_dir: Path | None) -> tuple[Path, Path]:
-    """(model folder, tokenizer folder) for MODEL; raises FileNotFoundError naming what is missing."""
+    """(model folder, tokenizer folder) for MODEL; raises FileNotFoundError naming what is
+    missing."""
     if (model / layout.BERT_TORCH_PREFIX / "config.json").is_file():
         model_dir = model / layout.BERT_TORCH_PREFIX
         default_tok = model / layout.BERT_TOKENIZER_PREFIX
