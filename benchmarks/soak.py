@@ -21,7 +21,7 @@ settled) the server's RSS, open file descriptors and threads are read with psuti
 `--warmup` requests warm up (caches, arenas, lazily created pools); after them the goal is
 RSS within ±5 % of the warm-up sample and fds/threads not above it. The run prints a table
 (Markdown), writes a PNG plot and a JSON file, and exits 1 when a goal or a request failed.
-`tests/test_soak.py` runs 200 requests with the same checks.
+`tests/server/test_soak.py` runs 200 requests with the same checks.
 """
 
 from __future__ import annotations
@@ -263,18 +263,19 @@ class Server:
         return self.ps.memory_info().rss, self.ps.num_fds(), self.ps.num_threads()
 
     async def settled(
-        self, idle: tuple[int, int, int] | None, limit_s: float = 10.0, quiet_s: float = 2.0
+        self, idle: tuple[int, int, int] | None, limit_s: float = 10.0, quiet_s: float = 3.0
     ) -> tuple[int, int, int]:
         """`usage` once the requests' threads and connections are gone: when fds and threads
         are back to the figures of `idle` (the previous sample), or have been steady for a
         second when there is none, at most `limit_s` after the last answer. A worker may
         outlive its client by the length of the sentence it was rendering; what is still
         there after `limit_s` is growth.
-        RSS is read at least `quiet_s` after the last answer: an idle server hands freed
-        heap back after a second (`wyoming_hayakoe.memory.IdleHeapTrim`), so this is the
-        resident size of the idle server, which only held (leaked) memory can raise."""
+
+        RSS is then the lowest of readings over `quiet_s` seconds: an idle server hands
+        freed heap back a second or two after its last request
+        (`wyoming_hayakoe.memory.IdleHeapTrim`), so this is the resident size of the idle
+        server, which only memory still held (a leak) can raise."""
         deadline = time.monotonic() + limit_s
-        await asyncio.sleep(quiet_s)
         seen: list[tuple[int, int]] = []
         while True:
             rss, fds, threads = self.usage()
@@ -286,6 +287,10 @@ class Server:
             if time.monotonic() > deadline:
                 break
             await asyncio.sleep(0.1)
+        quiet_until = time.monotonic() + quiet_s
+        while time.monotonic() < quiet_until:
+            await asyncio.sleep(0.25)
+            rss = min(rss, self.usage()[0])
         return rss, fds, threads
 
     def stop(self, timeout: float = 30.0) -> int:

@@ -57,17 +57,27 @@ def trim_heap() -> bool:
 
 
 class IdleHeapTrim:
-    """Call it when the server has no request left; `delay_s` later, if still idle,
-    `trim_heap` runs in a worker thread (never on the event loop)."""
+    """Call it when the server has no request left; `delay_s` later, `trim_heap` runs in a
+    worker thread (never on the event loop) once `is_idle` says so: a worker whose client
+    left may still be finishing its sentence, so it is asked again every `delay_s`, up to
+    `patience` times (a new request that comes meanwhile calls this again anyway)."""
 
-    def __init__(self, is_idle: Callable[[], bool], delay_s: float = 1.0) -> None:
+    def __init__(
+        self, is_idle: Callable[[], bool], delay_s: float = 1.0, patience: int = 30
+    ) -> None:
         self._is_idle = is_idle
         self.delay_s = delay_s
+        self.patience = patience
+        self._tries = 0
         self._timer: asyncio.TimerHandle | None = None
         self._running: asyncio.Future[bool] | None = None
         self.trims = 0
 
     def __call__(self) -> None:
+        self._tries = 0
+        self._schedule()
+
+    def _schedule(self) -> None:
         if self._timer is not None:
             self._timer.cancel()
         self._timer = asyncio.get_running_loop().call_later(self.delay_s, self._fire)
@@ -75,6 +85,9 @@ class IdleHeapTrim:
     def _fire(self) -> None:
         self._timer = None
         if not self._is_idle() or (self._running is not None and not self._running.done()):
+            self._tries += 1
+            if self._tries < self.patience:
+                self._schedule()
             return
         self.trims += 1
         self._running = asyncio.ensure_future(asyncio.to_thread(trim_heap))

@@ -113,7 +113,10 @@ class HayakoeServer:
             admission=Admission(settings.max_queue),
         )
         admission = self.context.admission
-        self._heap_trim = IdleHeapTrim(lambda: admission.in_flight == 0)
+        voices = list(speakers.values())
+        self._heap_trim = IdleHeapTrim(
+            lambda: admission.in_flight == 0 and not any(s.lock.locked() for s in voices)
+        )
         admission.on_idle = self._heap_trim
         self._server: asyncio.AbstractServer | None = None
         self._connections: set[asyncio.Task[None]] = set()

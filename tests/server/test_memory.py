@@ -1,6 +1,6 @@
 """Memory upkeep of a long-running server: freed heap is handed back once it is idle, and
 glibc's malloc arenas are limited unless MALLOC_ARENA_MAX says otherwise. The effect on
-resident size over 1000 requests is measured by benchmarks/soak.py (tests/test_soak.py)."""
+resident size over 1000 requests is measured by benchmarks/soak.py (tests/server/test_soak.py)."""
 
 from __future__ import annotations
 
@@ -36,16 +36,24 @@ async def test_the_heap_is_trimmed_once_the_server_is_idle(start_server, wy) -> 
     assert trim.trims == 1
 
 
-async def test_a_busy_server_is_not_trimmed() -> None:
+async def test_a_busy_server_is_trimmed_only_once_it_is_idle() -> None:
     busy = True
-    trim = IdleHeapTrim(lambda: not busy, delay_s=0.05)
-    trim()  # went idle, but a new request came in before the delay
-    await asyncio.sleep(0.2)
+    trim = IdleHeapTrim(lambda: not busy, delay_s=0.05, patience=100)
+    trim()  # no request left, but a worker is still finishing its sentence
+    await asyncio.sleep(0.3)
     assert trim.trims == 0
-    busy = False
-    trim()
-    await asyncio.sleep(0.2)
+    busy = False  # ... now it is done
+    await asyncio.sleep(0.3)
     assert trim.trims == 1
+    await asyncio.sleep(0.2)
+    assert trim.trims == 1  # once per idle period
+
+
+async def test_patience_runs_out() -> None:
+    trim = IdleHeapTrim(lambda: False, delay_s=0.02, patience=3)
+    trim()
+    await asyncio.sleep(0.3)
+    assert trim.trims == 0 and trim._timer is None
 
 
 @glibc
