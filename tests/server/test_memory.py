@@ -11,7 +11,8 @@ import platform
 import pytest
 from wyoming.tts import Synthesize
 
-from wyoming_hayakoe.memory import IdleHeapTrim, limit_malloc_arenas
+from engine import limit_malloc_arenas
+from wyoming_hayakoe.memory import IdleHeapTrim
 
 pytestmark = pytest.mark.timeout(60)
 
