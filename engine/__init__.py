@@ -19,6 +19,7 @@ from pathlib import Path
 
 from . import layout
 from .audio import AudioResult
+from .heap import limit_malloc_arenas, trim_heap
 from .layout import OFFICIAL_SOURCE
 from .openjtalk import EMBEDDED_VOICE_NAME
 from .options import EngineOptions
@@ -75,6 +76,8 @@ def __getattr__(name: str):
 
 
 __all__ = [
+    "limit_malloc_arenas",
+    "trim_heap",
     "OFFICIAL_SOURCE",
     "EMBEDDED_VOICE_NAME",
     "OUTPUT_RATES",

@@ -18,42 +18,14 @@ moment: an idle server sits at the same resident size however long it has run.
 from __future__ import annotations
 
 import asyncio
-import ctypes
-import ctypes.util
 import logging
-import os
 from collections.abc import Callable
-from typing import Any
 
-__all__ = ["DEFAULT_ARENAS", "IdleHeapTrim", "limit_malloc_arenas", "trim_heap"]
+from engine import trim_heap
+
+__all__ = ["IdleHeapTrim"]
 
 _LOGGER = logging.getLogger(__name__)
-
-DEFAULT_ARENAS = 2
-_M_ARENA_MAX = -8  # glibc's mallopt parameter number
-
-
-def _glibc() -> Any | None:
-    name = ctypes.util.find_library("c")
-    if not name:
-        return None
-    try:
-        libc = ctypes.CDLL(name)
-        _ = libc.gnu_get_libc_version  # only glibc has it (and its mallopt numbers)
-    except (OSError, AttributeError):
-        return None
-    return libc
-
-
-def trim_heap() -> bool:
-    """Hand the C heap's free pages back to the OS (all arenas); False without glibc."""
-    libc = _glibc()
-    if libc is None:
-        return False
-    libc.malloc_trim.argtypes = [ctypes.c_size_t]
-    libc.malloc_trim.restype = ctypes.c_int
-    libc.malloc_trim(0)
-    return True
 
 
 class IdleHeapTrim:
@@ -96,20 +68,3 @@ class IdleHeapTrim:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-
-
-def limit_malloc_arenas(arenas: int = DEFAULT_ARENAS) -> bool:
-    """Ask glibc for at most `arenas` malloc arenas; True when it took effect. Call it
-    before worker threads start allocating."""
-    if os.environ.get("MALLOC_ARENA_MAX"):
-        _LOGGER.debug("MALLOC_ARENA_MAX=%s from the environment", os.environ["MALLOC_ARENA_MAX"])
-        return False
-    libc = _glibc()
-    if libc is None:
-        return False
-    mallopt = libc.mallopt
-    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
-    mallopt.restype = ctypes.c_int
-    ok = bool(mallopt(_M_ARENA_MAX, arenas))
-    _LOGGER.debug("malloc arenas limited to %d: %s", arenas, ok)
-    return ok

@@ -20,13 +20,13 @@ import sys
 from collections.abc import Mapping
 from urllib.parse import urlparse
 
-from engine import TTS, Speaker, __version__, reload_user_dictionary
+from engine import TTS, Speaker, __version__, limit_malloc_arenas, reload_user_dictionary
 
 from .admission import Admission
 from .events import EventLimits
 from .handler import HayakoeHandler, ServerContext
 from .info import VoiceCatalog, build_info
-from .memory import IdleHeapTrim, limit_malloc_arenas
+from .memory import IdleHeapTrim
 from .presets import output_options, resolve_presets
 from .settings import Settings
 from .zeroconf import ZeroconfAdvertiser

@@ -7,8 +7,6 @@ first output, ``hidden_states[-3]`` (float32 [batch, seq, hidden]) — hayakoe's
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import logging
 import os
 from pathlib import Path
@@ -19,6 +17,7 @@ import numpy as np
 if TYPE_CHECKING:
     import onnxruntime as ort
 
+from ..heap import trim_heap
 from .features import BertFeatures
 from .tokenizer import CharTokenizer
 
@@ -55,25 +54,6 @@ def physical_cores() -> int:
     except (OSError, ValueError):
         cores = set()
     return max(1, len(cores) or len(allowed))
-
-
-def release_freed_memory() -> bool:
-    """Hand memory that the C heap has freed back to the OS (glibc ``malloc_trim``).
-
-    Building an ONNX Runtime session parses the whole model file and copies its weights; the
-    parse buffers are freed afterwards but glibc keeps the pages, so without this a session
-    for the int8 BERT (570 MB file) leaves ~1.4 GB resident instead of ~0.56 GB. Returns
-    False where there is no glibc (musl, macOS, Windows): nothing to do there.
-    """
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        trim = libc.malloc_trim
-    except (OSError, AttributeError):
-        return False
-    trim.argtypes = [ctypes.c_size_t]
-    trim.restype = ctypes.c_int
-    trim(0)
-    return True
 
 
 def session_options(threads: int | None = None) -> ort.SessionOptions:
@@ -127,7 +107,7 @@ class OnnxBert(BertFeatures):
             )
         except Exception as exc:  # onnxruntime raises its own exception types
             raise ValueError(f"{onnx_path}: cannot load ONNX model ({exc})") from exc
-        release_freed_memory()
+        trim_heap()
         names = [i.name for i in self.session.get_inputs()]
         missing = {"input_ids", "attention_mask"} - set(names)
         if missing:

@@ -21,7 +21,6 @@ for a voice without speaker conditioning.
 
 from __future__ import annotations
 
-import ctypes
 import hashlib
 import json
 import logging
@@ -34,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from ..heap import trim_heap
 from .common import Latent, NoiseSource, SynthInputs, SynthOutput, SynthParams
 from .onnx_backend import NOISE_INPUT, OnnxSynthesizer, make_noise_inputs, session_options
 from .windowed import DecoderGeometry, DecoderStage, StagedDecoding
@@ -360,19 +360,10 @@ def derived_graphs(
             errors.append(f"{d}: {exc}")
             continue
         del front, decoder
-        release_free_memory()
+        trim_heap()
         _LOGGER.info("Cut %s at the decoder → %s", source, d)
         return d / front_name, d / decoder_name
     raise OSError(f"cannot write the split graphs of {source} anywhere: {'; '.join(errors)}")
-
-
-def release_free_memory() -> None:
-    """Give freed heap back to the OS (glibc `malloc_trim`), so a one-off big parse does
-    not stay in the resident set. A no-op elsewhere."""
-    try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):
-        pass
 
 
 class SplitOnnxSynthesizer(OnnxSynthesizer):
@@ -450,7 +441,7 @@ class SplitOnnxSynthesizer(OnnxSynthesizer):
         self._threads = threads
         self._dp = None
         self._dp_noise = 0
-        release_free_memory()  # what session creation freed (else it stays resident)
+        trim_heap()  # what session creation freed (else it stays resident)
         _LOGGER.debug("ONNX synthesizer %s split at the decoder", synthesizer)
 
     @property
@@ -527,7 +518,7 @@ class SplitOnnxSynthesizer(OnnxSynthesizer):
         for sess in self._stages[1:]:
             x = sess.run(None, {STAGE_IN: x[:, :, :1]}, self._shrink)[0]
         self._used = 0
-        release_free_memory()
+        trim_heap()
 
     def synthesize(
         self, inputs: SynthInputs, params: SynthParams, noise: NoiseSource

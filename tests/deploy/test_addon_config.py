@@ -245,3 +245,18 @@ def test_docs_explain_every_option():
     docs = (ADDON / "DOCS.md").read_text()
     for option in OPTION_FLAGS:
         assert f"`{option}`" in docs, f"DOCS.md does not explain {option}"
+
+
+def test_stop_waits_for_the_drain() -> None:
+    """s6 and the Supervisor must wait longer than the server drains answers in flight
+    (SIGTERM → up to --drain-timeout s), or Home Assistant cuts an announcement short on
+    every add-on restart (s6-overlay's default grace is 3 s, the Supervisor's 10 s)."""
+    from wyoming_hayakoe.settings import DEFAULT_DRAIN_TIMEOUT
+
+    dockerfile = (ADDON / "Dockerfile").read_text("utf-8")
+    found = re.search(r"S6_SERVICES_GRACETIME=(\d+)", dockerfile)
+    assert found, "addon/Dockerfile sets no S6_SERVICES_GRACETIME"
+    grace_s = int(found.group(1)) / 1000
+    assert grace_s > DEFAULT_DRAIN_TIMEOUT
+    config = yaml.safe_load((ADDON / "config.yaml").read_text("utf-8"))
+    assert config.get("timeout", 10) > grace_s

@@ -451,15 +451,12 @@ def test_session_threads_and_memory_helpers() -> None:
     import os
     import platform
 
-    from engine.bert.onnx_backend import (
-        physical_cores,
-        release_freed_memory,
-        session_options,
-    )
+    from engine.bert.onnx_backend import physical_cores, session_options
+    from engine.heap import trim_heap
 
     cores = physical_cores()
     assert 1 <= cores <= (os.cpu_count() or 1)
     assert session_options().intra_op_num_threads == cores
     assert session_options(3).intra_op_num_threads == 3
     if platform.system() == "Linux" and platform.libc_ver()[0] == "glibc":
-        assert release_freed_memory() is True
+        assert trim_heap() is True

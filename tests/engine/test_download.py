@@ -25,6 +25,7 @@ from tests.helpers.stores import (
     COMMIT,
     FakeHub,
     hayakoe_tree,
+    isolate_aws,
     moto_server,
     write_tree,
 )
@@ -190,15 +191,7 @@ def test_s3_voices_then_offline(
 ) -> None:
     boto3 = pytest.importorskip("boto3")
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
-    for key, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing-secret",
-        "AWS_DEFAULT_REGION": "us-east-1",
-        "AWS_EC2_METADATA_DISABLED": "true",
-        "AWS_CONFIG_FILE": str(tmp_path / "none"),
-        "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "none"),
-    }.items():
-        monkeypatch.setenv(key, value)
+    isolate_aws(monkeypatch, tmp_path)
     with moto_server() as endpoint:
         monkeypatch.setenv("AWS_ENDPOINT_URL_S3", endpoint)
         bucket = f"b-{uuid.uuid4().hex[:10]}"

@@ -24,7 +24,7 @@ pytest.importorskip("moto.server")
 
 from engine.sources import CacheWriteError, S3Source, SourceUnavailableError  # noqa: E402
 from tests.helpers.paths import REPO_ROOT  # noqa: E402
-from tests.helpers.stores import moto_server  # noqa: E402
+from tests.helpers.stores import isolate_aws, moto_server  # noqa: E402
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -33,25 +33,7 @@ BIG = os.urandom(3 << 20)  # 3 MiB: more than the small tmpfs holds
 
 @pytest.fixture
 def aws_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict[str, str]:
-    env = {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing-secret",
-        "AWS_DEFAULT_REGION": "us-east-1",
-        "AWS_EC2_METADATA_DISABLED": "true",
-        "AWS_CONFIG_FILE": str(tmp_path / "no-aws-config"),
-        "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "no-aws-credentials"),
-    }
-    for key, value in env.items():
-        monkeypatch.setenv(key, value)
-    for key in (
-        "AWS_ENDPOINT_URL",
-        "AWS_ENDPOINT_URL_S3",
-        "AWS_PROFILE",
-        "HAYAKOE_OFFLINE",
-        "HAYAKOE_CACHE",
-    ):
-        monkeypatch.delenv(key, raising=False)
-    return env
+    return isolate_aws(monkeypatch, tmp_path)
 
 
 @pytest.fixture

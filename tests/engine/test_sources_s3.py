@@ -26,7 +26,7 @@ from engine.sources import (
 )
 from tests.helpers.net import closed_endpoint
 from tests.helpers.paths import REPO_ROOT
-from tests.helpers.stores import hayakoe_tree, moto_server, write_tree
+from tests.helpers.stores import hayakoe_tree, isolate_aws, moto_server, write_tree
 
 SECRET_KEY = "S3cretKeyThatMustNeverBeLogged0123456789"
 
@@ -40,26 +40,7 @@ def endpoint() -> str:
 
 @pytest.fixture
 def s3env(endpoint: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict:
-    env = {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": SECRET_KEY,
-        "AWS_DEFAULT_REGION": "us-east-1",
-        "AWS_ENDPOINT_URL_S3": endpoint,
-        "AWS_EC2_METADATA_DISABLED": "true",
-        "AWS_CONFIG_FILE": str(tmp_path / "no-aws-config"),
-        "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "no-aws-credentials"),
-    }
-    for key, value in env.items():
-        monkeypatch.setenv(key, value)
-    for key in (
-        "AWS_ENDPOINT_URL",
-        "AWS_PROFILE",
-        "AWS_SESSION_TOKEN",
-        "HAYAKOE_OFFLINE",
-        "HAYAKOE_CACHE",
-    ):
-        monkeypatch.delenv(key, raising=False)
-    return env
+    return isolate_aws(monkeypatch, tmp_path, secret=SECRET_KEY, endpoint=endpoint)
 
 
 @pytest.fixture

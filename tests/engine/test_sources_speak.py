@@ -19,7 +19,7 @@ pytest.importorskip("moto.server")
 
 from engine import TTS
 from tests.helpers.net import closed_endpoint
-from tests.helpers.stores import moto_server
+from tests.helpers.stores import isolate_aws, moto_server
 from tests.helpers.voices import LAYOUT_VOICE
 
 pytestmark = pytest.mark.slow
@@ -31,18 +31,7 @@ TEXT = "こんにちは。今日はいい天気ですね。"
 @pytest.fixture
 def store(layout_root: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
-    creds = {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing-secret-key",
-        "AWS_DEFAULT_REGION": "us-east-1",
-        "AWS_EC2_METADATA_DISABLED": "true",
-        "AWS_CONFIG_FILE": str(tmp_path / "none"),
-        "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "none"),
-    }
-    for key, value in creds.items():
-        monkeypatch.setenv(key, value)
-    for key in ("HAYAKOE_OFFLINE", "HAYAKOE_CACHE", "AWS_ENDPOINT_URL"):
-        monkeypatch.delenv(key, raising=False)
+    isolate_aws(monkeypatch, tmp_path)
     with moto_server() as endpoint:
         monkeypatch.setenv("AWS_ENDPOINT_URL_S3", endpoint)
         bucket = f"voices-{uuid.uuid4().hex[:10]}"

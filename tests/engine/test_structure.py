@@ -185,3 +185,38 @@ def test_no_layout_path_outside_engine_layout() -> None:
         for hit in layout_spellings(path)
     ]
     assert found == [], "layout spelled outside engine/layout.py:\n" + "\n".join(found)
+
+
+# -- tuning flows one way ------------------------------------------------------------------
+
+_TUNING_VARIABLE = re.compile(r"^(WYOMING_HAYAKOE_(?!VERSION)\w+|HAYAKOE_OFFLINE)$")
+
+
+def tuning_variables_read(path: Path) -> list[str]:
+    """Engine tuning variables (`WYOMING_HAYAKOE_*`, `HAYAKOE_OFFLINE`) named in code."""
+    tree = ast.parse(path.read_text("utf-8"))
+    return [
+        f"{path.relative_to(REPO_ROOT)}:{node.lineno}: {node.value}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and _TUNING_VARIABLE.match(node.value)
+    ]
+
+
+def test_tuning_variables_are_found() -> None:
+    found = tuning_variables_read(REPO_ROOT / "engine" / "options.py")
+    assert any("WYOMING_HAYAKOE_THREADS" in f for f in found)
+    assert any("HAYAKOE_OFFLINE" in f for f in found)
+
+
+def test_only_engine_options_reads_tuning_variables() -> None:
+    """The engine takes its tuning from `EngineOptions`; the environment variables are read
+    in one place only, `EngineOptions.from_env` (the server's flag defaults)."""
+    found = [
+        hit
+        for path in sorted((REPO_ROOT / "engine").rglob("*.py"))
+        if path.name != "options.py" or path.parent.name != "engine"
+        for hit in tuning_variables_read(path)
+    ]
+    assert found == [], "tuning variables read outside engine/options.py:\n" + "\n".join(found)

@@ -16,6 +16,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
+import pytest
+
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 
 
@@ -212,3 +214,36 @@ def moto_server() -> Iterator[str]:
         yield f"http://{host}:{port}"
     finally:
         server.stop()
+
+
+def isolate_aws(
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    *,
+    secret: str = "testing-secret",
+    endpoint: str | None = None,
+) -> dict[str, str]:
+    """Test credentials for a loopback S3 store, and nothing of the host's AWS or hayakoe
+    configuration (profiles, endpoints, instance metadata, offline mode, cache root)."""
+    env = {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": secret,
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_EC2_METADATA_DISABLED": "true",
+        "AWS_CONFIG_FILE": str(tmp_path / "no-aws-config"),
+        "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "no-aws-credentials"),
+    }
+    if endpoint is not None:
+        env["AWS_ENDPOINT_URL_S3"] = endpoint
+    for key in (
+        "AWS_ENDPOINT_URL",
+        "AWS_ENDPOINT_URL_S3",
+        "AWS_PROFILE",
+        "AWS_SESSION_TOKEN",
+        "HAYAKOE_OFFLINE",
+        "HAYAKOE_CACHE",
+    ):
+        monkeypatch.delenv(key, raising=False)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    return env

@@ -1,6 +1,6 @@
 """Memory upkeep of a long-running server: freed heap is handed back once it is idle, and
 glibc's malloc arenas are limited unless MALLOC_ARENA_MAX says otherwise. The effect on
-resident size over 1000 requests is measured by benchmarks/soak.py (tests/test_soak.py)."""
+resident size over 1000 requests is measured by benchmarks/soak.py (tests/server/test_soak.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ import platform
 import pytest
 from wyoming.tts import Synthesize
 
-from wyoming_hayakoe.memory import IdleHeapTrim, limit_malloc_arenas
+from engine import limit_malloc_arenas
+from wyoming_hayakoe.memory import IdleHeapTrim
 
 pytestmark = pytest.mark.timeout(60)
 
