@@ -14,7 +14,8 @@
 #
 # Variables: ARM64_ROOT (the arm64 root, built if missing; default /var/tmp/wyoming-hayakoe-arm64),
 # WORK (voice, references, logs; default $ARM64_ROOT.work), HOST_PYTHON (x86 python with the
-# project, torch and wyoming; default python3), PORT (default 10399), MIRROR (Debian mirror;
+# project, torch and wyoming; default python3), PORT (default 10399), BERT_SOURCE (a BERT for
+# quantize's calibration, e.g. benchmarks/.cache/fullsize), MIRROR (Debian mirror;
 # default: the one apt uses), WITH_TORCH=1 (also install PyPI's aarch64 torch: ~2.6 GB).
 #
 # Two facts this rests on: qemu 7.2 passes the host's x86 /proc/cpuinfo through, and
@@ -191,7 +192,8 @@ rm -rf "$WORK/root" "$WORK/int8-root" "$WORK"/reference-*.npz
     tee "$WORK/logs/prepare.log"
 if (cd "$PROJECT" && PYTHONPATH="$PROJECT" "$HOST_PYTHON" -c 'import engine.synth.quantize' 2>/dev/null); then
     (cd "$PROJECT" && PYTHONPATH="$PROJECT" "$HOST_PYTHON" -m wyoming_hayakoe quantize \
-        "$WORK/root" "$WORK/int8-root" --name small) >"$WORK/logs/quantize.log" 2>&1 ||
+        "$WORK/root" "$WORK/int8-root" --name small ${BERT_SOURCE:+--bert-source "$BERT_SOURCE"}) \
+        >"$WORK/logs/quantize.log" 2>&1 ||
         { tail -20 "$WORK/logs/quantize.log"; die "quantize on the host"; }
     tail -5 "$WORK/logs/quantize.log"
 fi
