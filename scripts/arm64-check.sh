@@ -49,7 +49,7 @@ step() { # step NAME CMD...: run with output in $WORK/logs/NAME.log, show its ta
 }
 
 inside() { # inside CMD...: run in the root with a clean environment (plus the host's PIP_*)
-    local -a env=(HOME=/root LANG=C.UTF-8 PATH=/usr/local/bin:/usr/bin:/bin
+    local -a env=(HOME=/root LANG=C.UTF-8 PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
         SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt)
     local v
     while IFS= read -r v; do env+=("$v"); done < <(env | grep '^PIP_' || true)
