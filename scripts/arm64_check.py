@@ -192,7 +192,7 @@ def _int8_check(work: Path) -> int:
         print(f"FAIL int8: cannot load or run with precision='int8': {exc}")
         return 1
     ref = synthesize(int8_root, precision="fp32")
-    worst = min(_snr_db(ref[k], got[k]) for k in ref.files if ref[k].shape == got[k].shape)
+    worst = min(_snr_db(ref[k], got[k]) for k in ref if ref[k].shape == got[k].shape)
     print(f"ok   int8 ran: {len(got)} clips; lowest SNR vs fp32 here {worst:.1f} dB")
     return 0
 
