@@ -48,12 +48,13 @@ step() { # step NAME CMD...: run with output in $WORK/logs/NAME.log, show its ta
     if [ "$rc" != 0 ]; then tail -25 "$WORK/logs/$name.log"; exit "$rc"; fi
 }
 
-inside() { # inside CMD...: run in the root with a clean environment (plus the host's PIP_*)
-    local -a env=(HOME=/root LANG=C.UTF-8 PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
-        SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt)
-    local v
-    while IFS= read -r v; do env+=("$v"); done < <(env | grep '^PIP_' || true)
-    chroot "$ARM64_ROOT" /usr/bin/env -i "${env[@]}" "$@"
+# The environment commands get in the root: a clean one, plus the host's PIP_* settings.
+INSIDE_ENV=(HOME=/root LANG=C.UTF-8 PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+    SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt)
+while IFS= read -r v; do INSIDE_ENV+=("$v"); done < <(env | grep '^PIP_' || true)
+
+inside() { # inside CMD...: run in the root
+    chroot "$ARM64_ROOT" /usr/bin/env -i "${INSIDE_ENV[@]}" "$@"
 }
 
 arm_cpuinfo() { # an aarch64 (Neoverse-N1-like) /proc/cpuinfo with the host's CPU count
@@ -177,7 +178,9 @@ cp -r "$PROJECT/scripts" "$WORK/src/"
 mkdir -p "$WORK/src/benchmarks" && cp "$PROJECT/benchmarks/wyoming_client.py" "$WORK/src/benchmarks/"
 
 # ---- 4. the server speaks (embedded voice, Wyoming over TCP from the host) --------------------
-inside "$VENV/bin/python" -m wyoming_hayakoe --uri "tcp://127.0.0.1:$PORT" >"$WORK/logs/server.log" 2>&1 &
+# A simple command (not the function): chroot and env exec, so $! is the server itself.
+chroot "$ARM64_ROOT" /usr/bin/env -i "${INSIDE_ENV[@]}" "$VENV/bin/python" -m wyoming_hayakoe \
+    --uri "tcp://127.0.0.1:$PORT" >"$WORK/logs/server.log" 2>&1 &
 SERVER_PID=$!
 log "server started inside (pid $SERVER_PID), waiting for describe"
 "$HOST_PYTHON" "$HERE/arm64_check.py" client "$PORT" | tee "$WORK/logs/client.log"
