@@ -13,7 +13,6 @@ only the synthesizer is measured) it times one sentence-sized call per text on:
 
 - onnx   — ONNX Runtime, CPU, the engine's session options (the CPU default),
 - torch  — PyTorch fp32 on CPU,
-- int8   — PyTorch with int8 dynamic quantization (text encoder, flow, duration predictors).
 
 RTF = synthesis seconds / audio seconds (lower is better); `vs onnx` is each backend's time
 over ONNX Runtime's in the same run. Weights do not change the cost, shapes and lengths do.
@@ -150,7 +149,7 @@ def main() -> None:
     )
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--rebuild", action="store_true")
-    parser.add_argument("--backends", default="onnx,torch,int8")
+    parser.add_argument("--backends", default="onnx,torch")
     args = parser.parse_args()
 
     import torch
@@ -179,10 +178,6 @@ def main() -> None:
             )
         elif name == "torch":
             backends[name] = TorchSynthesizer(cfg, root / "plain" / "model.safetensors")
-        elif name == "int8":
-            backends[name] = TorchSynthesizer(
-                cfg, root / "plain" / "model.safetensors", quantize=True
-            )
         print(f"load {name}: {time.perf_counter() - t:.1f} s", file=sys.stderr)
     # sdp_ratio 0: durations from the deterministic predictor (calibrated to FRAMES_PER_ID).
     params = SynthParams(noise_scale=0.6, length_scale=1.0, noise_scale_w=0.8, sdp_ratio=0.0)

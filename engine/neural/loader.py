@@ -16,7 +16,7 @@ as hayakoe does.
 PyTorch weights on the CPU are exported to ONNX once, on the fly, into the cache
 (`<cache>/exported/<name>-<digest>/`; needs PyTorch) and then run on ONNX Runtime, which is
 faster than PyTorch on small CPUs (see docs/synthesizer.md). `backend="torch"` runs them on
-PyTorch instead (also the way to get int8 dynamic quantization, `quantize=True`).
+PyTorch instead.
 """
 
 from __future__ import annotations
@@ -163,7 +163,6 @@ def load_neural_voice(
     device: str = "cpu",
     bert: BertBackend,
     compile: bool = False,
-    quantize: bool = False,
     backend: str | None = None,
     cache_dir: Any = None,
     options: EngineOptions | None = None,
@@ -171,20 +170,18 @@ def load_neural_voice(
     """Load voice `name` from `src` (a `Source` or a folder) for `device`.
 
     `backend` forces "onnx" or "torch" (default: ONNX Runtime on CPU, PyTorch on CUDA);
-    `quantize` (CPU, PyTorch) applies int8 dynamic quantization; `compile` (PyTorch) uses
-    torch.compile; `options` tunes threads, streaming windows and memory (`EngineOptions`)."""
+    `compile` (PyTorch) uses torch.compile; `options` tunes threads, streaming windows and
+    memory (`EngineOptions`)."""
     options = options or EngineOptions()
 
     cuda = str(device).startswith("cuda")
     if backend is None:
-        backend = "torch" if (cuda or quantize) else "onnx"
+        backend = "torch" if cuda else "onnx"
     if backend not in ("onnx", "torch"):
         raise ValueError(f"backend must be 'onnx' or 'torch', got {backend!r}")
     loc = locate_voice(name, src, "cuda" if backend == "torch" else "cpu")
     try:
-        return _load_located(
-            name, loc, backend, device, bert, compile, quantize, cache_dir, options
-        )
+        return _load_located(name, loc, backend, device, bert, compile, cache_dir, options)
     except (ImportError, FileNotFoundError, MemoryError):
         raise  # a missing file or module says so itself
     except Exception as exc:  # name the damaged file (read only now, on the error path)
@@ -199,7 +196,6 @@ def _load_located(
     device: str,
     bert: BertBackend,
     compile: bool,
-    quantize: bool,
     cache_dir: Any,
     options: EngineOptions,
 ) -> NeuralVoice:
@@ -221,7 +217,6 @@ def _load_located(
                 plain.checkpoint,
                 device=device if cuda else "cpu",
                 compile=compile,
-                quantize=quantize,
             )
         else:
             out = exported_onnx_dir(name, plain, cache_dir)

@@ -1,13 +1,11 @@
-"""PyTorch synthesizer backend: CUDA (optionally `torch.compile`d) and CPU (fp32 or int8).
+"""PyTorch synthesizer backend: CUDA (optionally `torch.compile`d) and CPU (fp32).
 
 - `device="cuda"`: fp32 weights on the GPU; with `compile=True` the text encoder, each
   flow coupling layer and the decoder are wrapped in `torch.compile(dynamic=True)` when the
   backend is built, and the first synthesis (the warm-up `TTS.prepare(warmup=True)` runs)
   pays the compilation.
-- `device="cpu"`: fp32, or with `quantize=True` int8 dynamic quantization of the linear
-  maps. Point-wise (1×1) convolutions and the transformer feed-forward convolutions are
-  rewritten as `nn.Linear` first so that dynamic quantization reaches them; the quantized
-  engine is `qnnpack` on ARM and `x86` (else `fbgemm`) elsewhere.
+- `device="cpu"`: fp32 (int8 on the CPU is ONNX Runtime's: `engine.synth.quantize`; PyTorch's
+  int8 lost on both speed and fidelity, see docs/synthesizer.md).
 
 Noise comes from `NoiseSource` (NumPy, seeded), the same draws as the ONNX backend.
 """
@@ -15,116 +13,16 @@ Noise comes from `NoiseSource` (NumPy, seeded), the same draws as the ONNX backe
 from __future__ import annotations
 
 import logging
-import platform
-import warnings
 from pathlib import Path
 
 import numpy as np
 import torch
-from torch import nn
 
-from ..model import JPExtraSynthesizer, load_synthesizer
+from ..model import load_synthesizer
 from ..neural.config import VoiceConfig
 from .common import Latent, NoiseSource, SynthInputs, SynthOutput, SynthParams
 
 _LOGGER = logging.getLogger(__name__)
-
-ARM_MACHINES = ("aarch64", "arm64", "armv7l", "armv8l", "armv6l")
-
-
-def quantized_engine(machine: str | None = None, supported: list[str] | None = None) -> str:
-    """The quantized-kernel engine for this CPU: qnnpack on ARM, x86/fbgemm otherwise."""
-    machine = (machine or platform.machine()).lower()
-    supported = (
-        supported if supported is not None else list(torch.backends.quantized.supported_engines)
-    )
-    if machine in ARM_MACHINES or machine.startswith("arm"):
-        wanted = ["qnnpack"]
-    else:
-        wanted = ["x86", "fbgemm"]
-    for engine in wanted:
-        if engine in supported:
-            return engine
-    raise RuntimeError(
-        f"no quantized engine among {wanted} on this PyTorch build (supported: {supported})"
-    )
-
-
-class _PointwiseLinear(nn.Module):
-    """A 1×1 Conv1d as a Linear over channels ([b, c, t] in and out)."""
-
-    def __init__(self, conv: nn.Conv1d) -> None:
-        super().__init__()
-        self.linear = nn.Linear(conv.in_channels, conv.out_channels, bias=conv.bias is not None)
-        self.linear.weight.data.copy_(conv.weight.data[:, :, 0])
-        if conv.bias is not None:
-            self.linear.bias.data.copy_(conv.bias.data)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.linear(x.transpose(1, 2)).transpose(1, 2)
-
-
-class _UnfoldLinear(nn.Module):
-    """An unpadded stride-1 Conv1d as unfold + Linear (so dynamic quantization applies)."""
-
-    def __init__(self, conv: nn.Conv1d) -> None:
-        super().__init__()
-        self.kernel_size = conv.kernel_size[0]
-        c_in = conv.in_channels
-        self.linear = nn.Linear(
-            c_in * self.kernel_size, conv.out_channels, bias=conv.bias is not None
-        )
-        self.linear.weight.data.copy_(conv.weight.data.reshape(conv.out_channels, -1))
-        if conv.bias is not None:
-            self.linear.bias.data.copy_(conv.bias.data)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        b, c, _ = x.shape
-        cols = x.unfold(2, self.kernel_size, 1)  # [b, c, t', k]
-        cols = cols.permute(0, 2, 1, 3).reshape(b, -1, c * self.kernel_size)
-        return self.linear(cols).transpose(1, 2)
-
-
-def _linearize(module: nn.Module) -> int:
-    """Swap quantizable convolutions of the text encoder / flow / duration predictors for
-    Linear equivalents (in place). The HiFi-GAN decoder is left in float."""
-    count = 0
-    for name, child in list(module.named_children()):
-        if (
-            isinstance(child, nn.Conv1d)
-            and child.groups == 1
-            and child.stride == (1,)
-            and child.dilation == (1,)
-        ):
-            if child.kernel_size == (1,) and child.padding == (0,):
-                setattr(module, name, _PointwiseLinear(child))
-                count += 1
-                continue
-            if child.padding == (0,) and child.kernel_size[0] > 1:
-                setattr(module, name, _UnfoldLinear(child))
-                count += 1
-                continue
-        count += _linearize(child)
-    return count
-
-
-def quantize_int8(model: JPExtraSynthesizer, engine: str | None = None) -> JPExtraSynthesizer:
-    """Dynamic int8 quantization (CPU) of everything but the decoder, in place."""
-    engine = engine or quantized_engine()
-    torch.backends.quantized.engine = engine
-    n = sum(_linearize(getattr(model, part)) for part in ("enc_p", "flow", "dp", "sdp"))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # torch's deprecation notices for quantized tensors
-        for part in ("enc_p", "flow", "dp", "sdp"):
-            setattr(
-                model,
-                part,
-                torch.ao.quantization.quantize_dynamic(
-                    getattr(model, part), {nn.Linear}, dtype=torch.qint8
-                ),
-            )
-    _LOGGER.info("int8 dynamic quantization (%s engine): %d convolutions as linear", engine, n)
-    return model
 
 
 class TorchSynthesizer:
@@ -139,19 +37,13 @@ class TorchSynthesizer:
         *,
         device: str = "cpu",
         compile: bool = False,
-        quantize: bool = False,
         compile_backend: str = "inductor",
     ) -> None:
         self.config = config
         self.hop_length = config.hop_length
         self.sample_rate = config.sample_rate
         self.device = torch.device(device)
-        if quantize and self.device.type != "cpu":
-            raise ValueError("int8 quantization is a CPU option (device must be 'cpu')")
-        model = load_synthesizer(config, checkpoint, "cpu")
-        if quantize:
-            model = quantize_int8(model)
-        self.model = model.to(self.device)
+        self.model = load_synthesizer(config, checkpoint, "cpu").to(self.device)
         self.compiled = False
         if compile:
             self._compile()
