@@ -115,12 +115,7 @@ def _wyoming(run: Any, root: Path, reps: int, with_hayakoe: bool) -> dict:
     try:
         asyncio.run(go())
     finally:
-        for proc in procs.values():
-            proc.terminate()
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        run._stop_servers(procs)
     return {n: {k: run.median(v) for k, v in per.items()} for n, per in raw.items()}
 
 

@@ -338,6 +338,16 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def _stop_servers(procs: dict[str, subprocess.Popen]) -> None:
+    """Stop the servers `_start_server` started: SIGTERM, then SIGKILL after 30 s."""
+    for proc in procs.values():
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
 def _start_server(
     engine: str,
     root: Path,
@@ -415,12 +425,7 @@ def phase_wyoming(root: Path, reps: int) -> dict:
     try:
         asyncio.run(run())
     finally:
-        for proc in procs.values():
-            proc.terminate()
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        _stop_servers(procs)
     return {
         e: {t: {k: median(v) for k, v in m.items()} for t, m in per.items()}
         for e, per in raw.items()
