@@ -26,6 +26,7 @@ from tests.helpers.stores import (
     FakeHub,
     hayakoe_tree,
     isolate_aws,
+    isolate_hub,
     moto_server,
     write_tree,
 )
@@ -41,15 +42,7 @@ EXPECTED = {
 
 @pytest.fixture(autouse=True)
 def _env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    for key in (
-        "HF_HUB_OFFLINE",
-        "TRANSFORMERS_OFFLINE",
-        "HAYAKOE_OFFLINE",
-        "HF_TOKEN",
-        "HAYAKOE_CACHE",
-    ):
-        monkeypatch.delenv(key, raising=False)
-    monkeypatch.setenv("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    isolate_hub(monkeypatch)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
 
 

@@ -23,7 +23,7 @@ from engine.sources import (
 )
 from tests.helpers.net import closed_endpoint
 from tests.helpers.paths import REPO_ROOT
-from tests.helpers.stores import COMMIT, FakeHub, hayakoe_tree
+from tests.helpers.stores import COMMIT, FakeHub, hayakoe_tree, isolate_hub
 
 REPO = "someone/voices"
 TOKEN = "hf_StandInSecretTokenNeverToBeSeen12345"
@@ -31,15 +31,7 @@ TOKEN = "hf_StandInSecretTokenNeverToBeSeen12345"
 
 @pytest.fixture(autouse=True)
 def _env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for key in (
-        "HF_HUB_OFFLINE",
-        "TRANSFORMERS_OFFLINE",
-        "HAYAKOE_OFFLINE",
-        "HF_TOKEN",
-        "HAYAKOE_CACHE",
-    ):
-        monkeypatch.delenv(key, raising=False)
-    monkeypatch.setenv("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    isolate_hub(monkeypatch)
     monkeypatch.setenv("HF_HUB_DISABLE_TELEMETRY", "1")
     # Nothing may reach the real Hub: the default endpoint is a closed loopback port.
     monkeypatch.setenv("HF_ENDPOINT", closed_endpoint())

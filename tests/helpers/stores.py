@@ -247,3 +247,17 @@ def isolate_aws(
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     return env
+
+
+def isolate_hub(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nothing of the host's Hugging Face or hayakoe configuration (offline switches, token,
+    cache root), and no progress bars in the test output."""
+    for key in (
+        "HF_HUB_OFFLINE",
+        "TRANSFORMERS_OFFLINE",
+        "HAYAKOE_OFFLINE",
+        "HF_TOKEN",
+        "HAYAKOE_CACHE",
+    ):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("HF_HUB_DISABLE_PROGRESS_BARS", "1")
