@@ -5,9 +5,9 @@
 #      talks to it over TCP);
 #   2. a small neural voice (tests/data/model_small, exported on the host, loaded by the real
 #      loading code) gives the same fp32 audio as on x86_64 (tolerance: scripts/arm64_check.py);
-#   3. its int8 graphs (`wyoming-hayakoe quantize`, when the checkout has it) load, run and pass
-#      the fidelity gate there;
-#   4. with WITH_TORCH=1: torch's qnnpack quantized engine can be selected.
+#   3. its int8 graphs made on the host (`wyoming-hayakoe quantize`) load and run there, and
+#      the voice quantized there (calibration and all, on aarch64's kernels) passes the
+#      fidelity gate there.
 #
 #   sudo bash scripts/arm64-check.sh            # from the project's root; tens of minutes
 #   sudo bash scripts/arm64-check.sh umount     # remove the chroot's mounts
@@ -16,10 +16,10 @@
 # WORK (voice, references, logs; default $ARM64_ROOT.work), HOST_PYTHON (x86 python with the
 # project, torch and wyoming; default python3), PORT (default 10399), BERT_SOURCE (a BERT for
 # quantize's calibration, e.g. benchmarks/.cache/fullsize), MIRROR (Debian mirror;
-# default: the one apt uses), WITH_TORCH=1 (also install PyPI's aarch64 torch: ~2.6 GB).
+# default: the one apt uses).
 #
 # Two facts this rests on: qemu 7.2 passes the host's x86 /proc/cpuinfo through, and
-# onnxruntime and torch crash at import while parsing it, so an ARM cpuinfo is bind-mounted
+# onnxruntime (and torch) crash at import while parsing it, so an ARM cpuinfo is bind-mounted
 # over the root's; and timings under emulation mean nothing (about 10x slower than native):
 # this checks correctness only. Needs root (debootstrap, chroot, mount), apt on the host.
 set -euo pipefail
@@ -202,14 +202,6 @@ if (cd "$PROJECT" && PYTHONPATH="$PROJECT" "$HOST_PYTHON" -c 'import engine.synt
 fi
 inside "$VENV/bin/python" "$INSIDE_WORK/src/scripts/arm64_check.py" neural "$INSIDE_WORK" |
     tee "$WORK/logs/neural.log"
-
-# ---- 6. torch's quantized engine (optional) ----------------------------------------------
-if [ -n "${WITH_TORCH:-}" ]; then
-    [ -x "$ARM64_ROOT/opt/venv-torch/bin/python" ] || step venv-torch inside python3 -m venv /opt/venv-torch
-    # PyPI's aarch64 torch is the CUDA build: ~2.6 GB with its dependencies.
-    step pip-torch inside /opt/venv-torch/bin/pip install --only-binary=:all: torch
-    inside /opt/venv-torch/bin/python "$INSIDE_WORK/src/scripts/arm64_check.py" torch
-fi
 
 grep -q 'server check: PASS' "$WORK/logs/client.log" || die "server check"
 grep -q 'neural check: PASS' "$WORK/logs/neural.log" || die "neural check"

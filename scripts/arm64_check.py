@@ -4,7 +4,6 @@ inside the aarch64 root (under qemu user-mode emulation).
     python scripts/arm64_check.py prepare WORK        # x86 host, needs torch: voice + reference
     python scripts/arm64_check.py neural WORK         # aarch64 root: same audio? int8 gate?
     python scripts/arm64_check.py client PORT         # x86 host: Wyoming client to the server
-    python scripts/arm64_check.py torch               # aarch64 root with torch: qnnpack
 
 `prepare` exports the reference small voice `tests/data/model_small` into hayakoe's ONNX
 layout under WORK/root (the project's exporter) and synthesizes fixed sentences with fixed
@@ -14,7 +13,8 @@ engine can make int8 graphs (`engine.synth.quantize`) it also quantizes the voic
 
 `neural` does the same synthesis on the machine it runs on and compares with the reference:
 same number of samples and durations, max |difference| ≤ `MAX_ABS_DIFF` and SNR ≥
-`MIN_SNR_DB` (see there why), and runs the int8 graphs with their fidelity gate.
+`MIN_SNR_DB` (see there why); runs the int8 graphs made on the host; and quantizes the voice
+again on this machine, which must pass the fidelity gate (engine/synth/fidelity.py) here.
 
 BERT features are a deterministic stand-in (seeded from the text), the same on both machines,
 so the comparison isolates the synthesizer; the embedded voice, checked by the server test,
@@ -177,32 +177,51 @@ def neural(work: Path) -> int:
 
 
 def _int8_check(work: Path) -> int:
-    """int8 graphs of the voice (made on the host by `wyoming-hayakoe quantize`): load,
-    run, and the fidelity gate, on this machine."""
+    """int8 on this machine: the graphs the host made (`wyoming-hayakoe quantize`) load and
+    run here; then the voice is quantized here and must pass the fidelity gate here."""
     int8_root = work / "int8-root"
     if not _int8_available():
         print("SKIP int8: engine.synth.quantize is not in this checkout yet")
         return 0
     if not int8_root.is_dir():
-        print(f"SKIP int8: no {int8_root.name}/ (the host's quantize step did not run)")
-        return 0
+        print(f"SKIP int8 (host graphs): no {int8_root.name}/ (the host's quantize did not run)")
+    else:
+        try:
+            got = synthesize(int8_root, precision="int8")
+        except Exception as exc:  # noqa: BLE001 - reported as the check's result
+            print(f"FAIL int8 (host graphs): cannot load or run with precision='int8': {exc}")
+            return 1
+        ref = synthesize(int8_root, precision="fp32")
+        worst = min(_snr_db(ref[k], got[k]) for k in ref if ref[k].shape == got[k].shape)
+        print(f"ok   int8 (host graphs) ran: {len(got)} clips; lowest SNR vs fp32 {worst:.1f} dB")
+    return _gate_here(work)
+
+
+def _gate_here(work: Path) -> int:
+    """Calibrate and quantize the voice on this machine (the shipped sentence sets, every
+    style) and run the fidelity gate here: int8 made and judged on aarch64's own kernels."""
+    from engine.neural.int8 import quantize_voice
+
+    machine = platform.machine()
+    t0 = time.perf_counter()
     try:
-        got = synthesize(int8_root, precision="int8")
+        made = quantize_voice(
+            VOICE,
+            str(work / "root"),
+            work / f"int8-{machine}",
+            bert=StandInBert(),
+            cache_dir=work / f"cache-{machine}",
+            threads=1,
+            progress=lambda line: print(f"  quantize: {line}", flush=True),
+        )
     except Exception as exc:  # noqa: BLE001 - reported as the check's result
-        print(f"FAIL int8: cannot load or run with precision='int8': {exc}")
+        print(f"FAIL int8 gate here: quantize failed: {exc}")
         return 1
-    ref = synthesize(int8_root, precision="fp32")
-    worst = min(_snr_db(ref[k], got[k]) for k in ref if ref[k].shape == got[k].shape)
-    print(f"ok   int8 ran: {len(got)} clips; lowest SNR vs fp32 here {worst:.1f} dB")
-    return 0
-
-
-def torch_check() -> int:
-    import torch
-
-    torch.backends.quantized.engine = "qnnpack"
-    print(f"torch {torch.__version__}: quantized engine {torch.backends.quantized.engine}")
-    return 0
+    report = made.report
+    note = "" if machine == "x86_64" else " (under emulation timings mean nothing)"
+    print(f"quantized here in {time.perf_counter() - t0:.0f} s{note}")
+    print(f"{'ok  ' if report.passed else 'FAIL'} int8 gate here ({machine}): {report.summary()}")
+    return 0 if report.passed else 1
 
 
 def client(port: int) -> int:
@@ -240,15 +259,12 @@ def main() -> int:
     for name in ("prepare", "neural"):
         sub.add_parser(name).add_argument("work", type=Path)
     sub.add_parser("client").add_argument("port", type=int)
-    sub.add_parser("torch")
     args = ap.parse_args()
     if args.cmd == "prepare":
         return prepare(args.work)
     if args.cmd == "neural":
         return neural(args.work)
-    if args.cmd == "client":
-        return client(args.port)
-    return torch_check()
+    return client(args.port)
 
 
 if __name__ == "__main__":
