@@ -57,7 +57,7 @@ _LAZY = {
     "export_bert": ("engine.bert.export", "export_bert"),
     "export_voice": ("engine.synth.export", "export_voice"),
     "check_export": ("engine.synth.export", "check_export"),
-    # int8 decoder graphs with their fidelity report (`wyoming-hayakoe quantize`)
+    # int8 graphs with their fidelity report (`wyoming-hayakoe quantize`)
     "quantize_voice": ("engine.neural.int8", "quantize_voice"),
     # user dictionary files: reload on SIGHUP, `dict check`
     "reload_user_dictionary": ("engine.text.userdict_watch", "reload_user_dictionary"),

@@ -62,7 +62,7 @@ SYNTHESIZER_FILES = (SYNTHESIZER_FILE, SYNTHESIZER_Q8_FILE)
 """Synthesizer graphs of an ONNX speaker folder, in the order they are preferred."""
 DURATION_PREDICTOR_FILE = "duration_predictor.onnx"
 INT8_SUBDIR = "int8"
-"""Our addition inside an `onnx/speakers/<name>/` folder: the int8 decoder graphs, their
+"""Our addition inside an `onnx/speakers/<name>/` folder: the int8 graphs, their
 fidelity report and stamp, written by `wyoming-hayakoe quantize` (hayakoe ignores it)."""
 
 ONNX_SPEAKER_FILES: list[str | tuple[str, ...]] = [

@@ -1,4 +1,4 @@
-"""`quantize_voice`: make one voice's int8 decoder graphs and fidelity report, ahead of time.
+"""`quantize_voice`: make one voice's int8 graphs and fidelity report, ahead of time.
 
 What `wyoming-hayakoe quantize` runs (and Docker builds, to bake int8 voices into an image):
 find the voice as the server would (`locate_voice`; PyTorch weights are exported to ONNX into

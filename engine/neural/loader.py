@@ -241,9 +241,10 @@ def _split_backend(
     cache_dir: Any = None,
     decoder: Path | None = None,
     precision: str = "fp32",
+    front: Path | None = None,
 ) -> SplitOnnxSynthesizer:
-    """The synthesizer cut at the decoder (sub-sentence streaming), with `decoder` (the int8
-    graph) instead of the fp32 one when given."""
+    """The synthesizer cut at the decoder (sub-sentence streaming), with `decoder` and
+    `front` (the int8 graphs) instead of the fp32 ones when given."""
     from ..synth.decoder_split import SplitOnnxSynthesizer
     from ..synth.windowed import DecoderGeometry
 
@@ -260,6 +261,7 @@ def _split_backend(
         release_memory=options.release_memory,
         cache_dir=cache_dir,
         decoder=decoder,
+        front=front,
         precision=precision,
     )
 
@@ -297,7 +299,8 @@ def _with_precision(
     )
     _LOGGER.info("Voice %s runs %s: %s", name, choice.precision, choice.reason)
     if choice.precision == "int8" and choice.graphs is not None:
-        return _split_backend(files, options, cache_dir, choice.graphs.decoder, "int8")
+        graphs = choice.graphs
+        return _split_backend(files, options, cache_dir, graphs.decoder, "int8", graphs.front)
     return _split_backend(files, options, cache_dir)
 
 

@@ -389,10 +389,12 @@ class SplitOnnxSynthesizer(OnnxSynthesizer):
         conv2d: bool = False,
         release_memory: bool = True,
         decoder: Path | None = None,
+        front: Path | None = None,
         precision: str = "fp32",
     ) -> None:
-        """`decoder` replaces the fp32 decoder cut from `synthesizer` (the int8 graph of
-        `engine.synth.quantize`, same inputs and output); `precision` names it."""
+        """`decoder` and `front` replace the fp32 graphs cut from `synthesizer` (the int8
+        graphs of `engine.synth.quantize`, same inputs and outputs); `precision` names
+        them."""
         import onnxruntime as ort
 
         self.hop_length = hop_length
@@ -404,13 +406,17 @@ class SplitOnnxSynthesizer(OnnxSynthesizer):
             raise SplitError(
                 f"decoder upsamples by {geometry.hop}, config hop_length is {hop_length}"
             )
-        front, fp32_decoder = derived_graphs(Path(synthesizer), cache_dir, conv2d=conv2d)
+        fp32_front, fp32_decoder = derived_graphs(Path(synthesizer), cache_dir, conv2d=conv2d)
+        self.fp32_front_path = fp32_front
+        """The fp32 front graph cut from the synthesizer (calibration's reference)."""
         self.fp32_decoder_path = fp32_decoder
         """The fp32 decoder graph cut from the synthesizer (calibration's reference)."""
         decoder = Path(decoder) if decoder is not None else fp32_decoder
+        front = Path(front) if front is not None else fp32_front
         self.decoder_path = decoder
+        self.front_path = front
         self.precision = precision
-        """Decoder arithmetic: "fp32" or "int8"."""
+        """Arithmetic of the quantized parts: "fp32" or "int8"."""
         opts = session_options(threads)
         self._synth = ort.InferenceSession(
             str(front), sess_options=opts, providers=["CPUExecutionProvider"]
@@ -425,9 +431,9 @@ class SplitOnnxSynthesizer(OnnxSynthesizer):
         self._decoder = self._stages[0]  # reads z (and g)
         self._has_g = G_NAME in {i.name for i in self._decoder.get_inputs()}
         self._synth_inputs = {i.name for i in self._synth.get_inputs()}
-        self._synth_noise = sum(
-            1 for n in self._synth_inputs if n.startswith(NOISE_INPUT.format(""))
-        )
+        self._synth_noise = 0  # noise_0, noise_1, ... (not noise_scale and noise_scale_w)
+        while NOISE_INPUT.format(self._synth_noise) in self._synth_inputs:
+            self._synth_noise += 1
         self._has_durations = any(o.name == "durations" for o in self._synth.get_outputs())
         # After a request, give decoder activation memory back (`release_memory`).
         self._release = release_memory
@@ -457,8 +463,23 @@ class SplitOnnxSynthesizer(OnnxSynthesizer):
             self._dp, self._dp_noise = load_session(self._dp_path, self._threads)
         return super().predict_durations(inputs, params, noise)
 
+    @property
+    def prior_noise_input(self) -> str | None:
+        """The front graph's input that carries the prior's noise (one value per latent
+        channel and frame; the flow runs on what it feeds), or None without one."""
+        if self._synth_noise < 2:
+            return None
+        return NOISE_INPUT.format(self._synth_noise - 1)
+
     def latent(self, inputs: SynthInputs, params: SynthParams, noise: NoiseSource) -> Latent:
         """Run the front graph: the sentence's latent, ready for `decode`."""
+        return self.latent_and_feeds(inputs, params, noise)[0]
+
+    def latent_and_feeds(
+        self, inputs: SynthInputs, params: SynthParams, noise: NoiseSource
+    ) -> tuple[Latent, dict[str, np.ndarray]]:
+        """`latent`, and the front graph's inputs that gave it (int8 calibration runs the
+        front graph on them)."""
         feeds = self._synth_feeds(inputs, params)
         t = inputs.length
         guess = math.ceil(t * 4 * max(params.length_scale, 0.1)) + 16
@@ -476,7 +497,7 @@ class SplitOnnxSynthesizer(OnnxSynthesizer):
         durations = None
         if self._has_durations:
             durations = np.rint(outs["durations"][0]).astype(np.int64)
-        return Latent(outs[Z_NAME], outs.get(G_NAME), durations)
+        return Latent(outs[Z_NAME], outs.get(G_NAME), durations), feeds
 
     def staged(self, latent: Latent, z: np.ndarray | None = None) -> StagedDecoding:
         """Incremental exact decoding of `z` (default: the whole latent) stage by stage:

@@ -1,7 +1,7 @@
 """How far int8 audio is from fp32 audio: the fidelity gate of int8 synthesizer graphs.
 
-The same voice, sentence, style and seed give one latent; the fp32 and the int8 decoder turn
-it into audio, and three figures compare them (per sentence, then over the held-out set):
+The same voice, sentence, style and seed go through the fp32 graphs and through the int8
+ones, and three figures compare the two audios (per sentence, then over the held-out set):
 
 - **SNR** (dB): power of the fp32 audio over the power of the difference, in the audible
   band (content below 60 Hz, e.g. a DC offset, left out). Strict: a waveform measure, so

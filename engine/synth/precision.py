@@ -1,11 +1,12 @@
-"""Which decoder a CPU voice runs: fp32, or the int8 graphs that passed the fidelity gate.
+"""Which graphs a CPU voice runs: fp32, or the int8 graphs (decoder, and the flow's
+feed-forward convolutions in the front graph) that passed the fidelity gate.
 
 `choose_precision` answers for one voice loaded on ONNX Runtime:
 
-- ``"fp32"``: the fp32 decoder, nothing else is looked at;
-- ``"int8"``: the int8 decoder (made once if none is found), even if its gate failed (with a
-  warning naming the figures);
-- ``"auto"`` (default): the int8 decoder when stamped int8 graphs are found (baked beside the
+- ``"fp32"``: the fp32 graphs, nothing else is looked at;
+- ``"int8"``: the int8 graphs (made once if none are found), even if their gate failed (with
+  a warning naming the figures);
+- ``"auto"`` (default): the int8 graphs when stamped int8 graphs are found (baked beside the
   voice by `wyoming-hayakoe quantize`, or made before into the cache) and their gate
   passed; fp32 otherwise. When none are found and the decoder is wide enough for int8 to pay
   (`AUTO_MIN_CHANNELS`), they are made now, once, into the cache (a minute or more: progress

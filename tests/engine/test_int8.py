@@ -1,5 +1,6 @@
-"""int8 decoder graphs: calibration on the voice's own latents, the fidelity gate, the
-precision choice over the real loading code, exactness of windowed decoding, stamps.
+"""int8 graphs (decoder, and the flow's feed-forward convolutions in the front graph):
+calibration on the voice's own latents, the fidelity gate, the precision choice over the
+real loading code, exactness of windowed decoding, unchanged durations, stamps.
 
 The voices are model_small (reference weights: passes the gate) and the same network with one
 decoder channel made an outlier (`write_outlier_voice`: identical fp32 audio, int8 broken).
@@ -21,6 +22,7 @@ from engine.neural.loader import load_neural_voice
 from engine.synth.quantize import (
     CALIBRATION_FILE,
     DECODER_FILE,
+    FRONT_FILE,
     HELDOUT_FILE,
     REPORT_FILE,
     STAMP_FILE,
@@ -93,7 +95,7 @@ def _report(root: Path, name: str) -> dict:
 def test_quantize_writes_graphs_report_and_stamp(good_root: Path) -> None:
     voice = good_root / layout.speaker_prefix("small", "onnx")
     folder = voice / layout.INT8_SUBDIR
-    for name in (DECODER_FILE, REPORT_FILE, STAMP_FILE):
+    for name in (DECODER_FILE, FRONT_FILE, REPORT_FILE, STAMP_FILE):
         assert (folder / name).is_file(), name
     assert (voice / "synthesizer.onnx").is_file() and (voice / "config.json").is_file()
     report = _report(good_root, "small")
@@ -105,6 +107,7 @@ def test_quantize_writes_graphs_report_and_stamp(good_root: Path) -> None:
     assert 0 < report["logmel_db_mean"] <= report["thresholds"]["max_logmel_db"]
     assert report["settings"]["method"] == "minmax"
     assert report["settings"]["calibration_sentences"] == len(CALIBRATION)
+    assert report["settings"]["int8_front_convolutions"] == 48  # 4 flows x 6 layers x 2
     stamp = json.loads((folder / STAMP_FILE).read_text(encoding="utf-8"))
     assert stamp["source_size"] == (voice / "synthesizer.onnx").stat().st_size
 
@@ -123,11 +126,13 @@ def test_auto_picks_int8_where_the_gate_passed(good_root: Path, tmp_path: Path, 
         voice = _load(good_root, "small", "auto", tmp_path)
     assert voice.synth.precision == "int8"
     assert voice.synth.decoder_path == voice_dir / layout.INT8_SUBDIR / DECODER_FILE
+    assert voice.synth.front_path == voice_dir / layout.INT8_SUBDIR / FRONT_FILE
     assert "Voice small runs int8: int8 fidelity of small: passed" in caplog.text
     assert sorted(p.name for p in voice_dir.iterdir()) == before  # derived files: cache only
     fp32 = _load(good_root, "small", "fp32", tmp_path)
     assert fp32.synth.precision == "fp32"
     assert fp32.synth.decoder_path == fp32.synth.fp32_decoder_path
+    assert fp32.synth.front_path == fp32.synth.fp32_front_path
     assert tmp_path in fp32.synth.fp32_decoder_path.parents
 
 
@@ -180,6 +185,51 @@ def test_int8_windows_join_to_the_int8_whole_sentence(good_root: Path, tmp_path:
     at_once = np.concatenate([p.samples for p in voice.render([HELDOUT[1]], whole_opts)])
     assert streamed.shape == at_once.shape
     assert np.abs(streamed - at_once).max() <= WINDOW_TOLERANCE
+
+
+def test_int8_front_is_the_flow_feed_forward_only(good_root: Path, tmp_path: Path) -> None:
+    """The int8 front graph quantizes exactly the flow's feed-forward convolutions (found by
+    structure): the text encoder and duration predictors stay fp32, so the same sentence
+    and noise give the same durations and latent length as fp32, and a latent close to it."""
+    import onnx
+
+    from engine.synth.common import NoiseSource, SynthInputs, SynthParams
+    from engine.synth.quantize import flow_ffn_nodes
+    from engine.text import analyze
+
+    int8 = _load(good_root, "small", "int8", tmp_path).synth
+    fp32 = _load(good_root, "small", "fp32", tmp_path).synth
+    assert int8.prior_noise_input == fp32.prior_noise_input == "noise_1"
+    flow = flow_ffn_nodes(fp32.fp32_front_path, "noise_1")
+    assert len(flow) == 48
+    assert all(n.startswith("/enc/ffn_layers.") for n in flow), flow[:3]
+
+    graph = onnx.load(str(int8.front_path)).graph
+    dequantized = {o for n in graph.node if n.op_type == "DequantizeLinear" for o in n.output}
+    int8_convs = {n.name for n in graph.node if n.op_type == "Conv" and n.input[1] in dequantized}
+    assert int8_convs == set(flow)
+    fp32_convs = [n.name for n in graph.node if n.op_type == "Conv" and n.name not in flow]
+    assert any(n.startswith("/dp/") for n in fp32_convs)  # duration predictors stay fp32
+    assert any(n.startswith("/enc_p/") for n in fp32_convs)  # and the text encoder
+
+    a = analyze(HELDOUT[0]).with_blanks()
+    feats = FakeBert(1024).features([a.bert_text], [a.word2ph])[0]
+    inputs = SynthInputs(
+        np.asarray(a.phone_ids),
+        np.asarray(a.tone_ids),
+        np.asarray(a.lang_ids),
+        feats,
+        np.load(good_root / layout.speaker_prefix("small", "onnx") / "style_vectors.npy")[1],
+        0,
+    )
+    for sdp_ratio in (0.0, 0.7):
+        params = SynthParams(sdp_ratio=sdp_ratio)
+        got = int8.latent(inputs, params, NoiseSource(5))
+        want = fp32.latent(inputs, params, NoiseSource(5))
+        assert np.array_equal(got.durations, want.durations)
+        assert got.z.shape == want.z.shape
+        diff = float(np.abs(got.z - want.z).max())
+        assert 0 < diff < 0.2 * float(np.abs(want.z).max())
 
 
 def test_stamp_mismatch_and_narrow_decoders(good_root: Path, tmp_path: Path, caplog) -> None:

@@ -181,7 +181,9 @@ def test_no_layout_path_outside_engine_layout() -> None:
         hit
         for folder in LAYOUT_CHECKED
         for path in sorted((REPO_ROOT / folder).rglob("*.py"))
+        # not hidden folders: benchmarks/.cache holds third-party venvs (hayakoe's own)
         if path != LAYOUT_MODULE
+        and not any(p.startswith(".") for p in path.relative_to(REPO_ROOT).parts)
         for hit in layout_spellings(path)
     ]
     assert found == [], "layout spelled outside engine/layout.py:\n" + "\n".join(found)

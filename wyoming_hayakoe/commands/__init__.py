@@ -13,7 +13,7 @@ SUBCOMMANDS: dict[str, str] = {
     "download": "Download voices (and the BERT) into the cache for offline use",
     "export-bert": "Export the BERT to ONNX (fp32 and int8)",
     "dict": "Check a user dictionary file (dict check FILE...): every bad line is reported",
-    "quantize": "Make a voice's int8 decoder graphs and check them against fp32 (fidelity gate)",
+    "quantize": "Make a voice's int8 graphs and check them against fp32 (fidelity gate)",
 }
 """Subcommand → one-line summary (shown by ``wyoming-hayakoe --help``)."""
 

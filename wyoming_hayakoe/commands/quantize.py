@@ -1,4 +1,4 @@
-"""`wyoming-hayakoe quantize SRC [OUT_ROOT] --name NAME`: int8 decoder graphs for one voice.
+"""`wyoming-hayakoe quantize SRC [OUT_ROOT] --name NAME`: int8 graphs for one voice.
 
 Calibrates on the voice's own latents (the fp32 front graph over the engine's calibration
 sentences, every style), quantizes the decoder to int8 and checks it against fp32 on held-out
@@ -30,8 +30,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="wyoming-hayakoe quantize",
         description=(
-            "Make int8 decoder graphs for a voice, calibrated on its own latents, and check "
-            "them against fp32 (the fidelity gate)."
+            "Make int8 graphs (decoder, flow) for a voice, calibrated on its own latents, and "
+            "check them against fp32 (the fidelity gate)."
         ),
     )
     parser.add_argument(
