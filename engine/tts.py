@@ -172,7 +172,9 @@ class TTS:
                 token=self._hf_token,
                 offline=self.options.offline,
             )
-            self._bert = load_bert(bert_src, self.device, threads=self.options.threads)
+            self._bert = load_bert(
+                bert_src, self.device, threads=self.options.threads, cache_dir=self.cache_dir
+            )
         return load_neural_voice(
             reg.name,
             src,

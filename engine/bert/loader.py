@@ -74,6 +74,7 @@ def load_bert(
     backend: str | None = None,
     precision: str = "q8",
     threads: int | None = None,
+    cache_dir: str | Path | None = None,
 ) -> BertBackend:
     """Load the BERT of a voice root laid out like hayakoe's repository.
 
@@ -81,7 +82,8 @@ def load_bert(
     prefixes are fetched. `device` ``"cpu"`` selects ONNX Runtime (``onnx/bert/q8/bert_q8.onnx``,
     or ``onnx/bert/fp32/bert.onnx`` with ``precision="fp32"``); ``"cuda"``/``"cuda:N"`` selects
     PyTorch (``pytorch/bert/fp32/``). `backend` (``"onnx"``/``"torch"``) overrides the choice,
-    e.g. PyTorch on CPU. The tokenizer comes from ``bert/tokenizer/``.
+    e.g. PyTorch on CPU. The tokenizer comes from ``bert/tokenizer/``. `cache_dir`: where
+    the optimised ONNX graph is kept (default: the cache root).
     """
     if backend is None:
         backend = "torch" if str(device).startswith("cuda") else "onnx"
@@ -98,7 +100,9 @@ def load_bert(
         if not onnx_path.is_file():
             raise FileNotFoundError(f"BERT: {onnx_path} not found")
         try:
-            return OnnxBert(onnx_path, _tokenizer_dir(root, None), threads=threads)
+            return OnnxBert(
+                onnx_path, _tokenizer_dir(root, None), threads=threads, cache_dir=cache_dir
+            )
         except (ImportError, FileNotFoundError, MemoryError):
             raise
         except Exception as exc:  # name the damaged file

@@ -73,7 +73,8 @@ class OnnxBert(BertFeatures):
     """BERT features from an ONNX Runtime session (one session, shared; `run` is thread-safe).
 
     `onnx_path`: the graph; `tokenizer_dir`: folder with ``vocab.txt`` (hayakoe's
-    ``bert/tokenizer``). `threads`: intra-op threads (default physical cores).
+    ``bert/tokenizer``). `threads`: intra-op threads (default physical cores). `cache_dir`:
+    where the graph optimised once is kept (default: the cache root).
     """
 
     def __init__(
@@ -83,6 +84,7 @@ class OnnxBert(BertFeatures):
         *,
         threads: int | None = None,
         providers: list[str] | None = None,
+        cache_dir: str | Path | None = None,
         max_batch_tokens: int = 16384,
         max_batch_attention: int = 1 << 20,
     ) -> None:
@@ -101,7 +103,7 @@ class OnnxBert(BertFeatures):
             from ..synth.ort_cache import optimized_model  # made once: lower peak memory at start
 
             self.session = ort.InferenceSession(
-                str(optimized_model(onnx_path)),
+                str(optimized_model(onnx_path, cache_dir)),
                 sess_options=session_options(threads),
                 providers=providers or ["CPUExecutionProvider"],
             )

@@ -96,6 +96,7 @@ def quantize_voice(
             parse_source(str(bert_source), cache_dir=cache_dir, token=token),
             "cpu",
             threads=threads,
+            cache_dir=cache_dir,
         )
     synth = _split_backend(files, EngineOptions(threads=threads, precision="fp32"), cache_dir)
     say = progress or (lambda message: _LOGGER.info("%s", message))

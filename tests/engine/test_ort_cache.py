@@ -78,3 +78,18 @@ def test_read_only_cache_falls_back_beside_the_source(tmp_path: Path) -> None:
 
 def test_missing_source_is_returned_unchanged(tmp_path: Path) -> None:
     assert optimized_model(tmp_path / "nope.onnx") == tmp_path / "nope.onnx"
+
+
+def test_bert_graph_is_optimised_into_the_given_cache(layout_root: Path, tmp_path: Path) -> None:
+    """`load_bert(..., cache_dir=)` (what `TTS(cache_dir=)` passes) keeps the BERT's optimised
+    graph in that cache, not in the default one, and leaves the voice root untouched."""
+    from engine import layout
+    from engine.bert import load_bert
+
+    before = sorted(p.name for p in (layout_root / layout.BERT_ONNX_Q8_PREFIX).iterdir())
+    bert = load_bert(layout_root, "cpu", threads=1, cache_dir=tmp_path / "mine")
+    made = sorted((tmp_path / "mine" / "derived").glob(f"*/*{SUFFIX}"))
+    assert [p.name for p in made] == [layout.BERT_ONNX_Q8_FILE.removesuffix(".onnx") + SUFFIX]
+    assert sorted(p.name for p in (layout_root / layout.BERT_ONNX_Q8_PREFIX).iterdir()) == before
+    feats = bert.features(["こんにちは"], [[1] * 7])
+    assert feats[0].shape == (bert.hidden_size, 7)
