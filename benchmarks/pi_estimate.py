@@ -1,6 +1,6 @@
 """ESTIMATE (not a measurement): what int8 means on a Raspberry Pi 4 and 5.
 
-    python benchmarks/pi_estimate.py [--front-share 0.2] [--int8-speedup-x86 2.1]
+    python benchmarks/pi_estimate.py [--front-share 0.2] [--flow-share 0.64]
 
 1. Operation counts, measured: multiply-accumulates (MACs) of every convolution of the
    full-size voice's decoder graph, per second of 44.1 kHz audio, split into the part int8
@@ -12,8 +12,10 @@
 3. One published measurement anchors the efficiency: hayakoe 1.3.1 on a Raspberry Pi 4B
    runs at 0.3× real time (RTF 3.3, ONNX Runtime, fp32), and our fp32 engine did the same work
    in 0.8× hayakoe's time here (benchmarks/results). The fraction of peak that implies is
-   assumed for int8 and for the Pi 5 too (MLAS kernels on both), and the non-decoder work
-   (text encoder, flow, BERT: `--front-share` of fp32 time) runs at fp32 speed throughout.
+   assumed for int8 and for the Pi 5 too (MLAS kernels on both). Of the non-decoder work
+   (text encoder, flow, BERT: `--front-share` of fp32 time), the flow's feed-forward
+   convolutions (`--flow-share` of it, from a profile on x86) run in int8 like the decoder;
+   the rest runs at fp32 speed throughout.
 """
 
 from __future__ import annotations
@@ -77,6 +79,13 @@ def main() -> int:
         default=0.2,
         help="fp32 time outside the decoder (measured ~0.2 on x86)",
     )
+    parser.add_argument(
+        "--flow-share",
+        type=float,
+        default=0.64,
+        help="part of that time in the flow's feed-forward convolutions, int8 with "
+        "--precision int8 (profiled 0.64 on x86)",
+    )
     args = parser.parse_args()
     import fullsize
 
@@ -109,7 +118,8 @@ def main() -> int:
         dec32 = (gq + gf) / peak32
         front = dec32 * args.front_share / (1 - args.front_share)
         rtf32 = dec32 + front
-        rtf8 = gq / peak8 + gf / peak32 + front
+        front8 = front * (1 - args.flow_share) + front * args.flow_share * fp / i8
+        rtf8 = gq / peak8 + gf / peak32 + front8
         print(f"| {board} | {rtf32:.2f} | {rtf8:.2f} | {rtf32 / rtf8:.1f}× |")
     return 0
 

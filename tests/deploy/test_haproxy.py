@@ -115,7 +115,8 @@ async def _one(index: int, port: int) -> Outcome:
     started = time.monotonic()
     try:
         spoken = await speak("127.0.0.1", port, TEXT, timeout=60)
-    except (OSError, ConnectionError, RuntimeError, asyncio.TimeoutError) as err:
+    # A replica killed mid-answer shows as a cut stream (EOFError: IncompleteReadError).
+    except (OSError, EOFError, RuntimeError, asyncio.TimeoutError) as err:
         return Outcome(index, started, time.monotonic(), f"{type(err).__name__}: {err}")
     error = None if spoken.seconds > 0.3 and spoken.rms > 50 else "no audible audio"
     return Outcome(index, started, time.monotonic(), error, spoken.seconds)
