@@ -369,7 +369,7 @@ async def test_status_counts_requests_and_keeps_warnings(page):
     logging.getLogger().addHandler(state.warnings)
     try:
         logging.getLogger("tests.web").warning("the speaker at %s is gone", "kitchen")
-        await _post(client, "/api/speak", {"text": "はい。"})
+        assert await (await _post(client, "/api/speak", {"text": "はい。"})).read()
         data = await (await client.get("/api/status")).json()
     finally:
         logging.getLogger().removeHandler(state.warnings)

@@ -283,6 +283,7 @@ async def speak(request: web.Request) -> web.StreamResponse:
                     await response.write(pcm)
             if not started:
                 await response.prepare(request)
+        ticket.release()  # before the end reaches the client: the status it asks next is true
         await response.write_eof()
         return response
     finally:
