@@ -33,6 +33,7 @@ from .flags import (
     _volume,
     _wav_file,
 )
+from .web.options import HttpSettings, add_http_arguments, http_settings_from_args
 
 if TYPE_CHECKING:
     from .presets import Preset
@@ -95,6 +96,8 @@ class Settings:
     """`torch.compile` the neural voices at start; None: on for cuda devices, off otherwise."""
     debug: bool = False
     log_format: str = logging.BASIC_FORMAT
+    http: HttpSettings | None = None
+    """The web page (`wyoming_hayakoe.web`); None: off."""
     engine: EngineOptions = EngineOptions()
     """Engine tuning (threads, streaming windows, memory, offline): flags, else the documented
     environment variables (`EngineOptions.from_env`)."""
@@ -342,6 +345,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="on SIGTERM, seconds to let requests in flight finish before closing "
         "(default: %(default)s)",
     )
+    add_http_arguments(p)
     p.add_argument("--debug", action="store_true", help="log DEBUG messages")
     p.add_argument("--log-format", default=logging.BASIC_FORMAT, help="format of log messages")
     p.add_argument(
@@ -407,6 +411,10 @@ def settings_from_args(
     from .presets import parse_presets  # presets build on this module's types
 
     presets = parse_presets(args.preset)
+    http = http_settings_from_args(args)
+    user_dicts = list(args.user_dict)
+    if http is not None and http.dictionary is not None and http.dictionary not in user_dicts:
+        user_dicts.append(http.dictionary)  # the page's words win over the other files'
     for preset in presets:  # a preset's voice is loaded like --default-voice's
         if all(v.name != preset.voice for v in voices):
             voices.append(VoiceSpec(preset.voice))
@@ -426,7 +434,8 @@ def settings_from_args(
         warmup=not args.no_warmup,
         debug=args.debug,
         log_format=args.log_format,
-        **voice_fields(args, env),
+        http=http,
+        **{**voice_fields(args, env), "user_dicts": tuple(user_dicts)},
     )
 
 
