@@ -204,6 +204,16 @@ def add_voice_arguments(p: argparse.ArgumentParser) -> None:
             "(default: $WYOMING_HAYAKOE_PRECISION, else auto)"
         ),
     )
+    e.add_argument(
+        "--playback-guard",
+        choices=["auto", "off"],
+        default=None,
+        help=(
+            "auto: where a voice is slower than speech on this machine, hold a stream's first "
+            "audio back just long enough that it then plays without gaps; off: send audio as "
+            "soon as it is made (default: $WYOMING_HAYAKOE_PLAYBACK_GUARD, else auto)"
+        ),
+    )
     g = p.add_argument_group("synthesis defaults (per voice when not given)")
     g.add_argument(
         "--speed",
@@ -480,6 +490,7 @@ def _engine_options(args: argparse.Namespace, env: Mapping[str, str]) -> EngineO
         "release_memory": args.release_memory,
         "offline": args.offline,
         "precision": args.precision,
+        "playback_guard": args.playback_guard,
     }
     return dataclasses.replace(
         EngineOptions.from_env(env), **{k: v for k, v in given.items() if v is not None}
