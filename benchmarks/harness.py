@@ -1,7 +1,7 @@
 """What the benchmark drivers share: worker processes, servers on loopback, timing, tables.
 
-`run.py` and `precision.py` import this module, not each other (`run.py` calls
-`precision.phase_precision`; nothing imports `run.py`):
+`run.py`, `precision.py` and `slow_board.py` import this module, not each other (`run.py`
+calls `precision.phase_precision`; nothing imports `run.py`):
 
 - paths (`CACHE`, `RESULTS`), `log`;
 - hayakoe's own torch-free venv (`hayakoe_python`) and a clean environment (`clean_env`);
@@ -9,7 +9,7 @@
   stdin/stdout; `timed_calls`: the workers in turn on every text, medians;
 - `start_server` / `stop_servers`: a Wyoming server (ours, or the one around hayakoe) on
   127.0.0.1 as a subprocess, its log under `CACHE/logs/`;
-- `median`, `table_row` (one Markdown table row).
+- `median`, `table_head` / `table_row` (Markdown tables).
 """
 
 from __future__ import annotations
@@ -48,8 +48,13 @@ def log(msg: str) -> None:
 
 
 def table_row(cells: Sequence[object]) -> str:
-    """`| a | b |`; an empty cell is written `| |`."""
-    return "|" + "|".join(f" {c} " if str(c) else " " for c in cells) + "|"
+    """`| a | b |` (an empty cell: `|  |`)."""
+    return "|" + "|".join(f" {c} " for c in cells) + "|"
+
+
+def table_head(cells: Sequence[str], align: str) -> list[str]:
+    """A Markdown table's header and rule; `align` has one letter per column, `l` or `r`."""
+    return [table_row(cells), table_row(["---:" if a == "r" else "---" for a in align])]
 
 
 def hayakoe_python() -> Path:

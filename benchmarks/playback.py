@@ -57,6 +57,10 @@ class PlaybackClock:
     """Chunks with samples fed."""
     last_arrival: float | None = None
     """Arrival of the latest chunk with samples."""
+    gapless_start: float | None = None
+    """The earliest start of playback (same clock) that would never have waited for these
+    arrivals: the latest of (arrival − audio before the chunk). Hindsight: the shortest
+    hold-back a server could have used for this request."""
 
     def feed(self, arrival: float, n_samples: int, rate: int) -> float:
         """One chunk of `n_samples` at `rate` Hz arrived at `arrival`; returns the wait it
@@ -68,6 +72,9 @@ class PlaybackClock:
         if self.last_arrival is not None and arrival < self.last_arrival:
             raise ValueError(f"arrival {arrival} is before the previous one {self.last_arrival}")
         duration = n_samples / rate
+        need = arrival - self.audio_s
+        if self.gapless_start is None or need > self.gapless_start:
+            self.gapless_start = need
         wait = 0.0
         if self.first_arrival is None:
             self.first_arrival = arrival
@@ -90,6 +97,11 @@ class PlaybackClock:
     def first_audio_s(self) -> float | None:
         """Seconds from the request to the first audio (None when none came)."""
         return None if self.first_arrival is None else self.first_arrival - self.start
+
+    @property
+    def gapless_start_s(self) -> float | None:
+        """`gapless_start` in seconds from the request (None when no audio came)."""
+        return None if self.gapless_start is None else self.gapless_start - self.start
 
     @property
     def gap_count(self) -> int:

@@ -191,11 +191,19 @@ def render(results: dict) -> str:
     """Markdown table: ours fp32 | ours int8 | int8/fp32 | hayakoe | int8/hayakoe (target)."""
     rec = _recorded()
     live = results.get("hayakoe_live")
-    lines = [
-        "| measure | text | ours fp32 | ours int8 | int8 / fp32 | hayakoe | int8 / hayakoe "
-        "| target |",
-        "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |",
-    ]
+    lines = harness.table_head(
+        [
+            "measure",
+            "text",
+            "ours fp32",
+            "ours int8",
+            "int8 / fp32",
+            "hayakoe",
+            "int8 / hayakoe",
+            "target",
+        ],
+        "llrrrrrl",
+    )
 
     def hayakoe(cond: str, text: str, key: str, fp32: float) -> float | None:
         if live:
@@ -213,10 +221,9 @@ def render(results: dict) -> str:
         ok = "" if target is None or ratio_h is None else (" ✅" if ratio_h <= target else " ❌")
         tgt = f"≤ {target:g}×{ok}" if target is not None else ""
         unit = "MiB" if "MiB" in name else ""
-        lines.append(
-            f"| {name} | {text} | {_fmt(f, unit)} | {_fmt(i, unit)} | {i / f:.2f}× | "
-            f"{_fmt(h, unit)} | {(f'{ratio_h:.2f}×' if ratio_h else '–')} | {tgt} |"
-        )
+        ratio = f"{ratio_h:.2f}×" if ratio_h else "–"
+        cells = [name, text, _fmt(f, unit), _fmt(i, unit), f"{i / f:.2f}×", _fmt(h, unit)]
+        lines.append(harness.table_row([*cells, ratio, tgt]))
 
     for cond, label in (("idle", "idle"), ("busy", "one core busy")):
         per = results.get(cond)
@@ -246,10 +253,9 @@ def render(results: dict) -> str:
         for text in RTF_TEXTS:
             f = f32[text]["stream_wall_s"] / f32[text]["wall_s"]
             i = i8[text]["stream_wall_s"] / i8[text]["wall_s"]
-            lines.append(
-                f"| `stream()` / `generate()` total time, {label} | {text} | {f:.2f} | {i:.2f} "
-                f"| {i / f:.2f}× | | | ≤ 1.15 (item 6) |"
-            )
+            name = f"`stream()` / `generate()` total time, {label}"
+            cells = [name, text, f"{f:.2f}", f"{i:.2f}", f"{i / f:.2f}×", "", ""]
+            lines.append(harness.table_row([*cells, "≤ 1.15 (item 6)"]))
     wy = results.get("wyoming")
     if wy:
         for text in wy["ours fp32"]:

@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from harness import table_head, table_row
+
 MIB = 2**20
 TEXT_ORDER = ("short", "medium", "long", "assist")
 TARGETS = {"ttfa": 0.3, "rtf": 0.67, "rss": 1.0}
@@ -75,7 +77,7 @@ def _row(
     if target is not None and not math.isnan(r):
         mark = " ✅" if r <= target else " ❌"
     rs = "–" if math.isnan(r) else f"{r:.2f}×{mark}"
-    return f"| {label} | {text} | {_fmt(ours, unit)} | {_fmt(base, unit)} | {rs} |"
+    return table_row([label, text, _fmt(ours, unit), _fmt(base, unit), rs])
 
 
 def _per_text_rows(
@@ -105,8 +107,7 @@ def render_markdown(res: dict[str, Any]) -> str:
             f"Options for both: {', '.join(f'{k}={v}' for k, v in res.get('options', {}).items())}."
         ),
         "",
-        "| measure | text | ours | hayakoe 1.3.1 | ours / hayakoe |",
-        "| --- | --- | ---: | ---: | ---: |",
+        *table_head(["measure", "text", "ours", "hayakoe 1.3.1", "ours / hayakoe"], "llrrr"),
     ]
     speed = res.get("speed")
     if speed:
@@ -139,8 +140,9 @@ def render_markdown(res: dict[str, Any]) -> str:
             "",
             "What each kept change is worth (our engine with the change vs without it, same run):",
             "",
-            "| change | figure | text | with | without | with / without |",
-            "| --- | --- | --- | ---: | ---: | ---: |",
+            *table_head(
+                ["change", "figure", "text", "with", "without", "with / without"], "lllrrr"
+            ),
         ]
         for a in abl.values():
             for key in TEXT_ORDER:
@@ -161,8 +163,16 @@ def render_markdown(res: dict[str, Any]) -> str:
                         rs = "–" if math.isnan(r) else f"{r:.2f}×"
                         unit = {"rtf": "", "rss_after": "MiB"}.get(fig, "s")
                         lines.append(
-                            f"| {a['turns_off']} | {label} | {_tlabel(key, texts)} | "
-                            f"{_fmt(on[fig], unit)} | {_fmt(off[fig], unit)} | {rs} |"
+                            table_row(
+                                [
+                                    a["turns_off"],
+                                    label,
+                                    _tlabel(key, texts),
+                                    _fmt(on[fig], unit),
+                                    _fmt(off[fig], unit),
+                                    rs,
+                                ]
+                            )
                         )
     lines.append("")
     return "\n".join(lines)

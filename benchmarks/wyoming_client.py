@@ -75,6 +75,7 @@ class Listened:
         """Plain figures for JSON."""
         return {
             "first_audio_s": self.first_audio_s,
+            "gapless_start_s": self.clock.gapless_start_s or 0.0,
             "gaps": self.clock.gap_count,
             "gap_s": self.clock.gap_s,
             "noise_waits": self.clock.noise_count,

@@ -22,6 +22,7 @@ def test_chunks_in_time_make_no_gap() -> None:
     assert clock.gaps == [] and clock.noise_count == 0
     assert clock.audio_s == pytest.approx(0.5) and clock.chunks == 5
     assert clock.heard_until_s == pytest.approx(0.8)
+    assert clock.gapless_start_s == pytest.approx(0.3)  # in time: the first arrival
 
 
 def test_a_late_chunk_is_a_gap_and_playback_resumes_at_its_arrival() -> None:
@@ -32,6 +33,8 @@ def test_a_late_chunk_is_a_gap_and_playback_resumes_at_its_arrival() -> None:
     assert clock.gaps == [playback.Gap(at_s=pytest.approx(1.5), seconds=pytest.approx(0.5))]
     assert clock.gap_count == 1 and clock.gap_s == pytest.approx(0.5)
     assert clock.heard_until_s == pytest.approx(3.0)
+    # Started at 1.5 instead of 1.0, nothing would have waited: chunk 2 is due at 2.0.
+    assert clock.gapless_start_s == pytest.approx(1.5)
 
 
 def test_waits_under_the_noise_floor_are_counted_apart() -> None:
