@@ -204,9 +204,7 @@ def test_voice_sample_plays_to_its_end(browser: WebDriver, server: Server):
     _screenshot(browser, "voices")
 
 
-def test_fix_a_family_name_hear_it_and_keep_it_after_a_restart(
-    browser: WebDriver, server: Server
-):
+def test_fix_a_family_name_hear_it_and_keep_it_after_a_restart(browser: WebDriver, server: Server):
     _open(browser, server, "try")
     text = browser.find_element(By.ID, "text")
     text.clear()
