@@ -90,6 +90,7 @@ def build(root: Path = CACHE) -> tuple[Path, Path]:
     raw = VoiceConfig().to_dict()
     raw["data"]["style2id"] = {"Neutral": 0, "Happy": 1}
     raw["data"]["spk2id"] = {"bench": 0}
+    raw["data"]["use_jp_extra"] = True
     model = JPExtraSynthesizer(parse_config(raw)).eval()
     with torch.no_grad():
         model.dp.proj.weight.mul_(0.01)

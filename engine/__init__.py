@@ -67,6 +67,13 @@ _LAZY = {
     # user dictionary files: reload on SIGHUP, `dict check`
     "reload_user_dictionary": ("engine.text.userdict_watch", "reload_user_dictionary"),
     "check_user_dictionary": ("engine.text.userdict_watch", "check_user_dictionary"),
+    # the web page: what a text will be read as, and the user dictionary's entries
+    "rewrite": ("engine.text.rewriter", "rewrite"),
+    "accent_phrases": ("engine.text.accents", "accent_phrases"),
+    "AccentPhrase": ("engine.text.accents", "AccentPhrase"),
+    "UserWord": ("engine.text.userdict", "UserWord"),
+    "UserDictionaryError": ("engine.text.userdict", "UserDictionaryError"),
+    "read_user_dictionary": ("engine.text.userdict", "read_user_dictionary"),
 }
 
 
@@ -85,6 +92,12 @@ __all__ = [
     "aivm_voices_in_dir",
     "aivm_voices_of_file",
     "is_aivm_source",
+    "AccentPhrase",
+    "UserDictionaryError",
+    "UserWord",
+    "accent_phrases",
+    "read_user_dictionary",
+    "rewrite",
     "limit_malloc_arenas",
     "trim_heap",
     "OFFICIAL_SOURCE",

@@ -13,6 +13,7 @@ are read here only, by `EngineOptions.from_env`, as documented defaults of the s
 | `release_memory` | `WYOMING_HAYAKOE_RELEASE_MEMORY`  | on (=0 turns it off)         |
 | `offline`        | `HAYAKOE_OFFLINE`                 | off                          |
 | `precision`      | `WYOMING_HAYAKOE_PRECISION`       | auto                         |
+| `playback_guard` | `WYOMING_HAYAKOE_PLAYBACK_GUARD`  | auto                         |
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ RELEASE_MEMORY_ENV = "WYOMING_HAYAKOE_RELEASE_MEMORY"
 OFFLINE_ENV = "HAYAKOE_OFFLINE"
 PRECISION_ENV = "WYOMING_HAYAKOE_PRECISION"
 PRECISIONS = ("auto", "fp32", "int8")
+PLAYBACK_GUARD_ENV = "WYOMING_HAYAKOE_PLAYBACK_GUARD"
+GUARD_MODES = ("auto", "off")
 
 MAX_DEFAULT_THREADS = 8
 DEFAULT_FIRST_WINDOW = 24
@@ -63,8 +66,17 @@ class EngineOptions:
     """Decoder arithmetic of CPU voices: "int8" (graphs calibrated on the voice, made once),
     "fp32", or "auto": int8 where the voice's int8 graphs passed the fidelity gate, fp32
     otherwise (`engine.synth.precision`). CUDA voices always run fp32."""
+    playback_guard: str = "auto"
+    """"auto": a stream's first audio is held back just long enough that a listener playing
+    it in real time never waits, where this voice is slower than speech on this machine
+    (`engine.playback`); "off": audio goes out as soon as it is made."""
 
     def __post_init__(self) -> None:
+        if self.playback_guard not in GUARD_MODES:
+            raise ValueError(
+                f"EngineOptions.playback_guard must be one of {', '.join(GUARD_MODES)}, "
+                f"not {self.playback_guard!r}"
+            )
         if self.precision not in PRECISIONS:
             raise ValueError(
                 f"EngineOptions.precision must be one of {', '.join(PRECISIONS)}, "
@@ -106,6 +118,12 @@ class EngineOptions:
         if precision not in PRECISIONS:
             _LOGGER.warning("Ignoring %s=%r (not one of %s)", PRECISION_ENV, precision, PRECISIONS)
             precision = "auto"
+        guard = env.get(PLAYBACK_GUARD_ENV, "").strip().lower() or "auto"
+        if guard not in GUARD_MODES:
+            _LOGGER.warning(
+                "Ignoring %s=%r (not one of %s)", PLAYBACK_GUARD_ENV, guard, GUARD_MODES
+            )
+            guard = "auto"
         return cls(
             threads=integer(THREADS_ENV, 1),
             first_window=DEFAULT_FIRST_WINDOW if first is None else first,
@@ -113,4 +131,5 @@ class EngineOptions:
             release_memory=env.get(RELEASE_MEMORY_ENV, "").strip() != "0",
             offline=env.get(OFFLINE_ENV, "").strip().lower() in ("1", "true", "yes", "on"),
             precision=precision,
+            playback_guard=guard,
         )

@@ -3,16 +3,19 @@
 What is the same for every kind of voice lives here, so a voice backend only turns sentences
 into float audio (`engine.voice_backend.Voice.render`):
 
-- optional rewriting (`engine.text.rewrite`: times, units, Latin words, user dictionary),
-- sentence splitting (`engine.text.split_sentences`, or `SentenceSplitter` for text that
-  arrives in deltas),
+- the request's text through one `engine.text.TextPipeline` (user dictionary refresh, SSML,
+  sentence splitting as text arrives, rewriting: times, units, Latin words), which hands
+  back parts ready to render (sentences at a rate, or a break's exact silence),
 - one lock per speaker (`engine.fair_lock.FairLock`, first come first served): the same
   speaker synthesizes one request at a time, in the order they reach it, different speakers
   run in parallel; a stream that is closed early releases it,
 - float → int16 with one fixed scale (`engine.audio.to_int16`): a stream has one loudness,
 - per-request output shaping (`engine.output`: volume with a limiter, loudness, lead/tail
   silence, output rate, chime), one `OutputStage` per request; default: none,
-- async wrappers that never run synthesis on the event loop.
+- async wrappers that never run synthesis on the event loop,
+- the playback guard (`engine.playback`): on a machine slower than speech a stream's first
+  audio is held back just long enough that a real-time listener never waits; the voice's
+  speed is measured here, on every request, per precision.
 
 Locking: for a whole text the lock is held while the voice renders it (from the first
 chunk until the stream ends or is closed). For text that arrives in deltas it is taken per
@@ -27,6 +30,7 @@ import dataclasses
 import logging
 import queue
 import threading
+import time
 from collections.abc import (
     AsyncGenerator,
     AsyncIterable,
@@ -42,8 +46,8 @@ import numpy as np
 from .audio import AudioResult
 from .fair_lock import FairLock
 from .output import OutputOptions, OutputStage
-from .text.rewriter import rewrite
-from .text.splitter import SentenceSplitter, split_sentences
+from .playback import PlaybackGuard, SpeedMeter
+from .text.pipeline import Part, TextPipeline
 from .voice_backend import SynthesisOptions, Voice
 
 __all__ = ["DEFAULT_STREAM_PAUSE", "Speaker", "StreamCancelled"]
@@ -76,11 +80,20 @@ class Speaker:
         *,
         rewrite: bool = True,
         defaults: SynthesisOptions | None = None,
+        playback_guard: bool = True,
+        first_clause: int = 0,
     ) -> None:
         self.voice = voice
         self.rewrite = rewrite
         self.defaults = defaults or SynthesisOptions(style=self._default_style(voice))
         self.lock = FairLock()
+        self.playback_guard = playback_guard
+        """Streams hold back first audio where it would outrun synthesis (`engine.playback`)."""
+        self.first_clause = first_clause
+        """Characters a stream's first part holds before it may end at a clause mark
+        (`engine.text.pipeline`; 0: sentences only)."""
+        self.speed = SpeedMeter()
+        """This voice's measured real-time factor on this machine, per precision."""
 
     # -- description -------------------------------------------------------------------
     @property
@@ -114,6 +127,15 @@ class Speaker:
     @property
     def default_style(self) -> str:
         return self.defaults.style
+
+    @property
+    def real_time_factor(self) -> float | None:
+        """Seconds of synthesis per second of audio measured here for the precision the
+        voice runs now (None before the first request or warm-up)."""
+        return self.speed.rate(self._speed_key())
+
+    def _speed_key(self) -> str:
+        return str(getattr(self.voice, "precision", "") or "")
 
     @staticmethod
     def _default_style(voice: Voice) -> str:
@@ -161,7 +183,7 @@ class Speaker:
         opts = self.options(**options)
         # Nobody hears the first piece early here: whole-sentence decoding is cheaper.
         opts = dataclasses.replace(opts, extra={**opts.extra, "whole_sentences": True})
-        chunks = self._speak(text, opts, None, output, measure_whole=True)
+        chunks = self._speak(text, opts, None, output, measure_whole=True, guard=False)
         return AudioResult.concat(chunks, sr=self.output_rate(output))
 
     def stream(
@@ -170,6 +192,7 @@ class Speaker:
         *,
         output: OutputOptions | None = None,
         measure_whole: bool = False,
+        guard: bool | None = None,
         **options: Any,
     ) -> Iterator[AudioResult]:
         """Yield audio sentence by sentence (at least one chunk per sentence).
@@ -179,9 +202,13 @@ class Speaker:
         releases the speaker's lock. `output` as in `generate`; with loudness set the level
         is measured on the first sentence (held back until it is complete) and kept for the
         stream, or over the whole text when `measure_whole` (then nothing comes until the end).
+        `guard` (default: `playback_guard`) paces the chunks for a listener that plays them
+        in real time from the first one (`engine.playback`).
         """
         opts = self.options(**options)
-        return self._speak(text, opts, None, output, measure_whole=measure_whole)
+        return self._speak(
+            text, opts, None, output, measure_whole=measure_whole, guard=self._guarded(guard)
+        )
 
     # -- async API ---------------------------------------------------------------------
     async def agenerate(
@@ -189,7 +216,9 @@ class Speaker:
     ) -> AudioResult:
         """`generate` off the event loop (cancelling it stops the synthesis)."""
         extra = {**(options.pop("extra", None) or {}), "whole_sentences": True}  # see generate
-        chunks = self.astream(text, extra=extra, output=output, measure_whole=True, **options)
+        chunks = self.astream(
+            text, extra=extra, output=output, measure_whole=True, guard=False, **options
+        )
         pieces = [chunk async for chunk in chunks]
         return AudioResult.concat(pieces, sr=self.output_rate(output))
 
@@ -199,6 +228,7 @@ class Speaker:
         *,
         output: OutputOptions | None = None,
         measure_whole: bool = False,
+        guard: bool | None = None,
         **options: Any,
     ) -> AsyncGenerator[AudioResult, None]:
         """`stream` driven by a worker thread; text may also be an async iterable of deltas.
@@ -208,6 +238,7 @@ class Speaker:
         and waits until it has released the speaker's lock.
         """
         opts = self.options(**options)
+        guarded = self._guarded(guard)
         loop = asyncio.get_running_loop()
         cancel = threading.Event()
         out: asyncio.Queue[Any] = asyncio.Queue()
@@ -240,7 +271,9 @@ class Speaker:
 
         def work() -> None:
             try:
-                chunks = self._speak(source, opts, cancel, output, measure_whole=measure_whole)
+                chunks = self._speak(
+                    source, opts, cancel, output, measure_whole=measure_whole, guard=guarded
+                )
                 try:
                     for chunk in chunks:
                         if not send(chunk):
@@ -281,12 +314,6 @@ class Speaker:
                 pass
 
     # -- internals ---------------------------------------------------------------------
-    def _prepare(self, text: str) -> list[str]:
-        """Rewrite (optionally) and split a complete text into sentences."""
-        if self.rewrite:
-            text = rewrite(text)
-        return [s for s in split_sentences(text) if s.strip()]
-
     def _acquire(self, cancel: threading.Event | None) -> None:
         if not self.lock.acquire(cancel=cancel):  # waits its turn; False only if cancelled
             raise StreamCancelled()
@@ -299,15 +326,36 @@ class Speaker:
         output: OutputOptions | None,
         *,
         measure_whole: bool,
+        guard: bool,
     ) -> Generator[AudioResult, None, None]:
-        """`_stream` through one request's `OutputStage`, then what the stage held back."""
+        """`_stream` through one request's `OutputStage`, then what the stage held back;
+        paced by a `PlaybackGuard` when `guard`."""
         stage = OutputStage(
             output or OutputOptions(), self.sample_rate, measure_whole=measure_whole
         )
-        yield from self._stream(text, opts, cancel, stage)
-        rest = stage.finish()
-        if rest.size:
-            yield AudioResult(stage.rate, rest)
+        pacer = PlaybackGuard(self.real_time_factor, label=self.name) if guard else None
+
+        def chunks() -> Generator[AudioResult, None, None]:
+            yield from self._stream(text, opts, cancel, stage, pacer)
+            rest = stage.finish()
+            if rest.size:
+                yield AudioResult(stage.rate, rest)
+
+        if pacer is None:
+            yield from chunks()
+            return
+        yield from pacer.pace(chunks())
+        if pacer.holds:
+            _LOGGER.info(
+                "%s speaks slower than real time here (%.2fx): audio held back %.1f s in all "
+                "so that it plays without gaps (--playback-guard)",
+                self.name,
+                pacer.rate() or 0.0,
+                pacer.held_s,
+            )
+
+    def _guarded(self, guard: bool | None) -> bool:
+        return self.playback_guard if guard is None else guard
 
     def _stream(
         self,
@@ -315,87 +363,27 @@ class Speaker:
         opts: SynthesisOptions,
         cancel: threading.Event | None,
         stage: OutputStage,
+        pacer: PlaybackGuard | None = None,
     ) -> Generator[AudioResult, None, None]:
-        from .text import ssml
-
-        _refresh_user_dictionary()
-        if isinstance(text, str):
-            if ssml.is_ssml(text):
-                yield from self._speak_segments(ssml.parse_ssml(text), opts, cancel, stage)
-                return
-            sentences = self._prepare(text)
-            if sentences:
-                yield from self._render(sentences, opts, cancel, stage, pause_before=False)
-            return
-        is_ssml, text = ssml.sniff_ssml(text)
-        if is_ssml:
-            yield from self._speak_segments(_ssml_segments(text, cancel), opts, cancel, stage)
-            return
-        splitter = SentenceSplitter()
+        """The request's text through `engine.text.TextPipeline`, each `Part` rendered in
+        turn: sentences in one `Voice.render` call (a pause before them unless they start
+        the request or follow a break), a break as exactly its length of zero samples."""
+        pipeline = TextPipeline(rewrite=self.rewrite, first_clause=self.first_clause)
+        parts = pipeline.whole(text) if isinstance(text, str) else _parts(text, pipeline, cancel)
         spoken = False
-        for delta in text:
-            if cancel is not None and cancel.is_set():
-                raise StreamCancelled()
-            if not isinstance(delta, str):
-                raise TypeError(f"text deltas must be str, got {type(delta).__name__}")
-            for sentence_batch in _nonempty(splitter.feed(delta)):
-                spoken = yield from self._render_batch(sentence_batch, opts, cancel, stage, spoken)
-        for sentence_batch in _nonempty(splitter.flush()):
-            spoken = yield from self._render_batch(sentence_batch, opts, cancel, stage, spoken)
-
-    def _speak_segments(
-        self,
-        segments: Iterable[Any],
-        opts: SynthesisOptions,
-        cancel: threading.Event | None,
-        stage: OutputStage,
-    ) -> Generator[AudioResult, None, None]:
-        """SSML (`engine.text.ssml.Segment`s): text at its rate, breaks as exact silence.
-
-        Text is split into sentences across segments; a rate change or a break ends the
-        sentences before it. A break is exactly its length of zero samples, and replaces
-        the pause the next sentences would get (the voice's own margins stay).
-        """
-        splitter = SentenceSplitter()
-        rate = 1.0
-        spoken = False
-
-        def at(rate: float) -> SynthesisOptions:
-            return dataclasses.replace(opts, speed=opts.speed * rate) if rate != 1.0 else opts
-
-        for seg in segments:
-            if seg.silence > 0 or seg.rate != rate:
-                for batch in _nonempty(splitter.flush()):
-                    spoken = yield from self._render_batch(batch, at(rate), cancel, stage, spoken)
-                rate = seg.rate
-            if seg.silence > 0:
-                n = round(seg.silence * self.sample_rate)
+        for part in parts:
+            if part.silence > 0:
+                n = round(part.silence * self.sample_rate)
                 chunk = stage.push(np.zeros(n, np.float32), final=True)
                 if chunk.size or stage.passthrough:
                     yield AudioResult(stage.rate, chunk)
                 spoken = False  # the break is the pause before what follows
-            elif seg.text:
-                for batch in _nonempty(splitter.feed(seg.text)):
-                    spoken = yield from self._render_batch(batch, at(rate), cancel, stage, spoken)
-        for batch in _nonempty(splitter.flush()):
-            spoken = yield from self._render_batch(batch, at(rate), cancel, stage, spoken)
-
-    def _render_batch(
-        self,
-        sentences: list[str],
-        opts: SynthesisOptions,
-        cancel: threading.Event | None,
-        stage: OutputStage,
-        spoken: bool,
-    ) -> Generator[AudioResult, None, bool]:
-        """Render completed sentences of a delta stream; returns whether anything was heard."""
-        prepared: list[str] = []
-        for sentence in sentences:
-            prepared.extend(self._prepare(sentence))
-        if not prepared:
-            return spoken
-        heard = yield from self._render(prepared, opts, cancel, stage, pause_before=spoken)
-        return spoken or heard
+                continue
+            at = dataclasses.replace(opts, speed=opts.speed * part.rate) if part.rate != 1 else opts
+            heard = yield from self._render(
+                part.sentences, at, cancel, stage, pause_before=spoken, pacer=pacer
+            )
+            spoken = spoken or heard
 
     def _render(
         self,
@@ -405,24 +393,38 @@ class Speaker:
         stage: OutputStage,
         *,
         pause_before: bool,
+        pacer: PlaybackGuard | None = None,
     ) -> Generator[AudioResult, None, bool]:
         """Voice.render under the lock; int16 chunks (through `stage`). Returns whether any
-        sound was made."""
+        sound was made. The time spent inside the voice teaches `speed`, and each piece is
+        reported to `pacer`."""
         sr = self.sample_rate
         heard = False
+        compute = audio = 0.0
+        key = self._speed_key()
         self._acquire(cancel)
         try:
             pieces = self.voice.render(sentences, opts)
             try:
-                for piece in pieces:
+                while True:
+                    t0 = time.perf_counter()
+                    piece = next(pieces, None)
+                    spent = time.perf_counter() - t0
+                    if piece is None:
+                        break
                     samples = np.asarray(piece.samples, dtype=np.float32).reshape(-1)
+                    compute += spent
+                    audio += samples.size / sr
                     if pause_before and not heard and samples.size:
                         gap = np.zeros(int(round(self._pause_s(opts) * sr)), np.float32)
                         samples = np.concatenate([gap, samples])
                     heard = heard or samples.size > 0
+                    if pacer is not None:
+                        pacer.produced(samples.size / sr, spent, piece.remaining, piece.tail)
                     chunk = stage.push(samples, final=piece.final)
                     if chunk.size or stage.passthrough:  # a held-back piece yields nothing
                         yield AudioResult(stage.rate, chunk)
+                self.speed.observe(key, compute, audio)
             finally:
                 close = getattr(pieces, "close", None)
                 if close is not None:
@@ -449,31 +451,15 @@ _END = object()
 _CANCEL = object()
 
 
-def _nonempty(sentences: list[str]) -> list[list[str]]:
-    """Completed sentences as one batch (or none)."""
-    kept = [s for s in sentences if s and s.strip()]
-    return [kept] if kept else []
-
-
-def _refresh_user_dictionary() -> None:
-    """Between requests: reload watched user dictionary files that changed (never raises)."""
-    from .text.userdict_watch import refresh_user_dictionary
-
-    refresh_user_dictionary()
-
-
-def _ssml_segments(deltas: Iterable[str], cancel: threading.Event | None) -> Iterator[Any]:
-    """SSML segments parsed from text deltas as they arrive."""
-    from .text.ssml import SsmlParser
-
-    parser = SsmlParser("SSML stream")
+def _parts(
+    deltas: Iterable[str], pipeline: TextPipeline, cancel: threading.Event | None
+) -> Iterator[Part]:
+    """The parts of text arriving in deltas, as each completes."""
     for delta in deltas:
         if cancel is not None and cancel.is_set():
             raise StreamCancelled()
-        if not isinstance(delta, str):
-            raise TypeError(f"text deltas must be str, got {type(delta).__name__}")
-        yield from parser.feed(delta)
-    yield from parser.close()
+        yield from pipeline.feed(delta)
+    yield from pipeline.close()
 
 
 def _blocking_deltas(feed: queue.Queue[Any], cancel: threading.Event) -> Iterator[str]:
