@@ -17,7 +17,12 @@ audio arrives and a real-time player started at the first piece is replayed on t
 times: first audio, gaps (count, seconds of silence) and the end, per run.
 
     python benchmarks/bench_say.py [--repeat 5] [--voice NAME=SOURCE] [--out FILE]
-    python benchmarks/bench_say.py --slow 0.1 [--repeat 3]
+    python benchmarks/bench_say.py --slow 0.03 --small-voice [--repeat 2]
+
+``--small-voice`` speaks with the tests' small random-weight neural voice (built once into
+``benchmarks/.cache/say-small`` by `tests.helpers.voices.build_layout_root`; needs torch),
+one ONNX thread, offline: the embedded voice reports no audio still to come, so the guard
+cannot hold it back.
 """
 
 from __future__ import annotations
@@ -176,11 +181,25 @@ def main() -> int:
         "--rate", type=int, default=48000, help="--slow: the voice's sample rate (Hz)"
     )
     parser.add_argument(
+        "--small-voice", action="store_true", help="the tests' small neural voice (see above)"
+    )
+    parser.add_argument(
         "--say-args",
         default="",
-        help="--slow: more flags for say, e.g. '--bert-source ROOT --offline --threads 1'",
+        help="more voice flags for say (and the server), e.g. '--bert-source ROOT --offline'",
     )
     args = parser.parse_args()
+    if args.small_voice:
+        sys.path.insert(0, str(ROOT))
+        from tests.helpers.voices import LAYOUT_VOICE, build_layout_root
+
+        root = ROOT / "benchmarks" / ".cache" / "say-small"
+        if not (root / "onnx").is_dir():
+            root.mkdir(parents=True, exist_ok=True)
+            build_layout_root(root, LAYOUT_VOICE)
+        args.voice = f"{LAYOUT_VOICE}={root}"
+        args.say_args = f"--bert-source {root} --offline --threads 1 {args.say_args}".strip()
+        args.rate = 44100
 
     work = Path(tempfile.mkdtemp(prefix="bench-say-"))
     player = work / "aplay"
@@ -204,6 +223,8 @@ def main() -> int:
         server_argv += ["--voice", args.voice]
         here_argv = ["--voice", args.voice]
         server_voice = ["--voice", args.voice.partition("=")[0]]
+    server_argv += shlex.split(args.say_args)
+    here_argv += shlex.split(args.say_args)
     server = subprocess.Popen(
         server_argv, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
