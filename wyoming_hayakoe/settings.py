@@ -435,7 +435,7 @@ def settings_from_args(
     http = http_settings_from_args(args)
     user_dicts = list(args.user_dict)
     if http is not None and http.dictionary is not None and http.dictionary not in user_dicts:
-        user_dicts.append(http.dictionary)  # the page's words win over the other files'
+        user_dicts.insert(0, http.dictionary)  # first: the files given as --user-dict win
     for preset in presets:  # a preset's voice is loaded like --default-voice's
         if all(v.name != preset.voice for v in voices):
             voices.append(VoiceSpec(preset.voice))
