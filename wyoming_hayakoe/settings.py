@@ -205,6 +205,17 @@ def add_voice_arguments(p: argparse.ArgumentParser) -> None:
         ),
     )
     e.add_argument(
+        "--first-clause",
+        type=_non_negative_int("--first-clause"),
+        default=None,
+        metavar="CHARS",
+        help=(
+            "text streamed in deltas: the first audio may start at a clause mark (、) once "
+            "this many characters arrived, not only at a sentence end; 0: sentences only "
+            "(default: $WYOMING_HAYAKOE_FIRST_CLAUSE, else 12)"
+        ),
+    )
+    e.add_argument(
         "--playback-guard",
         choices=["auto", "off"],
         default=None,
@@ -491,6 +502,7 @@ def _engine_options(args: argparse.Namespace, env: Mapping[str, str]) -> EngineO
         "offline": args.offline,
         "precision": args.precision,
         "playback_guard": args.playback_guard,
+        "first_clause": args.first_clause,
     }
     return dataclasses.replace(
         EngineOptions.from_env(env), **{k: v for k, v in given.items() if v is not None}
