@@ -56,7 +56,7 @@ async def page(embedded_speakers, dict_path: Path, tmp_path: Path):
     async def make(readonly: tuple[Path, ...] = (), **fields):
         fields.setdefault("dictionary", dict_path)
         http = HttpSettings(port=0, **fields)
-        user_dicts = (*readonly, dict_path)
+        user_dicts = (dict_path, *readonly)
         watch_user_dictionaries(user_dicts)
         settings = Settings(
             uri="tcp://127.0.0.1:0",
@@ -497,7 +497,7 @@ def test_page_dictionary_is_read_like_user_dict(tmp_path):
     settings = parse_settings(
         ["--http", "8080", "--http-dict", str(tmp_path / "d.csv"), "--user-dict", "a.csv"]
     )
-    assert settings.user_dicts == (Path("a.csv"), tmp_path / "d.csv")
+    assert settings.user_dicts == (tmp_path / "d.csv", Path("a.csv"))  # --user-dict wins
     assert settings.http is not None and settings.http.dictionary == tmp_path / "d.csv"
     assert parse_settings([]).http is None
 
