@@ -51,6 +51,7 @@ _LAZY = {
     # the torch-only tools cost nothing on the ONNX/CPU path.
     "RedactingFilter": ("engine.sources.redact", "RedactingFilter"),
     "redact": ("engine.sources.redact", "redact"),
+    "register_secret": ("engine.sources.redact", "register_secret"),
     "cache_root": ("engine.sources.cache", "cache_root"),
     "parse_source": ("engine.sources", "parse_source"),
     "pre_download": ("engine.download", "pre_download"),
@@ -114,6 +115,7 @@ __all__ = [
     "pre_download",
     "quantize_voice",
     "redact",
+    "register_secret",
     "layout",
     "reload_user_dictionary",
     "WavError",

@@ -380,6 +380,31 @@ async def test_status_counts_requests_and_keeps_warnings(page):
     assert data["warnings"][0]["message"] == "the speaker at kitchen is gone"
 
 
+async def test_warnings_are_redacted_and_the_page_token_is_never_logged(
+    embedded_speakers, dict_path
+):
+    import aiohttp
+
+    from engine import redact
+
+    http = HttpSettings(port=0, dictionary=dict_path, token="page-token-4f9a8e7d")
+    server = HayakoeServer(Settings(uri="tcp://127.0.0.1:0", http=http), embedded_speakers)
+    await server.start()
+    try:
+        assert "page-token-4f9a8e7d" not in redact("GET /?token=page-token-4f9a8e7d")
+        logging.getLogger("tests.web").warning("Hub said no to hf_abcdefghijklmnopqrstuvwx")
+        assert server.web is not None
+        headers = {"Authorization": "Bearer page-token-4f9a8e7d"}
+        url = f"http://127.0.0.1:{server.web.port}/api/status"
+        async with aiohttp.ClientSession() as session, session.get(url, headers=headers) as r:
+            data = await r.json()
+        (warning,) = [w for w in data["warnings"] if w["logger"] == "tests.web"]
+        assert "hf_abcdefghijklmnopqrstuvwx" not in warning["message"]
+        assert warning["message"].startswith("Hub said no to hf_")
+    finally:
+        await server.stop()
+
+
 # -- refusals --------------------------------------------------------------------------------
 
 

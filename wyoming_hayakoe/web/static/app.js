@@ -38,7 +38,7 @@ const STRINGS = {
     error: "Error", default: "default", read_now: "read now: {reading}",
   },
   ja: {
-    tab_voices: "声", tab_try: "試す", tab_dictionary: "辞書", tab_status: "状態",
+    tab_voices: "ボイス", tab_try: "試す", tab_dictionary: "辞書", tab_status: "状態",
     voices_hint: "このサーバーが話せる声・スタイル・プリセットの一覧です。▶ で短いサンプルを再生します。",
     text_label: "テキスト", voice_label: "声", style_label: "スタイル",
     speed: "話速", pitch: "音高", intonation: "抑揚", volume: "音量",
