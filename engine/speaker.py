@@ -58,6 +58,10 @@ DEFAULT_STREAM_PAUSE = 0.3
 """Seconds of silence between batches of sentences rendered separately (text in deltas),
 when neither `sentence_silence` nor the voice's `sentence_pause` says otherwise."""
 
+CLAUSE_PAUSE = 0.0
+"""Seconds of silence added after a stream's first part when it ended at a clause mark
+(`first_clause`): the voice's own pause at the mark is enough (`bench_first_clause.py`)."""
+
 _OPTION_NAMES = frozenset(f.name for f in dataclasses.fields(SynthesisOptions))
 _LOCK_POLL_S = 0.05
 _ASYNC_BUFFER = 2  # chunks a worker may run ahead of an async consumer
@@ -371,6 +375,7 @@ class Speaker:
         pipeline = TextPipeline(rewrite=self.rewrite, first_clause=self.first_clause)
         parts = pipeline.whole(text) if isinstance(text, str) else _parts(text, pipeline, cancel)
         spoken = False
+        clause = False  # the part before ended mid-sentence, at a clause mark
         for part in parts:
             if part.silence > 0:
                 n = round(part.silence * self.sample_rate)
@@ -380,10 +385,11 @@ class Speaker:
                 spoken = False  # the break is the pause before what follows
                 continue
             at = dataclasses.replace(opts, speed=opts.speed * part.rate) if part.rate != 1 else opts
+            pause = (CLAUSE_PAUSE if clause else self._pause_s(opts)) if spoken else None
             heard = yield from self._render(
-                part.sentences, at, cancel, stage, pause_before=spoken, pacer=pacer
+                part.sentences, at, cancel, stage, pause_before=pause, pacer=pacer
             )
-            spoken = spoken or heard
+            spoken, clause = spoken or heard, part.clause
 
     def _render(
         self,
@@ -392,7 +398,7 @@ class Speaker:
         cancel: threading.Event | None,
         stage: OutputStage,
         *,
-        pause_before: bool,
+        pause_before: float | None,
         pacer: PlaybackGuard | None = None,
     ) -> Generator[AudioResult, None, bool]:
         """Voice.render under the lock; int16 chunks (through `stage`). Returns whether any
@@ -415,8 +421,8 @@ class Speaker:
                     samples = np.asarray(piece.samples, dtype=np.float32).reshape(-1)
                     compute += spent
                     audio += samples.size / sr
-                    if pause_before and not heard and samples.size:
-                        gap = np.zeros(int(round(self._pause_s(opts) * sr)), np.float32)
+                    if pause_before is not None and not heard and samples.size:
+                        gap = np.zeros(int(round(pause_before * sr)), np.float32)
                         samples = np.concatenate([gap, samples])
                     heard = heard or samples.size > 0
                     if pacer is not None:
