@@ -118,6 +118,9 @@ async def test_voices_lists_voices_styles_and_presets(page, embedded_speakers):
     assert voice["styles"] == speaker.styles
     assert voice["attribution"]["name"] == speaker.attribution_name
     assert voice["description"] == speaker.description
+    assert voice["precision"] is None  # the embedded voice has no int8/fp32 choice
+    rtf = speaker.real_time_factor
+    assert voice["real_time_factor"] == (None if rtf is None else round(rtf, 3))
     assert (
         data["presets"]
         == [{"name": "alarm", "voice": VOICE, "style": speaker.default_style, "description": ""}]
