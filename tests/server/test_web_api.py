@@ -118,6 +118,9 @@ async def test_voices_lists_voices_styles_and_presets(page, embedded_speakers):
     assert voice["styles"] == speaker.styles
     assert voice["attribution"]["name"] == speaker.attribution_name
     assert voice["description"] == speaker.description
+    assert voice["precision"] is None  # the embedded voice has no int8/fp32 choice
+    rtf = speaker.real_time_factor
+    assert voice["real_time_factor"] == (None if rtf is None else round(rtf, 3))
     assert (
         data["presets"]
         == [{"name": "alarm", "voice": VOICE, "style": speaker.default_style, "description": ""}]
@@ -167,6 +170,25 @@ async def test_speak_controls_change_the_audio(page):
     assert len(quiet) == len(plain) and quiet != plain
     preset = await (await _post(client, "/api/speak", {"text": text, "voice": "alarm"})).read()
     assert len(preset) < len(plain)  # speed=1.2
+
+
+async def test_a_listener_who_leaves_mid_speech_frees_the_voice(page, embedded_speakers):
+    from tests.helpers.speakers import until_unlocked
+
+    client, state = await page()
+    text = "今日は晴れです。" * 40
+    r = await _post(client, "/api/speak", {"text": text})
+    assert r.status == 200
+    assert await r.content.readany()  # the first audio arrived
+    r.close()  # the browser tab is closed
+    await until_unlocked(embedded_speakers[VOICE], timeout=30)
+    after = await _post(client, "/api/speak", {"text": "はい。"})  # the voice is free again
+    assert after.status == 200 and await after.read()
+    for _ in range(500):  # the first request's ticket goes right after the lock
+        if state.admission.in_flight == 0:
+            break
+        await asyncio.sleep(0.01)
+    assert state.admission.in_flight == 0 and state.admission.admitted == 2
 
 
 async def test_speak_wav_download(page, embedded_speakers):
