@@ -217,6 +217,11 @@ def test_fix_a_family_name_hear_it_and_keep_it_after_a_restart(browser: WebDrive
     # the dictionary: surface, reading, accent by clicking the second mora
     _tab(browser, "dictionary")
     browser.find_element(By.ID, "dict-surface").send_keys(SURNAME)
+    _wait(
+        browser,
+        lambda d: "ヨシズノ" in d.find_element(By.ID, "dict-now").text,
+        "the reading before the word",
+    )
     browser.find_element(By.ID, "dict-reading").send_keys("あしずの")
     mora = _wait(
         browser,
@@ -241,6 +246,13 @@ def test_fix_a_family_name_hear_it_and_keep_it_after_a_restart(browser: WebDrive
     assert "read-only · user_words.json" in fixed.text
     assert not fixed.find_elements(By.CSS_SELECTOR, "button")
     assert f"{SURNAME},{READING},2,5" in server.dictionary.read_text("utf-8")
+    preview = _wait(
+        browser,
+        lambda d: d.find_element(By.ID, "dict-preview").get_attribute("data-after"),
+        "the reading after the word",
+    )
+    assert preview.startswith(READING)
+    assert "ヨシズノ" in browser.find_element(By.ID, "dict-preview").text  # before → after
     # see and hear the new reading
     _tab(browser, "try")
     _wait(browser, lambda d: READING in _reading(d), "the new reading")

@@ -35,10 +35,10 @@ const STRINGS = {
     saved: "Saved “{surface}”.", deleted: "Deleted “{surface}”.",
     imported: "Imported {n} word(s).", import_failed: "Nothing imported: fix these lines.",
     line: "line {n}", confirm_delete: "Delete “{surface}”?",
-    error: "Error", default: "default",
+    error: "Error", default: "default", read_now: "read now: {reading}", measured_rtf: "RTF measured here",
   },
   ja: {
-    tab_voices: "声", tab_try: "試す", tab_dictionary: "辞書", tab_status: "状態",
+    tab_voices: "ボイス", tab_try: "試す", tab_dictionary: "辞書", tab_status: "状態",
     voices_hint: "このサーバーが話せる声・スタイル・プリセットの一覧です。▶ で短いサンプルを再生します。",
     text_label: "テキスト", voice_label: "声", style_label: "スタイル",
     speed: "話速", pitch: "音高", intonation: "抑揚", volume: "音量",
@@ -68,7 +68,7 @@ const STRINGS = {
     saved: "「{surface}」を保存しました。", deleted: "「{surface}」を削除しました。",
     imported: "{n} 語を読み込みました。", import_failed: "読み込んでいません。次の行を直してください。",
     line: "{n} 行目", confirm_delete: "「{surface}」を削除しますか？",
-    error: "エラー", default: "既定",
+    error: "エラー", default: "既定", read_now: "現在の読み：{reading}", measured_rtf: "この機器での RTF",
   },
 };
 
@@ -263,6 +263,9 @@ async function renderVoices() {
       el("dt", { text: t("sample_rate") }), el("dd", { text: `${v.sample_rate} Hz` }));
     const precision = precisionText(v.precision);
     if (precision) facts.append(el("dt", { text: t("precision") }), el("dd", { text: precision }));
+    if (v.real_time_factor !== null && v.real_time_factor !== undefined) {
+      facts.append(el("dt", { text: t("measured_rtf") }), el("dd", { text: v.real_time_factor.toFixed(2) }));
+    }
     const attribution = v.attribution && v.attribution.url
       ? el("a", { href: v.attribution.url, target: "_blank", rel: "noopener noreferrer", text: v.attribution.name || v.attribution.url })
       : el("span", { text: (v.attribution && v.attribution.name) || "" });
@@ -488,7 +491,27 @@ async function renderReading() {
 
 // -- dictionary --------------------------------------------------------------------------
 
-const form = { original: null, accent: null };
+const form = { original: null, accent: null, before: "" };
+
+// what the surface reads as now (before the word is saved), and after saving
+let nowTimer = null;
+async function readingOf(text) {
+  const data = await postJSON("api/reading", { text });
+  return data.phrases.map((p) => p.morae.join("")).join(" ");
+}
+
+function updateNow() {
+  clearTimeout(nowTimer);
+  nowTimer = setTimeout(async () => {
+    const surface = $("#dict-surface").value.trim();
+    const node = $("#dict-now");
+    if (!surface) { node.textContent = ""; form.before = ""; return; }
+    try {
+      form.before = await readingOf(surface);
+      if ($("#dict-surface").value.trim() === surface) node.textContent = t("read_now", { reading: form.before });
+    } catch (e) { node.textContent = ""; }
+  }, 300);
+}
 
 function clearErrors() {
   for (const node of document.querySelectorAll(".field-error, #err-entry")) node.textContent = "";
@@ -522,6 +545,8 @@ function resetForm() {
   $("#dict-surface").value = "";
   $("#dict-reading").value = "";
   $("#dict-priority").value = "5";
+  $("#dict-now").textContent = "";
+  form.before = "";
   $("#dict-form-title").textContent = t("dict_add");
   $("#dict-preview").textContent = "";
   clearErrors();
@@ -535,6 +560,7 @@ function editWord(w) {
   $("#dict-reading").value = w.reading;
   $("#dict-priority").value = String(w.priority);
   $("#dict-form-title").textContent = t("dict_edit");
+  updateNow();
   clearErrors();
   renderAccentPicker();
   $("#dict-form-card").scrollIntoView({ behavior: "smooth", block: "start" });
@@ -595,11 +621,15 @@ async function saveWord() {
   };
   if (form.original) body.original = form.original;
   try {
+    const before = form.before;
     const data = await postJSON("api/dictionary", body);
     renderDictionary(data);
     const surface = data.word.surface;
     resetForm();
-    $("#dict-preview").textContent = t("saved", { surface });
+    const after = await readingOf(surface).catch(() => "");
+    const preview = $("#dict-preview");
+    preview.textContent = t("saved", { surface }) + (after ? ` ${before ? `${before} → ` : ""}${after}` : "");
+    preview.dataset.after = after;
     updateReading();
   } catch (e) {
     showFieldError((e.data && e.data.field) || "entry", e.message);
@@ -679,7 +709,9 @@ async function renderStatus() {
   row(t("queue"), `${s.in_flight} / ${s.max_queue}${s.draining ? ` (${t("draining")})` : ""}`);
   row(t("voices"), s.voices.map((v) => {
     const p = precisionText(v.precision);
-    return `${v.name}${p ? ` (${p})` : ""}${v.in_flight ? ` ×${v.in_flight}` : ""}`;
+    const rtf = v.real_time_factor !== null && v.real_time_factor !== undefined ? `RTF ${v.real_time_factor.toFixed(2)}` : "";
+    const notes = [p, rtf].filter(Boolean).join(", ");
+    return `${v.name}${notes ? ` (${notes})` : ""}${v.in_flight ? ` ×${v.in_flight}` : ""}`;
   }).join(", "));
   const warnings = $("#warnings");
   warnings.replaceChildren();
@@ -717,6 +749,7 @@ function start() {
   });
   $("#dict-accent-flat").addEventListener("click", () => { form.accent = 0; renderAccentPicker(); });
   $("#dict-accent-auto").addEventListener("click", () => { form.accent = null; renderAccentPicker(); });
+  $("#dict-surface").addEventListener("input", updateNow);
   $("#dict-save").addEventListener("click", saveWord);
   $("#dict-cancel").addEventListener("click", resetForm);
   $("#dict-listen").addEventListener("click", () => listenWord().catch(globalError));
