@@ -305,6 +305,7 @@ async def test_dictionary_add_edit_delete_is_live_and_on_disk(page, dict_path):
         ({"surface": "山", "reading": "ヤマ", "priority": 11}, "priority"),
         ({"surface": "山", "reading": "ヤマ", "pos": "verb"}, "pos"),
         ("山,ヤマ", "body"),
+        ({"surface": "山", "reading": "ヤマ", "path": "/tmp/elsewhere.csv"}, "path"),
     ],
 )
 async def test_dictionary_bad_entry_is_400_naming_the_field_and_writes_nothing(
@@ -317,6 +318,7 @@ async def test_dictionary_bad_entry_is_400_naming_the_field_and_writes_nothing(
     assert r.status == 400
     assert (await r.json())["field"] == field
     assert dict_path.read_bytes() == before
+    assert not Path("/tmp/elsewhere.csv").exists()
 
 
 async def test_two_concurrent_edits_never_lose_an_entry(page, dict_path):
