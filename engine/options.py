@@ -14,6 +14,7 @@ are read here only, by `EngineOptions.from_env`, as documented defaults of the s
 | `offline`        | `HAYAKOE_OFFLINE`                 | off                          |
 | `precision`      | `WYOMING_HAYAKOE_PRECISION`       | auto                         |
 | `playback_guard` | `WYOMING_HAYAKOE_PLAYBACK_GUARD`  | auto                         |
+| `overlap`        | `WYOMING_HAYAKOE_OVERLAP`         | on (=0 turns it off)         |
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ PRECISION_ENV = "WYOMING_HAYAKOE_PRECISION"
 PRECISIONS = ("auto", "fp32", "int8")
 PLAYBACK_GUARD_ENV = "WYOMING_HAYAKOE_PLAYBACK_GUARD"
 GUARD_MODES = ("auto", "off")
+OVERLAP_ENV = "WYOMING_HAYAKOE_OVERLAP"
 
 MAX_DEFAULT_THREADS = 8
 DEFAULT_FIRST_WINDOW = 24
@@ -70,6 +72,11 @@ class EngineOptions:
     """"auto": a stream's first audio is held back just long enough that a listener playing
     it in real time never waits, where this voice is slower than speech on this machine
     (`engine.playback`); "off": audio goes out as soon as it is made."""
+    overlap: bool = True
+    """While a sentence is decoded, run BERT and the front graph of the next one on a
+    background thread (`engine.neural.overlap`; ONNX Runtime voices, the same audio). On 2
+    cores a 4-sentence text took 0.91-0.95x the serial time, first audio unchanged
+    (docs/synthesizer.md, "Overlap across sentences")."""
 
     def __post_init__(self) -> None:
         if self.playback_guard not in GUARD_MODES:
@@ -132,4 +139,5 @@ class EngineOptions:
             offline=env.get(OFFLINE_ENV, "").strip().lower() in ("1", "true", "yes", "on"),
             precision=precision,
             playback_guard=guard,
+            overlap=env.get(OVERLAP_ENV, "").strip() != "0",
         )
