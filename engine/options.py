@@ -14,6 +14,7 @@ are read here only, by `EngineOptions.from_env`, as documented defaults of the s
 | `offline`        | `HAYAKOE_OFFLINE`                 | off                          |
 | `precision`      | `WYOMING_HAYAKOE_PRECISION`       | auto                         |
 | `playback_guard` | `WYOMING_HAYAKOE_PLAYBACK_GUARD`  | auto                         |
+| `first_clause`   | `WYOMING_HAYAKOE_FIRST_CLAUSE`    | 12 characters (0: sentences) |
 | `overlap`        | `WYOMING_HAYAKOE_OVERLAP`         | on (=0 turns it off)         |
 """
 
@@ -35,6 +36,8 @@ PRECISION_ENV = "WYOMING_HAYAKOE_PRECISION"
 PRECISIONS = ("auto", "fp32", "int8")
 PLAYBACK_GUARD_ENV = "WYOMING_HAYAKOE_PLAYBACK_GUARD"
 GUARD_MODES = ("auto", "off")
+FIRST_CLAUSE_ENV = "WYOMING_HAYAKOE_FIRST_CLAUSE"
+DEFAULT_FIRST_CLAUSE = 12
 OVERLAP_ENV = "WYOMING_HAYAKOE_OVERLAP"
 
 MAX_DEFAULT_THREADS = 8
@@ -78,7 +81,16 @@ class EngineOptions:
     cores a 4-sentence text took 0.91-0.95x the serial time, first audio unchanged
     (docs/synthesizer.md, "Overlap across sentences")."""
 
+    first_clause: int = DEFAULT_FIRST_CLAUSE
+    """Text in deltas (a language model's reply): the first part may end at a clause mark
+    (、，) once it holds this many characters, so the first audio does not wait for a long
+    first sentence (`engine.text.pipeline`); 0: whole sentences only."""
+
     def __post_init__(self) -> None:
+        if not isinstance(self.first_clause, int) or self.first_clause < 0:
+            raise ValueError(
+                f"EngineOptions.first_clause must be an integer >= 0, not {self.first_clause!r}"
+            )
         if self.playback_guard not in GUARD_MODES:
             raise ValueError(
                 f"EngineOptions.playback_guard must be one of {', '.join(GUARD_MODES)}, "
@@ -121,6 +133,7 @@ class EngineOptions:
             return max(minimum, value)
 
         first = integer(FIRST_WINDOW_ENV, 0)
+        clause = integer(FIRST_CLAUSE_ENV, 0)
         precision = env.get(PRECISION_ENV, "").strip().lower() or "auto"
         if precision not in PRECISIONS:
             _LOGGER.warning("Ignoring %s=%r (not one of %s)", PRECISION_ENV, precision, PRECISIONS)
@@ -139,5 +152,6 @@ class EngineOptions:
             offline=env.get(OFFLINE_ENV, "").strip().lower() in ("1", "true", "yes", "on"),
             precision=precision,
             playback_guard=guard,
+            first_clause=DEFAULT_FIRST_CLAUSE if clause is None else clause,
             overlap=env.get(OVERLAP_ENV, "").strip() != "0",
         )

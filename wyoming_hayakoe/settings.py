@@ -12,11 +12,12 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 from engine import EMBEDDED_VOICE_NAME, OFFICIAL_SOURCE, OUTPUT_RATES, EngineOptions, __version__
 
+from .commands import SUBCOMMANDS
 from .flags import (
     OutputDefaults,
     SettingsError,
@@ -45,8 +46,10 @@ __all__ = [
     "SettingsError",
     "SynthesisDefaults",
     "VoiceSpec",
+    "add_voice_arguments",
     "build_parser",
     "parse_settings",
+    "voice_fields",
 ]
 
 DEFAULT_URI = "tcp://0.0.0.0:10200"
@@ -65,7 +68,11 @@ class Settings:
     zeroconf_interfaces: tuple[str, ...] = ()
     """Addresses of the interfaces zeroconf uses; empty: all (tests pass 127.0.0.1)."""
     voices: tuple[VoiceSpec, ...] = (VoiceSpec(EMBEDDED_VOICE_NAME),)
+    voice_dirs: tuple[Path, ...] = ()
+    """Folders whose every .aivmx/.aivm file is served (AivisHub voices, `--voice-dir`)."""
     default_voice: str = EMBEDDED_VOICE_NAME
+    """The voice of requests that name none; "" when only --voice-dir gives voices (then
+    the first voice that loads)."""
     default_style: str | None = None
     samples_per_chunk: int = 1024
     streaming: bool = True
@@ -112,57 +119,10 @@ class Settings:
         return max(1 << 20, 8 * self.max_text_length)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The server's argument parser (wyoming-piper's style)."""
-    p = argparse.ArgumentParser(
-        prog="wyoming-hayakoe",
-        description=(
-            "Wyoming text-to-speech server for Japanese (Style-Bert-VITS2 JP-Extra voices; "
-            f"the embedded OpenJTalk voice {EMBEDDED_VOICE_NAME!r} needs no download). "
-            "Subcommands: export, download, export-bert (run `wyoming-hayakoe SUBCOMMAND -h`)."
-        ),
-    )
-    p.add_argument(
-        "--uri",
-        default=DEFAULT_URI,
-        help="tcp://HOST:PORT, unix://PATH or stdio:// (default: %(default)s)",
-    )
-    p.add_argument(
-        "--zeroconf",
-        nargs="?",
-        const=DEFAULT_ZEROCONF_NAME,
-        default=None,
-        metavar="NAME",
-        help=f"advertise the server with zeroconf as NAME (default name: "
-        f"{DEFAULT_ZEROCONF_NAME}); tcp:// only",
-    )
-    p.add_argument("--zeroconf-interface", action="append", default=[], help=argparse.SUPPRESS)
-    p.add_argument(
-        "--voice",
-        action="append",
-        default=[],
-        metavar="NAME[=SOURCE]",
-        help="voice to load (repeatable): a name, or NAME=SOURCE (hf://user/repo, "
-        f"s3://bucket/prefix, file:///path, /path); default: {EMBEDDED_VOICE_NAME}",
-    )
-    p.add_argument(
-        "--default-voice", help="voice used when a request names none (default: the first --voice)"
-    )
-    p.add_argument(
-        "--default-style",
-        help="style used when a request names none (default: Neutral, else the voice's first)",
-    )
-    p.add_argument(
-        "--samples-per-chunk",
-        type=_positive_int("--samples-per-chunk"),
-        default=1024,
-        help="samples per audio-chunk event (default: %(default)s)",
-    )
-    p.add_argument(
-        "--no-streaming",
-        action="store_true",
-        help="do not advertise streaming synthesis (synthesize-start/chunk/stop)",
-    )
+def add_voice_arguments(p: argparse.ArgumentParser) -> None:
+    """The flags that say how voices are loaded and how they speak (device, sources, user
+    dictionaries, engine tuning, synthesis and output defaults): the server's, shared with
+    ``wyoming-hayakoe say`` (`voice_fields` turns them into `Settings` fields)."""
     p.add_argument(
         "--device",
         default="cpu",
@@ -196,7 +156,6 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="speak text as given (no times/units/Latin-word rewriting)",
     )
-    p.add_argument("--no-warmup", action="store_true", help=argparse.SUPPRESS)
     p.add_argument(
         "--compile",
         action=argparse.BooleanOptionalAction,
@@ -254,6 +213,17 @@ def build_parser() -> argparse.ArgumentParser:
             "decoder arithmetic of CPU voices: int8 (about 2-3x faster, checked against fp32), "
             "fp32, or auto: int8 where the voice's int8 graphs passed the fidelity gate "
             "(default: $WYOMING_HAYAKOE_PRECISION, else auto)"
+        ),
+    )
+    e.add_argument(
+        "--first-clause",
+        type=_non_negative_int("--first-clause"),
+        default=None,
+        metavar="CHARS",
+        help=(
+            "text streamed in deltas: the first audio may start at a clause mark (、) once "
+            "this many characters arrived, not only at a sentence end; 0: sentences only "
+            "(default: $WYOMING_HAYAKOE_FIRST_CLAUSE, else 12)"
         ),
     )
     e.add_argument(
@@ -322,6 +292,70 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="WAV file played before the speech",
     )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The server's argument parser (wyoming-piper's style)."""
+    p = argparse.ArgumentParser(
+        prog="wyoming-hayakoe",
+        description=(
+            "Wyoming text-to-speech server for Japanese (Style-Bert-VITS2 JP-Extra voices; "
+            f"the embedded OpenJTalk voice {EMBEDDED_VOICE_NAME!r} needs no download). "
+            f"Subcommands: {', '.join(SUBCOMMANDS)} (run `wyoming-hayakoe SUBCOMMAND -h`)."
+        ),
+    )
+    p.add_argument(
+        "--uri",
+        default=DEFAULT_URI,
+        help="tcp://HOST:PORT, unix://PATH or stdio:// (default: %(default)s)",
+    )
+    p.add_argument(
+        "--zeroconf",
+        nargs="?",
+        const=DEFAULT_ZEROCONF_NAME,
+        default=None,
+        metavar="NAME",
+        help=f"advertise the server with zeroconf as NAME (default name: "
+        f"{DEFAULT_ZEROCONF_NAME}); tcp:// only",
+    )
+    p.add_argument("--zeroconf-interface", action="append", default=[], help=argparse.SUPPRESS)
+    p.add_argument(
+        "--voice",
+        action="append",
+        default=[],
+        metavar="NAME[=SOURCE]",
+        help="voice to load (repeatable): a name, or NAME=SOURCE (hf://user/repo, "
+        f"s3://bucket/prefix, file:///path, /path); default: {EMBEDDED_VOICE_NAME}",
+    )
+    p.add_argument(
+        "--voice-dir",
+        action="append",
+        default=[],
+        type=Path,
+        metavar="DIR",
+        help="serve every AivisHub voice file (.aivmx, .aivm) in DIR, named from its manifest "
+        "(repeatable); a NAME=FILE.aivmx --voice works too",
+    )
+    p.add_argument(
+        "--default-voice", help="voice used when a request names none (default: the first --voice)"
+    )
+    p.add_argument(
+        "--default-style",
+        help="style used when a request names none (default: Neutral, else the voice's first)",
+    )
+    p.add_argument(
+        "--samples-per-chunk",
+        type=_positive_int("--samples-per-chunk"),
+        default=1024,
+        help="samples per audio-chunk event (default: %(default)s)",
+    )
+    p.add_argument(
+        "--no-streaming",
+        action="store_true",
+        help="do not advertise streaming synthesis (synthesize-start/chunk/stop)",
+    )
+    p.add_argument("--no-warmup", action="store_true", help=argparse.SUPPRESS)
+    add_voice_arguments(p)
     p.add_argument(
         "--preset",
         action="append",
@@ -406,7 +440,11 @@ def settings_from_args(
             )
         if all(v.name != default_voice for v in voices):
             voices.append(VoiceSpec(default_voice))
-    if not voices:
+    voice_dirs = tuple(args.voice_dir)
+    for d in voice_dirs:
+        if not d.is_dir():
+            raise SettingsError(f"--voice-dir {str(d)!r}: not a folder")
+    if not voices and not voice_dirs:
         voices.append(VoiceSpec(EMBEDDED_VOICE_NAME))
     zeroconf_name = args.zeroconf
     if zeroconf_name is not None:
@@ -415,14 +453,13 @@ def settings_from_args(
             raise SettingsError("--zeroconf: the service name is empty")
         if not uri.startswith("tcp://"):
             raise SettingsError(f"--zeroconf needs a tcp:// --uri, not {uri!r}")
-    token = args.hf_token or env.get("HF_TOKEN") or None
     from .presets import parse_presets  # presets build on this module's types
 
     presets = parse_presets(args.preset)
     http = http_settings_from_args(args)
     user_dicts = list(args.user_dict)
     if http is not None and http.dictionary is not None and http.dictionary not in user_dicts:
-        user_dicts.append(http.dictionary)  # the page's words win over the other files'
+        user_dicts.insert(0, http.dictionary)  # first: the files given as --user-dict win
     for preset in presets:  # a preset's voice is loaded like --default-voice's
         if all(v.name != preset.voice for v in voices):
             voices.append(VoiceSpec(preset.voice))
@@ -431,17 +468,34 @@ def settings_from_args(
         zeroconf_name=zeroconf_name,
         zeroconf_interfaces=tuple(args.zeroconf_interface),
         voices=tuple(voices),
-        default_voice=default_voice or voices[0].name,
+        voice_dirs=voice_dirs,
+        default_voice=default_voice or (voices[0].name if voices else ""),
         default_style=(args.default_style or "").strip() or None,
         samples_per_chunk=args.samples_per_chunk,
         streaming=not args.no_streaming,
-        device=args.device,
-        cache_dir=args.cache_dir,
-        bert_source=args.bert_source,
-        hf_token=token,
-        user_dicts=tuple(user_dicts),
-        rewrite=not args.no_rewrite,
-        synthesis=SynthesisDefaults(
+        presets=presets,
+        max_text_length=args.max_text_length,
+        max_queue=args.max_queue,
+        drain_timeout=args.drain_timeout,
+        warmup=not args.no_warmup,
+        debug=args.debug,
+        log_format=args.log_format,
+        http=http,
+        **{**voice_fields(args, env), "user_dicts": tuple(user_dicts)},
+    )
+
+
+def voice_fields(args: argparse.Namespace, env: Mapping[str, str]) -> dict[str, Any]:
+    """The `Settings` fields that `add_voice_arguments`' flags give."""
+    return {
+        "device": args.device,
+        "cache_dir": args.cache_dir,
+        "bert_source": args.bert_source,
+        "hf_token": args.hf_token or env.get("HF_TOKEN") or None,
+        "user_dicts": tuple(args.user_dict),
+        "rewrite": not args.no_rewrite,
+        "compile": args.compile,
+        "synthesis": SynthesisDefaults(
             speed=args.speed,
             sentence_silence=args.sentence_silence,
             sdp_ratio=args.sdp_ratio,
@@ -451,7 +505,7 @@ def settings_from_args(
             pitch_scale=args.pitch_scale,
             intonation_scale=args.intonation_scale,
         ),
-        output=OutputDefaults(
+        "output": OutputDefaults(
             volume=args.volume,
             loudness=args.loudness,
             lead_silence=args.lead_silence,
@@ -459,17 +513,8 @@ def settings_from_args(
             output_rate=args.output_rate,
             chime=args.chime,
         ),
-        presets=presets,
-        max_text_length=args.max_text_length,
-        max_queue=args.max_queue,
-        drain_timeout=args.drain_timeout,
-        warmup=not args.no_warmup,
-        compile=args.compile,
-        debug=args.debug,
-        log_format=args.log_format,
-        http=http,
-        engine=_engine_options(args, env),
-    )
+        "engine": _engine_options(args, env),
+    }
 
 
 def _engine_options(args: argparse.Namespace, env: Mapping[str, str]) -> EngineOptions:
@@ -483,6 +528,7 @@ def _engine_options(args: argparse.Namespace, env: Mapping[str, str]) -> EngineO
         "offline": args.offline,
         "precision": args.precision,
         "playback_guard": args.playback_guard,
+        "first_clause": args.first_clause,
     }
     return dataclasses.replace(
         EngineOptions.from_env(env), **{k: v for k, v in given.items() if v is not None}
