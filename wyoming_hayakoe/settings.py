@@ -246,6 +246,15 @@ def build_parser() -> argparse.ArgumentParser:
             "(default: $WYOMING_HAYAKOE_PRECISION, else auto)"
         ),
     )
+    e.add_argument(
+        "--quantize-in-background",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="when a voice's int8 graphs must be made first: serve it in fp32 at once and "
+        "make them in the background at low priority, switching to int8 between requests; "
+        "--no-quantize-in-background waits for them before serving "
+        "(default: on unless $WYOMING_HAYAKOE_QUANTIZE_IN_BACKGROUND=0)",
+    )
     g = p.add_argument_group("synthesis defaults (per voice when not given)")
     g.add_argument(
         "--speed",
@@ -455,6 +464,7 @@ def _engine_options(args: argparse.Namespace, env: Mapping[str, str]) -> EngineO
         "release_memory": args.release_memory,
         "offline": args.offline,
         "precision": args.precision,
+        "quantize_in_background": args.quantize_in_background,
     }
     return dataclasses.replace(
         EngineOptions.from_env(env), **{k: v for k, v in given.items() if v is not None}

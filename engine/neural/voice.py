@@ -147,6 +147,12 @@ class NeuralVoice:
         self.window_plans: StreamingPlans | None = StreamingPlans.for_first_window(first_window)
         """Sub-sentence streaming plans (None: one piece per sentence)."""
 
+    @property
+    def precision(self) -> str:
+        """ "int8" or "fp32": the synthesizer's arithmetic now (it may be switched once,
+        between requests, by `engine.background_int8`)."""
+        return str(getattr(self.synth, "precision", "fp32"))
+
     @classmethod
     def from_files(
         cls,
