@@ -17,6 +17,8 @@ import time
 from collections.abc import Callable
 from typing import Any, TextIO
 
+from playback import PlaybackClock
+
 TEXTS: dict[str, str] = {
     # 17 characters, one sentence.
     "short": "こんにちは、今日はいい天気ですね。",
@@ -122,38 +124,27 @@ def time_stream(chunks: Any, sample_rate: int, *, first_only: bool = False) -> d
 
     `gap_s`: the silence a player would insert, starting to play the first chunk when it
     arrives and each later one as soon as both it has arrived and the previous one has
-    played (underruns, summed). With `first_only` the stream is closed after the first
-    chunk (time to first audio only; the rest is not synthesized)."""
+    played (underruns, summed, however short: `playback.PlaybackClock` with no noise floor).
+    With `first_only` the stream is closed after the first chunk (time to first audio only;
+    the rest is not synthesized)."""
     t0 = time.perf_counter()
-    first = None
-    samples = 0
-    n = 0
-    play_end = 0.0  # when the audio handed out so far has finished playing
-    gap = 0.0
+    clock = PlaybackClock(start=t0, min_gap=0.0)
     for chunk in chunks:
-        now = time.perf_counter() - t0
-        if first is None:
-            first = now
-            play_end = now
-        elif now > play_end:
-            gap += now - play_end
-            play_end = now
-        play_end += len(chunk.data) / sample_rate
-        samples += len(chunk.data)
-        n += 1
+        clock.feed(time.perf_counter(), len(chunk.data), sample_rate)
         if first_only:
             close = getattr(chunks, "close", None)
             if close is not None:
                 close()
             break
     wall = time.perf_counter() - t0
+    first = clock.first_audio_s
     return {
         "ttfa_s": first if first is not None else wall,
         "wall_s": wall,
-        "audio_s": samples / sample_rate,
-        "chunks": n,
-        "gap_s": gap,
-        "played_s": play_end,  # when a real-time player would finish (first chunk → last sample)
+        "audio_s": clock.audio_s,
+        "chunks": clock.chunks,
+        "gap_s": clock.gap_s,
+        "played_s": clock.heard_until_s,  # when a real-time player would finish
     }
 
 

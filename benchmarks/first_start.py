@@ -112,7 +112,9 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
     logging.basicConfig(level=logging.WARNING)
-    if not (args.root / "onnx" / "speakers" / VOICE_NAME).is_dir():
+    from engine import layout
+
+    if not (args.root / layout.speaker_prefix(VOICE_NAME, "onnx")).is_dir():
         print(f"no benchmark voice in {args.root}: run benchmarks/fullsize.py first")
         return 2
     from engine.synth.quantize import CALIBRATION_FILE, read_sentences

@@ -34,7 +34,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
-from common import TEXTS, VOICE_NAME  # noqa: E402 (after the path set-up)
+import harness  # noqa: E402 (after the path set-up)
+from common import TEXTS, VOICE_NAME  # noqa: E402
 
 VARIANTS = {"ours fp32": "fp32", "ours int8": "int8"}
 RTF_TEXTS = ("medium", "long")
@@ -46,36 +47,36 @@ def _busy() -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-c", "while True: pass"])
 
 
-def _workers(run: Any, with_hayakoe: bool) -> dict[str, Any]:
+def _workers(with_hayakoe: bool) -> dict[str, Any]:
     workers = {
-        name: run.start("ours", {"WYOMING_HAYAKOE_PRECISION": p}, label=name)
+        name: harness.start("ours", {"WYOMING_HAYAKOE_PRECISION": p}, label=name)
         for name, p in VARIANTS.items()
     }
     if with_hayakoe:
-        workers["hayakoe"] = run.start("hayakoe")
+        workers["hayakoe"] = harness.start("hayakoe")
     return workers
 
 
-def _speed(run: Any, root: Path, reps: int, with_hayakoe: bool) -> dict:
-    workers = _workers(run, with_hayakoe)
+def _speed(root: Path, reps: int, with_hayakoe: bool) -> dict:
+    workers = _workers(with_hayakoe)
     try:
         for w in workers.values():
             w.call("prepare", root=str(root), speakers=[VOICE_NAME])
         texts = {k: TEXTS[k] for k in TTFA_TEXTS if k in TEXTS}
-        return run._timed_calls(workers, texts, reps)
+        return harness.timed_calls(workers, texts, reps)
     finally:
         for w in workers.values():
             w.close()
 
 
-def _memory(run: Any, root: Path, with_hayakoe: bool) -> dict:
+def _memory(root: Path, with_hayakoe: bool) -> dict:
     out = {}
     names = [*VARIANTS, *(["hayakoe"] if with_hayakoe else [])]
     for name in names:
         if name == "hayakoe":
-            w = run.start("hayakoe")
+            w = harness.start("hayakoe")
         else:
-            w = run.start("ours", {"WYOMING_HAYAKOE_PRECISION": VARIANTS[name]}, label=name)
+            w = harness.start("ours", {"WYOMING_HAYAKOE_PRECISION": VARIANTS[name]}, label=name)
         try:
             r = w.call("prepare", root=str(root), speakers=[VOICE_NAME])
             out[name] = {"rss_after_prepare": r["rss"], "prepare_s": r["prepare_s"]}
@@ -84,17 +85,19 @@ def _memory(run: Any, root: Path, with_hayakoe: bool) -> dict:
     return out
 
 
-def _wyoming(run: Any, root: Path, reps: int, with_hayakoe: bool) -> dict:
+def _wyoming(root: Path, reps: int, with_hayakoe: bool) -> dict:
     from wyoming_client import synthesize_streaming, wait_ready
 
     texts = {k: TEXTS[k] for k in ("short", "medium") if k in TEXTS}
-    ports = {name: run._free_port() for name in [*VARIANTS, *(["hayakoe"] if with_hayakoe else [])]}
+    ports = {
+        name: harness.free_port() for name in [*VARIANTS, *(["hayakoe"] if with_hayakoe else [])]
+    }
     procs = {}
     for name, port in ports.items():
         if name == "hayakoe":
-            procs[name] = run._start_server("hayakoe", root, port)
+            procs[name] = harness.start_server("hayakoe", root, port)
         else:
-            procs[name] = run._start_server(
+            procs[name] = harness.start_server(
                 "ours", root, port, {"WYOMING_HAYAKOE_PRECISION": VARIANTS[name]}, label=name
             )
     raw: dict[str, dict[str, list[float]]] = {n: {} for n in ports}
@@ -115,8 +118,8 @@ def _wyoming(run: Any, root: Path, reps: int, with_hayakoe: bool) -> dict:
     try:
         asyncio.run(go())
     finally:
-        run._stop_servers(procs)
-    return {n: {k: run.median(v) for k, v in per.items()} for n, per in raw.items()}
+        harness.stop_servers(procs)
+    return {n: {k: harness.median(v) for k, v in per.items()} for n, per in raw.items()}
 
 
 def _fidelity(root: Path) -> dict | None:
@@ -128,44 +131,42 @@ def _fidelity(root: Path) -> dict | None:
 
 
 def run_cache() -> Path:
-    return HERE / ".cache" / "ours-cache"
+    return harness.OURS_CACHE
 
 
 def phase_precision(
     root: Path, reps: int, busy_reps: int, with_hayakoe: bool, wyoming_reps: int
 ) -> dict:
     """All the figures above, as one dict (saved by the caller)."""
-    import run
-
     results: dict[str, Any] = {"load_avg_start": list(__import__("os").getloadavg())}
-    run.log("precision: making / finding the int8 graphs (first prepare with int8)")
+    harness.log("precision: making / finding the int8 graphs (first prepare with int8)")
     t0 = time.perf_counter()
     make_env = {  # prepare waits for the graphs (not made in the background)
         "WYOMING_HAYAKOE_PRECISION": "int8",
         "WYOMING_HAYAKOE_QUANTIZE_IN_BACKGROUND": "0",
     }
-    w = run.start("ours", make_env, label="ours int8 (make)")
+    w = harness.start("ours", make_env, label="ours int8 (make)")
     try:
         w.call("prepare", root=str(root), speakers=[VOICE_NAME])
     finally:
         w.close()
     results["int8_ready_s"] = time.perf_counter() - t0
     results["fidelity"] = _fidelity(root)
-    run.log("precision: memory")
-    results["memory"] = _memory(run, root, with_hayakoe)
-    run.log("precision: speed, idle")
-    results["idle"] = _speed(run, root, reps, with_hayakoe)
+    harness.log("precision: memory")
+    results["memory"] = _memory(root, with_hayakoe)
+    harness.log("precision: speed, idle")
+    results["idle"] = _speed(root, reps, with_hayakoe)
     if busy_reps:
-        run.log("precision: speed, one core busy")
+        harness.log("precision: speed, one core busy")
         spinner = _busy()
         try:
-            results["busy"] = _speed(run, root, busy_reps, with_hayakoe)
+            results["busy"] = _speed(root, busy_reps, with_hayakoe)
         finally:
             spinner.kill()
             spinner.wait()
     if wyoming_reps:
-        run.log("precision: Wyoming streaming")
-        results["wyoming"] = _wyoming(run, root, wyoming_reps, with_hayakoe)
+        harness.log("precision: Wyoming streaming")
+        results["wyoming"] = _wyoming(root, wyoming_reps, with_hayakoe)
     results["load_avg_end"] = list(__import__("os").getloadavg())
     results["hayakoe_live"] = with_hayakoe
     return results
@@ -194,11 +195,19 @@ def render(results: dict) -> str:
     """Markdown table: ours fp32 | ours int8 | int8/fp32 | hayakoe | int8/hayakoe (target)."""
     rec = _recorded()
     live = results.get("hayakoe_live")
-    lines = [
-        "| measure | text | ours fp32 | ours int8 | int8 / fp32 | hayakoe | int8 / hayakoe "
-        "| target |",
-        "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |",
-    ]
+    lines = harness.table_head(
+        [
+            "measure",
+            "text",
+            "ours fp32",
+            "ours int8",
+            "int8 / fp32",
+            "hayakoe",
+            "int8 / hayakoe",
+            "target",
+        ],
+        "llrrrrrl",
+    )
 
     def hayakoe(cond: str, text: str, key: str, fp32: float) -> float | None:
         if live:
@@ -216,10 +225,9 @@ def render(results: dict) -> str:
         ok = "" if target is None or ratio_h is None else (" ✅" if ratio_h <= target else " ❌")
         tgt = f"≤ {target:g}×{ok}" if target is not None else ""
         unit = "MiB" if "MiB" in name else ""
-        lines.append(
-            f"| {name} | {text} | {_fmt(f, unit)} | {_fmt(i, unit)} | {i / f:.2f}× | "
-            f"{_fmt(h, unit)} | {(f'{ratio_h:.2f}×' if ratio_h else '–')} | {tgt} |"
-        )
+        ratio = f"{ratio_h:.2f}×" if ratio_h else "–"
+        cells = [name, text, _fmt(f, unit), _fmt(i, unit), f"{i / f:.2f}×", _fmt(h, unit)]
+        lines.append(harness.table_row([*cells, ratio, tgt]))
 
     for cond, label in (("idle", "idle"), ("busy", "one core busy")):
         per = results.get(cond)
@@ -249,10 +257,9 @@ def render(results: dict) -> str:
         for text in RTF_TEXTS:
             f = f32[text]["stream_wall_s"] / f32[text]["wall_s"]
             i = i8[text]["stream_wall_s"] / i8[text]["wall_s"]
-            lines.append(
-                f"| `stream()` / `generate()` total time, {label} | {text} | {f:.2f} | {i:.2f} "
-                f"| {i / f:.2f}× | | | ≤ 1.15 (item 6) |"
-            )
+            name = f"`stream()` / `generate()` total time, {label}"
+            cells = [name, text, f"{f:.2f}", f"{i:.2f}", f"{i / f:.2f}×", "", ""]
+            lines.append(harness.table_row([*cells, "≤ 1.15 (item 6)"]))
     wy = results.get("wyoming")
     if wy:
         for text in wy["ours fp32"]:

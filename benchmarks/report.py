@@ -11,9 +11,46 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from harness import table_head, table_row
+
 MIB = 2**20
 TEXT_ORDER = ("short", "medium", "long", "assist")
 TARGETS = {"ttfa": 0.3, "rtf": 0.67, "rss": 1.0}
+_RTF_TARGET = {"medium": TARGETS["rtf"], "long": TARGETS["rtf"]}
+
+# Rows per text: (label, figure, unit, target per text key; a missing key: no target).
+SPEED_ROWS = (
+    ("real-time factor, `generate()`", "rtf", "", _RTF_TARGET),
+    ("wall time (s), `generate()`", "wall_s", "s", {}),
+    (
+        "time to first audio (s), `stream()`",
+        "ttfa_s",
+        "s",
+        dict.fromkeys(TEXT_ORDER, TARGETS["ttfa"]),
+    ),
+    ("`stream()` played in real time: silence from late chunks (s)", "gap_s", "s", {}),
+    ("`stream()` played in real time: last sample heard at (s)", "played_s", "s", {}),
+    ("audio length (s)", "audio_s", "s", {}),
+)
+WYOMING_ROWS = (
+    ("Wyoming one-shot, time to first audio (s)", "oneshot_ttfa_s", "s", {}),
+    (
+        "Wyoming streaming, time to first audio (s)",
+        "streaming_ttfa_s",
+        "s",
+        dict.fromkeys(TEXT_ORDER, TARGETS["ttfa"]),
+    ),
+)
+# Single rows: (label, text, figure, target); rows whose figure is missing are left out.
+MEMORY_ROWS = (
+    ("RSS after `prepare()` (MiB)", "1 voice", "rss_after_prepare", TARGETS["rss"]),
+    ("peak RSS up to end of `prepare()` (MiB)", "1 voice", "peak_after_prepare", TARGETS["rss"]),
+    ("peak RSS while speaking (MiB)", "all texts", "peak_while_speaking", None),
+    ("RSS per extra speaker (MiB)", "2 more voices", "rss_per_extra_speaker", TARGETS["rss"]),
+    ("RSS, each voice has spoken (MiB)", "1 voice", "rss_1_voice_used", None),
+    ("RSS, each voice has spoken (MiB)", "3 voices", "rss_3_voices_used", TARGETS["rss"]),
+    ("`prepare()` time (s)", "1 voice", "prepare_s", None),
+)
 
 
 def _ratio(ours: float, base: float) -> float:
@@ -40,7 +77,19 @@ def _row(
     if target is not None and not math.isnan(r):
         mark = " ✅" if r <= target else " ❌"
     rs = "–" if math.isnan(r) else f"{r:.2f}×{mark}"
-    return f"| {label} | {text} | {_fmt(ours, unit)} | {_fmt(base, unit)} | {rs} |"
+    return table_row([label, text, _fmt(ours, unit), _fmt(base, unit), rs])
+
+
+def _per_text_rows(
+    ours: dict, base: dict, texts: dict, specs: tuple[tuple[str, str, str, dict], ...]
+) -> list[str]:
+    """One row per spec and text (in TEXT_ORDER) that has the figure."""
+    return [
+        _row(label, _tlabel(key, texts), ours[key][fig], base[key][fig], unit, targets.get(key))
+        for label, fig, unit, targets in specs
+        for key in TEXT_ORDER
+        if key in ours and fig in ours[key]
+    ]
 
 
 def render_markdown(res: dict[str, Any]) -> str:
@@ -58,170 +107,21 @@ def render_markdown(res: dict[str, Any]) -> str:
             f"Options for both: {', '.join(f'{k}={v}' for k, v in res.get('options', {}).items())}."
         ),
         "",
-        "| measure | text | ours | hayakoe 1.3.1 | ours / hayakoe |",
-        "| --- | --- | ---: | ---: | ---: |",
+        *table_head(["measure", "text", "ours", "hayakoe 1.3.1", "ours / hayakoe"], "llrrr"),
     ]
     speed = res.get("speed")
     if speed:
-        o, h = speed["ours"], speed["hayakoe"]
-        for key in TEXT_ORDER:
-            if key in o:
-                tgt = TARGETS["rtf"] if key in ("medium", "long") else None
-                lines.append(
-                    _row(
-                        "real-time factor, `generate()`",
-                        _tlabel(key, texts),
-                        o[key]["rtf"],
-                        h[key]["rtf"],
-                        "",
-                        tgt,
-                    )
-                )
-        for key in TEXT_ORDER:
-            if key in o:
-                lines.append(
-                    _row(
-                        "wall time (s), `generate()`",
-                        _tlabel(key, texts),
-                        o[key]["wall_s"],
-                        h[key]["wall_s"],
-                        "s",
-                    )
-                )
-        for key in TEXT_ORDER:
-            if key in o:
-                lines.append(
-                    _row(
-                        "time to first audio (s), `stream()`",
-                        _tlabel(key, texts),
-                        o[key]["ttfa_s"],
-                        h[key]["ttfa_s"],
-                        "s",
-                        TARGETS["ttfa"],
-                    )
-                )
-        for key in TEXT_ORDER:
-            if key in o and "gap_s" in o[key]:
-                lines.append(
-                    _row(
-                        "`stream()` played in real time: silence from late chunks (s)",
-                        _tlabel(key, texts),
-                        o[key]["gap_s"],
-                        h[key]["gap_s"],
-                        "s",
-                    )
-                )
-        for key in TEXT_ORDER:
-            if key in o and "played_s" in o[key]:
-                lines.append(
-                    _row(
-                        "`stream()` played in real time: last sample heard at (s)",
-                        _tlabel(key, texts),
-                        o[key]["played_s"],
-                        h[key]["played_s"],
-                        "s",
-                    )
-                )
-        for key in TEXT_ORDER:
-            if key in o:
-                lines.append(
-                    _row(
-                        "audio length (s)",
-                        _tlabel(key, texts),
-                        o[key]["audio_s"],
-                        h[key]["audio_s"],
-                        "s",
-                    )
-                )
+        lines += _per_text_rows(speed["ours"], speed["hayakoe"], texts, SPEED_ROWS)
     wy = res.get("wyoming")
     if wy:
-        o, h = wy["ours"], wy["hayakoe"]
-        for key in TEXT_ORDER:
-            if key in o:
-                lines.append(
-                    _row(
-                        "Wyoming one-shot, time to first audio (s)",
-                        _tlabel(key, texts),
-                        o[key]["oneshot_ttfa_s"],
-                        h[key]["oneshot_ttfa_s"],
-                        "s",
-                    )
-                )
-        for key in TEXT_ORDER:
-            if key in o:
-                lines.append(
-                    _row(
-                        "Wyoming streaming, time to first audio (s)",
-                        _tlabel(key, texts),
-                        o[key]["streaming_ttfa_s"],
-                        h[key]["streaming_ttfa_s"],
-                        "s",
-                        TARGETS["ttfa"],
-                    )
-                )
+        lines += _per_text_rows(wy["ours"], wy["hayakoe"], texts, WYOMING_ROWS)
     mem = res.get("memory")
     if mem:
         o, h = mem["ours"], mem["hayakoe"]
-        lines.append(
-            _row(
-                "RSS after `prepare()` (MiB)",
-                "1 voice",
-                o["rss_after_prepare"],
-                h["rss_after_prepare"],
-                "MiB",
-                TARGETS["rss"],
-            )
-        )
-        lines.append(
-            _row(
-                "peak RSS up to end of `prepare()` (MiB)",
-                "1 voice",
-                o["peak_after_prepare"],
-                h["peak_after_prepare"],
-                "MiB",
-                TARGETS["rss"],
-            )
-        )
-        lines.append(
-            _row(
-                "peak RSS while speaking (MiB)",
-                "all texts",
-                o["peak_while_speaking"],
-                h["peak_while_speaking"],
-                "MiB",
-            )
-        )
-        lines.append(
-            _row(
-                "RSS per extra speaker (MiB)",
-                "2 more voices",
-                o["rss_per_extra_speaker"],
-                h["rss_per_extra_speaker"],
-                "MiB",
-                TARGETS["rss"],
-            )
-        )
-        if "rss_3_voices_used" in o:
-            lines.append(
-                _row(
-                    "RSS, each voice has spoken (MiB)",
-                    "1 voice",
-                    o["rss_1_voice_used"],
-                    h["rss_1_voice_used"],
-                    "MiB",
-                )
-            )
-            lines.append(
-                _row(
-                    "RSS, each voice has spoken (MiB)",
-                    "3 voices",
-                    o["rss_3_voices_used"],
-                    h["rss_3_voices_used"],
-                    "MiB",
-                    TARGETS["rss"],
-                )
-            )
-        lines.append(_row("`prepare()` time (s)", "1 voice", o["prepare_s"], h["prepare_s"], "s"))
+        for label, text, fig, target in MEMORY_ROWS:
+            if fig in o:
+                unit = "s" if fig.endswith("_s") else "MiB"
+                lines.append(_row(label, text, o[fig], h[fig], unit, target))
     ex = res.get("exactness")
     if ex:
         wv = ex.get("windowed_vs_whole", {})
@@ -240,8 +140,9 @@ def render_markdown(res: dict[str, Any]) -> str:
             "",
             "What each kept change is worth (our engine with the change vs without it, same run):",
             "",
-            "| change | figure | text | with | without | with / without |",
-            "| --- | --- | --- | ---: | ---: | ---: |",
+            *table_head(
+                ["change", "figure", "text", "with", "without", "with / without"], "lllrrr"
+            ),
         ]
         for a in abl.values():
             for key in TEXT_ORDER:
@@ -262,8 +163,16 @@ def render_markdown(res: dict[str, Any]) -> str:
                         rs = "–" if math.isnan(r) else f"{r:.2f}×"
                         unit = {"rtf": "", "rss_after": "MiB"}.get(fig, "s")
                         lines.append(
-                            f"| {a['turns_off']} | {label} | {_tlabel(key, texts)} | "
-                            f"{_fmt(on[fig], unit)} | {_fmt(off[fig], unit)} | {rs} |"
+                            table_row(
+                                [
+                                    a["turns_off"],
+                                    label,
+                                    _tlabel(key, texts),
+                                    _fmt(on[fig], unit),
+                                    _fmt(off[fig], unit),
+                                    rs,
+                                ]
+                            )
                         )
     lines.append("")
     return "\n".join(lines)

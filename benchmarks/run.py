@@ -34,10 +34,6 @@ import asyncio
 import json
 import os
 import platform
-import shutil
-import socket
-import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -49,12 +45,17 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(HERE))
 
 from common import OPTIONS, TEXTS, VOICE_NAME
-
-CACHE = HERE / ".cache"
-RESULTS = HERE / "results"
-HAYAKOE_VENV = CACHE / "hayakoe-venv"
-HAYAKOE_PINS = ["hayakoe==1.3.1", "psutil>=5.9", "wyoming==1.10.2"]
-OURS_CACHE = CACHE / "ours-cache"
+from harness import (
+    RESULTS,
+    free_port,
+    hayakoe_python,
+    log,
+    median,
+    start,
+    start_server,
+    stop_servers,
+    timed_calls,
+)
 
 ABLATIONS: dict[str, dict[str, Any]] = {
     # name: environment of the variant (the change turned off), what it is, what to time
@@ -74,115 +75,6 @@ ABLATIONS: dict[str, dict[str, Any]] = {
         "memory": True,
     },
 }
-
-
-def log(msg: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
-
-
-# ------------------------------------------------------------------------------ setup ---
-
-
-def hayakoe_python() -> Path:
-    """hayakoe's venv interpreter, creating the venv (from PyPI) on first use."""
-    py = HAYAKOE_VENV / "bin" / "python"
-    stamp = HAYAKOE_VENV / ".pins"
-    if py.is_file() and stamp.is_file() and stamp.read_text() == " ".join(HAYAKOE_PINS):
-        return py
-    log(f"creating {HAYAKOE_VENV} with {' '.join(HAYAKOE_PINS)} (no torch)")
-    base = shutil.which("python3") or sys.executable
-    if Path(sys.prefix) != Path(sys.base_prefix):  # we run in a venv: use its base interpreter
-        cand = (
-            Path(sys.base_prefix)
-            / "bin"
-            / f"python{sys.version_info.major}.{sys.version_info.minor}"
-        )
-        if cand.is_file():
-            base = str(cand)
-    subprocess.run([base, "-m", "venv", "--clear", str(HAYAKOE_VENV)], check=True)
-    subprocess.run([str(py), "-m", "pip", "install", "-q", *HAYAKOE_PINS], check=True)
-    check = subprocess.run(
-        [str(py), "-c", "import importlib.util as u; print(u.find_spec('torch') is None)"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    if check.stdout.strip() != "True":
-        raise RuntimeError(f"{HAYAKOE_VENV} has torch installed; the baseline must be torch-free")
-    stamp.write_text(" ".join(HAYAKOE_PINS))
-    return py
-
-
-def _env(extra: dict[str, str] | None = None, *, hayakoe: bool = False) -> dict[str, str]:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("WYOMING_HAYAKOE_", "OMP_", "HF_TOKEN"))
-    }
-    env.pop("PYTHONPATH", None)
-    env["HF_HUB_OFFLINE"] = "1"
-    env["HAYAKOE_CACHE"] = str(CACHE / ("hayakoe-cache" if hayakoe else "ours-cache"))
-    if not hayakoe:
-        env["PYTHONPATH"] = str(REPO)
-    env.update(extra or {})
-    return env
-
-
-class Worker:
-    """A benchmark worker process (ours_runner.py or hayakoe_runner.py worker)."""
-
-    def __init__(self, name: str, argv: list[str], env: dict[str, str]) -> None:
-        self.name = name
-        self.log_path = CACHE / "logs" / f"{name.replace(' ', '_').replace(':', '')}.log"
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        self._log = open(self.log_path, "ab")  # noqa: SIM115 - closed in close()
-        self.proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self._log,
-            env=env,
-            text=True,
-            encoding="utf-8",
-            cwd=REPO,
-        )
-
-    def call(self, cmd: str, **kw: Any) -> dict:
-        assert self.proc.stdin and self.proc.stdout
-        self.proc.stdin.write(json.dumps({"cmd": cmd, **kw}, ensure_ascii=False) + "\n")
-        self.proc.stdin.flush()
-        line = self.proc.stdout.readline()
-        if not line:
-            raise RuntimeError(f"{self.name} died (see {self.log_path})")
-        reply = json.loads(line)
-        if "error" in reply:
-            raise RuntimeError(f"{self.name}: {cmd} failed: {reply['error']} (see {self.log_path})")
-        return reply
-
-    def close(self) -> None:
-        try:
-            self.call("quit")
-        except Exception:  # noqa: BLE001, S110 - already gone
-            pass
-        try:
-            self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-        self._log.close()
-
-
-def start(engine: str, extra_env: dict[str, str] | None = None, label: str | None = None) -> Worker:
-    if engine == "hayakoe":
-        return Worker(
-            label or engine,
-            [str(hayakoe_python()), str(HERE / "hayakoe_runner.py"), "worker"],
-            _env(extra_env, hayakoe=True),
-        )
-    return Worker(label or engine, [sys.executable, str(HERE / "ours_runner.py")], _env(extra_env))
-
-
-def median(values: list[float]) -> float:
-    return float(statistics.median(values)) if values else float("nan")
 
 
 # ----------------------------------------------------------------------------- phases ---
@@ -235,59 +127,12 @@ def phase_memory(root: Path, reps: int) -> dict:
     return {e: {k: median(v) for k, v in rec.items()} for e, rec in out.items()}
 
 
-def _timed_calls(
-    workers: dict[str, Worker],
-    texts: dict[str, str],
-    reps: int,
-    *,
-    generate: bool = True,
-    stream: bool = True,
-    stream_texts: set[str] | None = None,
-) -> dict:
-    """Alternate the workers on every text; medians of generate wall/RTF and stream TTFA."""
-    raw: dict[str, dict[str, dict[str, list[float]]]] = {n: {t: {} for t in texts} for n in workers}
-    names = list(workers)
-    for w in workers.values():  # warm-up: first-call costs are not what we compare
-        for text in texts.values():
-            w.call("stream", speaker=VOICE_NAME, text=text, options=OPTIONS, first_only=True)
-        w.call(
-            "generate",
-            speaker=VOICE_NAME,
-            text=TEXTS.get("short", next(iter(texts.values()))),
-            options=OPTIONS,
-        )
-    for rep in range(reps):
-        order = names if rep % 2 == 0 else names[::-1]
-        for key, text in texts.items():
-            for name in order:
-                rec = raw[name][key]
-                w = workers[name]
-                if generate:
-                    r = w.call("generate", speaker=VOICE_NAME, text=text, options=OPTIONS)
-                    rec.setdefault("wall_s", []).append(r["wall_s"])
-                    rec.setdefault("audio_s", []).append(r["audio_s"])
-                    rec.setdefault("rtf", []).append(r["wall_s"] / max(r["audio_s"], 1e-9))
-                    rec.setdefault("rss_after", []).append(r["rss"])
-                if stream and (stream_texts is None or key in stream_texts):
-                    r = w.call("stream", speaker=VOICE_NAME, text=text, options=OPTIONS)
-                    rec.setdefault("ttfa_s", []).append(r["ttfa_s"])
-                    rec.setdefault("stream_wall_s", []).append(r["wall_s"])
-                    rec.setdefault("stream_chunks", []).append(r["chunks"])
-                    rec.setdefault("gap_s", []).append(r["gap_s"])
-                    rec.setdefault("played_s", []).append(r["played_s"])
-        log(f"speed: rep {rep + 1}/{reps} done")
-    return {
-        n: {t: {k: median(v) for k, v in m.items()} for t, m in per.items()}
-        for n, per in raw.items()
-    }
-
-
 def phase_speed(root: Path, reps: int) -> dict:
     workers = {"hayakoe": start("hayakoe"), "ours": start("ours")}
     try:
         for w in workers.values():
             w.call("prepare", root=str(root), speakers=[VOICE_NAME])
-        return _timed_calls(workers, TEXTS, reps)
+        return timed_calls(workers, TEXTS, reps)
     finally:
         for w in workers.values():
             w.close()
@@ -315,7 +160,7 @@ def phase_ablation(root: Path, reps: int, names: list[str]) -> dict:
         try:
             for w in workers.values():
                 w.call("prepare", root=str(root), speakers=[VOICE_NAME])
-            res = _timed_calls(
+            res = timed_calls(
                 workers, texts, reps, generate=spec["generate"], stream=spec["stream"]
             )
         finally:
@@ -332,75 +177,12 @@ def phase_ablation(root: Path, reps: int, names: list[str]) -> dict:
     return results
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _stop_servers(procs: dict[str, subprocess.Popen]) -> None:
-    """Stop the servers `_start_server` started: SIGTERM, then SIGKILL after 30 s."""
-    for proc in procs.values():
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-
-
-def _start_server(
-    engine: str,
-    root: Path,
-    port: int,
-    extra_env: dict[str, str] | None = None,
-    label: str | None = None,
-) -> subprocess.Popen:
-    name = (label or engine).replace(" ", "_")
-    logf = open(CACHE / "logs" / f"wyoming-{name}.log", "ab")  # noqa: SIM115 - the server keeps it
-    uri = f"tcp://127.0.0.1:{port}"
-    if engine == "hayakoe":
-        argv = [
-            str(hayakoe_python()),
-            str(HERE / "hayakoe_runner.py"),
-            "serve",
-            "--root",
-            str(root),
-            "--voice",
-            VOICE_NAME,
-            "--uri",
-            uri,
-        ]
-        env = _env(hayakoe=True)
-    else:
-        argv = [
-            sys.executable,
-            "-m",
-            "wyoming_hayakoe",
-            "--uri",
-            uri,
-            "--voice",
-            f"{VOICE_NAME}={root}",
-            "--bert-source",
-            str(root),
-            "--speed",
-            str(OPTIONS["speed"]),
-            "--sdp-ratio",
-            str(OPTIONS["sdp_ratio"]),
-            "--noise",
-            str(OPTIONS["noise"]),
-            "--noise-w",
-            str(OPTIONS["noise_w"]),
-        ]
-        env = _env(extra_env)
-    return subprocess.Popen(argv, stdout=logf, stderr=logf, env=env, cwd=REPO)
-
-
 def phase_wyoming(root: Path, reps: int) -> dict:
     from wyoming_client import synthesize_once, synthesize_streaming, wait_ready
 
     texts = {k: TEXTS[k] for k in ("short", "medium", "assist") if k in TEXTS}
-    ports = {"hayakoe": _free_port(), "ours": _free_port()}
-    procs = {e: _start_server(e, root, p) for e, p in ports.items()}
+    ports = {"hayakoe": free_port(), "ours": free_port()}
+    procs = {e: start_server(e, root, p) for e, p in ports.items()}
     raw: dict[str, dict[str, dict[str, list[float]]]] = {e: {t: {} for t in texts} for e in procs}
 
     async def run() -> None:
@@ -425,7 +207,7 @@ def phase_wyoming(root: Path, reps: int) -> dict:
     try:
         asyncio.run(run())
     finally:
-        _stop_servers(procs)
+        stop_servers(procs)
     return {
         e: {t: {k: median(v) for k, v in m.items()} for t, m in per.items()}
         for e, per in raw.items()

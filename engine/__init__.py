@@ -62,6 +62,13 @@ _LAZY = {
     # user dictionary files: reload on SIGHUP, `dict check`
     "reload_user_dictionary": ("engine.text.userdict_watch", "reload_user_dictionary"),
     "check_user_dictionary": ("engine.text.userdict_watch", "check_user_dictionary"),
+    # the web page: what a text will be read as, and the user dictionary's entries
+    "rewrite": ("engine.text.rewriter", "rewrite"),
+    "accent_phrases": ("engine.text.accents", "accent_phrases"),
+    "AccentPhrase": ("engine.text.accents", "AccentPhrase"),
+    "UserWord": ("engine.text.userdict", "UserWord"),
+    "UserDictionaryError": ("engine.text.userdict", "UserDictionaryError"),
+    "read_user_dictionary": ("engine.text.userdict", "read_user_dictionary"),
 }
 
 
@@ -76,6 +83,12 @@ def __getattr__(name: str):
 
 
 __all__ = [
+    "AccentPhrase",
+    "UserDictionaryError",
+    "UserWord",
+    "accent_phrases",
+    "read_user_dictionary",
+    "rewrite",
     "limit_malloc_arenas",
     "trim_heap",
     "OFFICIAL_SOURCE",

@@ -14,6 +14,7 @@ are read here only, by `EngineOptions.from_env`, as documented defaults of the s
 | `offline`        | `HAYAKOE_OFFLINE`                 | off                          |
 | `precision`      | `WYOMING_HAYAKOE_PRECISION`       | auto                         |
 | `quantize_in_background` | `WYOMING_HAYAKOE_QUANTIZE_IN_BACKGROUND` | on (=0 turns it off) |
+| `playback_guard` | `WYOMING_HAYAKOE_PLAYBACK_GUARD`  | auto                         |
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ OFFLINE_ENV = "HAYAKOE_OFFLINE"
 PRECISION_ENV = "WYOMING_HAYAKOE_PRECISION"
 BACKGROUND_ENV = "WYOMING_HAYAKOE_QUANTIZE_IN_BACKGROUND"
 PRECISIONS = ("auto", "fp32", "int8")
+PLAYBACK_GUARD_ENV = "WYOMING_HAYAKOE_PLAYBACK_GUARD"
+GUARD_MODES = ("auto", "off")
 
 MAX_DEFAULT_THREADS = 8
 DEFAULT_FIRST_WINDOW = 24
@@ -73,8 +76,17 @@ class EngineOptions:
     int8_min_snr_db: float | None = None
     """The fidelity gate's lowest SNR (dB) of any held-out sentence; None: the gate's default
     (`engine.synth.fidelity.GateThresholds`). For experiments and tests."""
+    playback_guard: str = "auto"
+    """"auto": a stream's first audio is held back just long enough that a listener playing
+    it in real time never waits, where this voice is slower than speech on this machine
+    (`engine.playback`); "off": audio goes out as soon as it is made."""
 
     def __post_init__(self) -> None:
+        if self.playback_guard not in GUARD_MODES:
+            raise ValueError(
+                f"EngineOptions.playback_guard must be one of {', '.join(GUARD_MODES)}, "
+                f"not {self.playback_guard!r}"
+            )
         if self.precision not in PRECISIONS:
             raise ValueError(
                 f"EngineOptions.precision must be one of {', '.join(PRECISIONS)}, "
@@ -116,6 +128,12 @@ class EngineOptions:
         if precision not in PRECISIONS:
             _LOGGER.warning("Ignoring %s=%r (not one of %s)", PRECISION_ENV, precision, PRECISIONS)
             precision = "auto"
+        guard = env.get(PLAYBACK_GUARD_ENV, "").strip().lower() or "auto"
+        if guard not in GUARD_MODES:
+            _LOGGER.warning(
+                "Ignoring %s=%r (not one of %s)", PLAYBACK_GUARD_ENV, guard, GUARD_MODES
+            )
+            guard = "auto"
         return cls(
             threads=integer(THREADS_ENV, 1),
             first_window=DEFAULT_FIRST_WINDOW if first is None else first,
@@ -124,4 +142,5 @@ class EngineOptions:
             offline=env.get(OFFLINE_ENV, "").strip().lower() in ("1", "true", "yes", "on"),
             precision=precision,
             quantize_in_background=env.get(BACKGROUND_ENV, "").strip() != "0",
+            playback_guard=guard,
         )

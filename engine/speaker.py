@@ -12,7 +12,10 @@ into float audio (`engine.voice_backend.Voice.render`):
 - float → int16 with one fixed scale (`engine.audio.to_int16`): a stream has one loudness,
 - per-request output shaping (`engine.output`: volume with a limiter, loudness, lead/tail
   silence, output rate, chime), one `OutputStage` per request; default: none,
-- async wrappers that never run synthesis on the event loop.
+- async wrappers that never run synthesis on the event loop,
+- the playback guard (`engine.playback`): on a machine slower than speech a stream's first
+  audio is held back just long enough that a real-time listener never waits; the voice's
+  speed is measured here, on every request, per precision.
 
 Locking: for a whole text the lock is held while the voice renders it (from the first
 chunk until the stream ends or is closed). For text that arrives in deltas it is taken per
@@ -29,6 +32,7 @@ import dataclasses
 import logging
 import queue
 import threading
+import time
 from collections.abc import (
     AsyncGenerator,
     AsyncIterable,
@@ -45,6 +49,7 @@ import numpy as np
 from .audio import AudioResult
 from .fair_lock import FairLock
 from .output import OutputOptions, OutputStage
+from .playback import PlaybackGuard, SpeedMeter
 from .text.rewriter import rewrite
 from .text.splitter import SentenceSplitter, split_sentences
 from .voice_backend import SynthesisOptions, Voice
@@ -79,6 +84,7 @@ class Speaker:
         *,
         rewrite: bool = True,
         defaults: SynthesisOptions | None = None,
+        playback_guard: bool = True,
     ) -> None:
         self.voice = voice
         self.rewrite = rewrite
@@ -86,6 +92,10 @@ class Speaker:
         self.lock = FairLock()
         self._begun: set[int] = set()  # requests that rendered a part and have not ended
         self._ended = threading.Condition()
+        self.playback_guard = playback_guard
+        """Streams hold back first audio where it would outrun synthesis (`engine.playback`)."""
+        self.speed = SpeedMeter()
+        """This voice's measured real-time factor on this machine, per precision."""
 
     # -- description -------------------------------------------------------------------
     @property
@@ -126,6 +136,15 @@ class Speaker:
     @property
     def default_style(self) -> str:
         return self.defaults.style
+
+    @property
+    def real_time_factor(self) -> float | None:
+        """Seconds of synthesis per second of audio measured here for the precision the
+        voice runs now (None before the first request or warm-up)."""
+        return self.speed.rate(self._speed_key())
+
+    def _speed_key(self) -> str:
+        return str(getattr(self.voice, "precision", "") or "")
 
     @staticmethod
     def _default_style(voice: Voice) -> str:
@@ -170,7 +189,7 @@ class Speaker:
         opts = self.options(**options)
         # Nobody hears the first piece early here: whole-sentence decoding is cheaper.
         opts = dataclasses.replace(opts, extra={**opts.extra, "whole_sentences": True})
-        chunks = self._speak(text, opts, None, output, measure_whole=True)
+        chunks = self._speak(text, opts, None, output, measure_whole=True, guard=False)
         return AudioResult.concat(chunks, sr=self.output_rate(output))
 
     def stream(
@@ -179,6 +198,7 @@ class Speaker:
         *,
         output: OutputOptions | None = None,
         measure_whole: bool = False,
+        guard: bool | None = None,
         **options: Any,
     ) -> Iterator[AudioResult]:
         """Yield audio sentence by sentence (at least one chunk per sentence).
@@ -188,9 +208,13 @@ class Speaker:
         releases the speaker's lock. `output` as in `generate`; with loudness set the level
         is measured on the first sentence (held back until it is complete) and kept for the
         stream, or over the whole text when `measure_whole` (then nothing comes until the end).
+        `guard` (default: `playback_guard`) paces the chunks for a listener that plays them
+        in real time from the first one (`engine.playback`).
         """
         opts = self.options(**options)
-        return self._speak(text, opts, None, output, measure_whole=measure_whole)
+        return self._speak(
+            text, opts, None, output, measure_whole=measure_whole, guard=self._guarded(guard)
+        )
 
     # -- async API ---------------------------------------------------------------------
     async def agenerate(
@@ -198,7 +222,9 @@ class Speaker:
     ) -> AudioResult:
         """`generate` off the event loop (cancelling it stops the synthesis)."""
         extra = {**(options.pop("extra", None) or {}), "whole_sentences": True}  # see generate
-        chunks = self.astream(text, extra=extra, output=output, measure_whole=True, **options)
+        chunks = self.astream(
+            text, extra=extra, output=output, measure_whole=True, guard=False, **options
+        )
         pieces = [chunk async for chunk in chunks]
         return AudioResult.concat(pieces, sr=self.output_rate(output))
 
@@ -208,6 +234,7 @@ class Speaker:
         *,
         output: OutputOptions | None = None,
         measure_whole: bool = False,
+        guard: bool | None = None,
         **options: Any,
     ) -> AsyncGenerator[AudioResult, None]:
         """`stream` driven by a worker thread; text may also be an async iterable of deltas.
@@ -217,6 +244,7 @@ class Speaker:
         and waits until it has released the speaker's lock.
         """
         opts = self.options(**options)
+        guarded = self._guarded(guard)
         loop = asyncio.get_running_loop()
         cancel = threading.Event()
         out: asyncio.Queue[Any] = asyncio.Queue()
@@ -249,7 +277,9 @@ class Speaker:
 
         def work() -> None:
             try:
-                chunks = self._speak(source, opts, cancel, output, measure_whole=measure_whole)
+                chunks = self._speak(
+                    source, opts, cancel, output, measure_whole=measure_whole, guard=guarded
+                )
                 try:
                     for chunk in chunks:
                         if not send(chunk):
@@ -308,21 +338,42 @@ class Speaker:
         output: OutputOptions | None,
         *,
         measure_whole: bool,
+        guard: bool,
     ) -> Generator[AudioResult, None, None]:
-        """`_stream` through one request's `OutputStage`, then what the stage held back."""
+        """`_stream` through one request's `OutputStage`, then what the stage held back;
+        paced by a `PlaybackGuard` when `guard`."""
         stage = OutputStage(
             output or OutputOptions(), self.sample_rate, measure_whole=measure_whole
         )
+        pacer = PlaybackGuard(self.real_time_factor, label=self.name) if guard else None
+
+        def chunks() -> Generator[AudioResult, None, None]:
+            yield from self._stream(text, opts, cancel, stage, pacer)
+            rest = stage.finish()
+            if rest.size:
+                yield AudioResult(stage.rate, rest)
+
         try:
-            yield from self._stream(text, opts, cancel, stage)
+            if pacer is None:
+                yield from chunks()
+                return
+            yield from pacer.pace(chunks())
         finally:
             if id(stage) in self._begun:
                 with self._ended:
                     self._begun.discard(id(stage))
                     self._ended.notify_all()
-        rest = stage.finish()
-        if rest.size:
-            yield AudioResult(stage.rate, rest)
+        if pacer.holds:
+            _LOGGER.info(
+                "%s speaks slower than real time here (%.2fx): audio held back %.1f s in all "
+                "so that it plays without gaps (--playback-guard)",
+                self.name,
+                pacer.rate() or 0.0,
+                pacer.held_s,
+            )
+
+    def _guarded(self, guard: bool | None) -> bool:
+        return self.playback_guard if guard is None else guard
 
     def at_request_boundary(
         self, action: Callable[[], None], cancel: threading.Event | None = None
@@ -352,21 +403,25 @@ class Speaker:
         opts: SynthesisOptions,
         cancel: threading.Event | None,
         stage: OutputStage,
+        pacer: PlaybackGuard | None = None,
     ) -> Generator[AudioResult, None, None]:
         from .text import ssml
 
         _refresh_user_dictionary()
         if isinstance(text, str):
             if ssml.is_ssml(text):
-                yield from self._speak_segments(ssml.parse_ssml(text), opts, cancel, stage)
+                yield from self._speak_segments(ssml.parse_ssml(text), opts, cancel, stage, pacer)
                 return
             sentences = self._prepare(text)
             if sentences:
-                yield from self._render(sentences, opts, cancel, stage, pause_before=False)
+                yield from self._render(
+                    sentences, opts, cancel, stage, pause_before=False, pacer=pacer
+                )
             return
         is_ssml, text = ssml.sniff_ssml(text)
         if is_ssml:
-            yield from self._speak_segments(_ssml_segments(text, cancel), opts, cancel, stage)
+            segments = _ssml_segments(text, cancel)
+            yield from self._speak_segments(segments, opts, cancel, stage, pacer)
             return
         splitter = SentenceSplitter()
         spoken = False
@@ -376,9 +431,13 @@ class Speaker:
             if not isinstance(delta, str):
                 raise TypeError(f"text deltas must be str, got {type(delta).__name__}")
             for sentence_batch in _nonempty(splitter.feed(delta)):
-                spoken = yield from self._render_batch(sentence_batch, opts, cancel, stage, spoken)
+                spoken = yield from self._render_batch(
+                    sentence_batch, opts, cancel, stage, spoken, pacer
+                )
         for sentence_batch in _nonempty(splitter.flush()):
-            spoken = yield from self._render_batch(sentence_batch, opts, cancel, stage, spoken)
+            spoken = yield from self._render_batch(
+                sentence_batch, opts, cancel, stage, spoken, pacer
+            )
 
     def _speak_segments(
         self,
@@ -386,6 +445,7 @@ class Speaker:
         opts: SynthesisOptions,
         cancel: threading.Event | None,
         stage: OutputStage,
+        pacer: PlaybackGuard | None = None,
     ) -> Generator[AudioResult, None, None]:
         """SSML (`engine.text.ssml.Segment`s): text at its rate, breaks as exact silence.
 
@@ -400,10 +460,13 @@ class Speaker:
         def at(rate: float) -> SynthesisOptions:
             return dataclasses.replace(opts, speed=opts.speed * rate) if rate != 1.0 else opts
 
+        def batch_of(batch: list[str], rate: float) -> Generator[AudioResult, None, bool]:
+            return self._render_batch(batch, at(rate), cancel, stage, spoken, pacer)
+
         for seg in segments:
             if seg.silence > 0 or seg.rate != rate:
                 for batch in _nonempty(splitter.flush()):
-                    spoken = yield from self._render_batch(batch, at(rate), cancel, stage, spoken)
+                    spoken = yield from batch_of(batch, rate)
                 rate = seg.rate
             if seg.silence > 0:
                 n = round(seg.silence * self.sample_rate)
@@ -413,9 +476,9 @@ class Speaker:
                 spoken = False  # the break is the pause before what follows
             elif seg.text:
                 for batch in _nonempty(splitter.feed(seg.text)):
-                    spoken = yield from self._render_batch(batch, at(rate), cancel, stage, spoken)
+                    spoken = yield from batch_of(batch, rate)
         for batch in _nonempty(splitter.flush()):
-            spoken = yield from self._render_batch(batch, at(rate), cancel, stage, spoken)
+            spoken = yield from batch_of(batch, rate)
 
     def _render_batch(
         self,
@@ -424,6 +487,7 @@ class Speaker:
         cancel: threading.Event | None,
         stage: OutputStage,
         spoken: bool,
+        pacer: PlaybackGuard | None = None,
     ) -> Generator[AudioResult, None, bool]:
         """Render completed sentences of a delta stream; returns whether anything was heard."""
         prepared: list[str] = []
@@ -431,7 +495,9 @@ class Speaker:
             prepared.extend(self._prepare(sentence))
         if not prepared:
             return spoken
-        heard = yield from self._render(prepared, opts, cancel, stage, pause_before=spoken)
+        heard = yield from self._render(
+            prepared, opts, cancel, stage, pause_before=spoken, pacer=pacer
+        )
         return spoken or heard
 
     def _render(
@@ -442,25 +508,39 @@ class Speaker:
         stage: OutputStage,
         *,
         pause_before: bool,
+        pacer: PlaybackGuard | None = None,
     ) -> Generator[AudioResult, None, bool]:
         """Voice.render under the lock; int16 chunks (through `stage`). Returns whether any
-        sound was made."""
+        sound was made. The time spent inside the voice teaches `speed`, and each piece is
+        reported to `pacer`."""
         sr = self.sample_rate
         heard = False
+        compute = audio = 0.0
         self._acquire(cancel)
         self._begun.add(id(stage))  # part-way through: no switch until this request ends
+        key = self._speed_key()  # under the lock: the precision cannot change while it runs
         try:
             pieces = self.voice.render(sentences, opts)
             try:
-                for piece in pieces:
+                while True:
+                    t0 = time.perf_counter()
+                    piece = next(pieces, None)
+                    spent = time.perf_counter() - t0
+                    if piece is None:
+                        break
                     samples = np.asarray(piece.samples, dtype=np.float32).reshape(-1)
+                    compute += spent
+                    audio += samples.size / sr
                     if pause_before and not heard and samples.size:
                         gap = np.zeros(int(round(self._pause_s(opts) * sr)), np.float32)
                         samples = np.concatenate([gap, samples])
                     heard = heard or samples.size > 0
+                    if pacer is not None:
+                        pacer.produced(samples.size / sr, spent, piece.remaining, piece.tail)
                     chunk = stage.push(samples, final=piece.final)
                     if chunk.size or stage.passthrough:  # a held-back piece yields nothing
                         yield AudioResult(stage.rate, chunk)
+                self.speed.observe(key, compute, audio)
             finally:
                 close = getattr(pieces, "close", None)
                 if close is not None:

@@ -34,7 +34,9 @@ __all__ = ["TTS"]
 _LOGGER = logging.getLogger(__name__)
 
 
-_WARMUP_TEXT = "こんにちは。"
+_WARMUP_TEXT = "こんにちは。今日はいい天気ですね、少し散歩に出かけましょう。"
+"""Two sentences, about three seconds: long enough that the speed it measures (the playback
+guard's first estimate, `Speaker.speed`) is not all start-up cost."""
 
 
 @dataclass(frozen=True)
@@ -161,7 +163,11 @@ class TTS:
             self._pending.clear()
             try:
                 voice = self._build_voice(reg, compile=compile)
-                speaker = Speaker(voice, rewrite=self.rewrite)
+                speaker = Speaker(
+                    voice,
+                    rewrite=self.rewrite,
+                    playback_guard=self.options.playback_guard != "off",
+                )
                 if warmup:
                     speaker.generate(_WARMUP_TEXT)
             except Exception as exc:

@@ -51,6 +51,12 @@ class AudioPiece:
     samples: np.ndarray
     sentence: int
     final: bool = True
+    remaining: float | None = None
+    """Seconds of audio this render call will still yield after this piece, as far as the
+    voice knows now (predicted durations; estimates for sentences not reached yet); None:
+    the voice cannot tell. Read by the playback guard (`engine.playback`)."""
+    tail: float = 0.0
+    """Seconds in the largest single piece still to come (audio arrives piece by piece)."""
 
 
 @runtime_checkable

@@ -59,6 +59,8 @@ class Admission:
         self._in_flight: dict[str, int] = {}
         self._draining = False
         self._idle: asyncio.Event | None = None
+        self.admitted = 0
+        """Requests admitted since the start (the web page's Status view)."""
 
     @property
     def in_flight(self) -> int:
@@ -88,6 +90,7 @@ class Admission:
                 code="busy",
             )
         self._in_flight[voice] = count + 1
+        self.admitted += 1
         if self._idle is not None:
             self._idle.clear()
         return Ticket(self, voice)

@@ -18,6 +18,7 @@ import os
 import signal
 import sys
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
 from engine import TTS, Speaker, __version__, limit_malloc_arenas, reload_user_dictionary
@@ -30,6 +31,9 @@ from .memory import IdleHeapTrim
 from .presets import output_options, resolve_presets
 from .settings import Settings
 from .zeroconf import ZeroconfAdvertiser
+
+if TYPE_CHECKING:
+    from .web.app import WebServer
 
 __all__ = ["HayakoeServer", "build_speakers", "prepare_tts", "run_server"]
 
@@ -129,6 +133,8 @@ class HayakoeServer:
         self._connections: set[asyncio.Task[None]] = set()
         self._zeroconf: ZeroconfAdvertiser | None = None
         self._stdio_task: asyncio.Task[None] | None = None
+        self.web: WebServer | None = None
+        """The web page (``--http``), started with the server."""
         self.host: str | None = None
         self.port: int | None = None
 
@@ -156,6 +162,11 @@ class HayakoeServer:
             self._stdio_task = asyncio.create_task(self._serve_stdio(limit))
         else:
             raise ValueError(f"unsupported URI {self.settings.uri!r}")
+        if self.settings.http is not None:
+            from .web.app import WebServer, state_for  # aiohttp only when the page is on
+
+            self.web = WebServer(state_for(self.settings, self.settings.http, self.context))
+            await self.web.start()
         if self.settings.zeroconf_name and self.port is not None and self.host is not None:
             self._zeroconf = ZeroconfAdvertiser(
                 self.settings.zeroconf_name,
@@ -212,6 +223,9 @@ class HayakoeServer:
         """Withdraw from zeroconf, stop listening, end every connection (at once: call
         `drain` first for a graceful stop)."""
         self._heap_trim.cancel()
+        if self.web is not None:
+            await self.web.stop()
+            self.web = None
         await self._withdraw()
         if self._server is not None:
             self._server.close()
@@ -279,6 +293,10 @@ async def run_server(settings: Settings) -> int:
     reloads the user dictionary files."""
     _LOGGER.debug("Settings: %r", settings)
     limit_malloc_arenas()  # before any worker thread allocates (flat memory over months)
+    if settings.http is not None and settings.http.dictionary is not None:
+        from .web.dictionary import ensure_dictionary_file
+
+        ensure_dictionary_file(settings.http.dictionary)  # read like --user-dict, so it must be
     _LOGGER.info("Loading voices: %s", ", ".join(v.name for v in settings.voices))
     tts = await asyncio.to_thread(prepare_tts, settings)
     server = HayakoeServer(settings, tts.speakers)

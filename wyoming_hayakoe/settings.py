@@ -12,11 +12,12 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 from engine import EMBEDDED_VOICE_NAME, OFFICIAL_SOURCE, OUTPUT_RATES, EngineOptions, __version__
 
+from .commands import SUBCOMMANDS
 from .flags import (
     OutputDefaults,
     SettingsError,
@@ -32,6 +33,7 @@ from .flags import (
     _volume,
     _wav_file,
 )
+from .web.options import HttpSettings, add_http_arguments, http_settings_from_args
 
 if TYPE_CHECKING:
     from .presets import Preset
@@ -44,8 +46,10 @@ __all__ = [
     "SettingsError",
     "SynthesisDefaults",
     "VoiceSpec",
+    "add_voice_arguments",
     "build_parser",
     "parse_settings",
+    "voice_fields",
 ]
 
 DEFAULT_URI = "tcp://0.0.0.0:10200"
@@ -92,6 +96,8 @@ class Settings:
     """`torch.compile` the neural voices at start; None: on for cuda devices, off otherwise."""
     debug: bool = False
     log_format: str = logging.BASIC_FORMAT
+    http: HttpSettings | None = None
+    """The web page (`wyoming_hayakoe.web`); None: off."""
     engine: EngineOptions = EngineOptions()
     """Engine tuning (threads, streaming windows, memory, offline): flags, else the documented
     environment variables (`EngineOptions.from_env`)."""
@@ -109,57 +115,10 @@ class Settings:
         return max(1 << 20, 8 * self.max_text_length)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The server's argument parser (wyoming-piper's style)."""
-    p = argparse.ArgumentParser(
-        prog="wyoming-hayakoe",
-        description=(
-            "Wyoming text-to-speech server for Japanese (Style-Bert-VITS2 JP-Extra voices; "
-            f"the embedded OpenJTalk voice {EMBEDDED_VOICE_NAME!r} needs no download). "
-            "Subcommands: export, download, export-bert (run `wyoming-hayakoe SUBCOMMAND -h`)."
-        ),
-    )
-    p.add_argument(
-        "--uri",
-        default=DEFAULT_URI,
-        help="tcp://HOST:PORT, unix://PATH or stdio:// (default: %(default)s)",
-    )
-    p.add_argument(
-        "--zeroconf",
-        nargs="?",
-        const=DEFAULT_ZEROCONF_NAME,
-        default=None,
-        metavar="NAME",
-        help=f"advertise the server with zeroconf as NAME (default name: "
-        f"{DEFAULT_ZEROCONF_NAME}); tcp:// only",
-    )
-    p.add_argument("--zeroconf-interface", action="append", default=[], help=argparse.SUPPRESS)
-    p.add_argument(
-        "--voice",
-        action="append",
-        default=[],
-        metavar="NAME[=SOURCE]",
-        help="voice to load (repeatable): a name, or NAME=SOURCE (hf://user/repo, "
-        f"s3://bucket/prefix, file:///path, /path); default: {EMBEDDED_VOICE_NAME}",
-    )
-    p.add_argument(
-        "--default-voice", help="voice used when a request names none (default: the first --voice)"
-    )
-    p.add_argument(
-        "--default-style",
-        help="style used when a request names none (default: Neutral, else the voice's first)",
-    )
-    p.add_argument(
-        "--samples-per-chunk",
-        type=_positive_int("--samples-per-chunk"),
-        default=1024,
-        help="samples per audio-chunk event (default: %(default)s)",
-    )
-    p.add_argument(
-        "--no-streaming",
-        action="store_true",
-        help="do not advertise streaming synthesis (synthesize-start/chunk/stop)",
-    )
+def add_voice_arguments(p: argparse.ArgumentParser) -> None:
+    """The flags that say how voices are loaded and how they speak (device, sources, user
+    dictionaries, engine tuning, synthesis and output defaults): the server's, shared with
+    ``wyoming-hayakoe say`` (`voice_fields` turns them into `Settings` fields)."""
     p.add_argument(
         "--device",
         default="cpu",
@@ -193,7 +152,6 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="speak text as given (no times/units/Latin-word rewriting)",
     )
-    p.add_argument("--no-warmup", action="store_true", help=argparse.SUPPRESS)
     p.add_argument(
         "--compile",
         action=argparse.BooleanOptionalAction,
@@ -255,6 +213,16 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-quantize-in-background waits for them before serving "
         "(default: on unless $WYOMING_HAYAKOE_QUANTIZE_IN_BACKGROUND=0)",
     )
+    e.add_argument(
+        "--playback-guard",
+        choices=["auto", "off"],
+        default=None,
+        help=(
+            "auto: where a voice is slower than speech on this machine, hold a stream's first "
+            "audio back just long enough that it then plays without gaps; off: send audio as "
+            "soon as it is made (default: $WYOMING_HAYAKOE_PLAYBACK_GUARD, else auto)"
+        ),
+    )
     g = p.add_argument_group("synthesis defaults (per voice when not given)")
     g.add_argument(
         "--speed",
@@ -311,6 +279,61 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="WAV file played before the speech",
     )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The server's argument parser (wyoming-piper's style)."""
+    p = argparse.ArgumentParser(
+        prog="wyoming-hayakoe",
+        description=(
+            "Wyoming text-to-speech server for Japanese (Style-Bert-VITS2 JP-Extra voices; "
+            f"the embedded OpenJTalk voice {EMBEDDED_VOICE_NAME!r} needs no download). "
+            f"Subcommands: {', '.join(SUBCOMMANDS)} (run `wyoming-hayakoe SUBCOMMAND -h`)."
+        ),
+    )
+    p.add_argument(
+        "--uri",
+        default=DEFAULT_URI,
+        help="tcp://HOST:PORT, unix://PATH or stdio:// (default: %(default)s)",
+    )
+    p.add_argument(
+        "--zeroconf",
+        nargs="?",
+        const=DEFAULT_ZEROCONF_NAME,
+        default=None,
+        metavar="NAME",
+        help=f"advertise the server with zeroconf as NAME (default name: "
+        f"{DEFAULT_ZEROCONF_NAME}); tcp:// only",
+    )
+    p.add_argument("--zeroconf-interface", action="append", default=[], help=argparse.SUPPRESS)
+    p.add_argument(
+        "--voice",
+        action="append",
+        default=[],
+        metavar="NAME[=SOURCE]",
+        help="voice to load (repeatable): a name, or NAME=SOURCE (hf://user/repo, "
+        f"s3://bucket/prefix, file:///path, /path); default: {EMBEDDED_VOICE_NAME}",
+    )
+    p.add_argument(
+        "--default-voice", help="voice used when a request names none (default: the first --voice)"
+    )
+    p.add_argument(
+        "--default-style",
+        help="style used when a request names none (default: Neutral, else the voice's first)",
+    )
+    p.add_argument(
+        "--samples-per-chunk",
+        type=_positive_int("--samples-per-chunk"),
+        default=1024,
+        help="samples per audio-chunk event (default: %(default)s)",
+    )
+    p.add_argument(
+        "--no-streaming",
+        action="store_true",
+        help="do not advertise streaming synthesis (synthesize-start/chunk/stop)",
+    )
+    p.add_argument("--no-warmup", action="store_true", help=argparse.SUPPRESS)
+    add_voice_arguments(p)
     p.add_argument(
         "--preset",
         action="append",
@@ -341,6 +364,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="on SIGTERM, seconds to let requests in flight finish before closing "
         "(default: %(default)s)",
     )
+    add_http_arguments(p)
     p.add_argument("--debug", action="store_true", help="log DEBUG messages")
     p.add_argument("--log-format", default=logging.BASIC_FORMAT, help="format of log messages")
     p.add_argument(
@@ -403,10 +427,13 @@ def settings_from_args(
             raise SettingsError("--zeroconf: the service name is empty")
         if not uri.startswith("tcp://"):
             raise SettingsError(f"--zeroconf needs a tcp:// --uri, not {uri!r}")
-    token = args.hf_token or env.get("HF_TOKEN") or None
     from .presets import parse_presets  # presets build on this module's types
 
     presets = parse_presets(args.preset)
+    http = http_settings_from_args(args)
+    user_dicts = list(args.user_dict)
+    if http is not None and http.dictionary is not None and http.dictionary not in user_dicts:
+        user_dicts.append(http.dictionary)  # the page's words win over the other files'
     for preset in presets:  # a preset's voice is loaded like --default-voice's
         if all(v.name != preset.voice for v in voices):
             voices.append(VoiceSpec(preset.voice))
@@ -419,13 +446,29 @@ def settings_from_args(
         default_style=(args.default_style or "").strip() or None,
         samples_per_chunk=args.samples_per_chunk,
         streaming=not args.no_streaming,
-        device=args.device,
-        cache_dir=args.cache_dir,
-        bert_source=args.bert_source,
-        hf_token=token,
-        user_dicts=tuple(args.user_dict),
-        rewrite=not args.no_rewrite,
-        synthesis=SynthesisDefaults(
+        presets=presets,
+        max_text_length=args.max_text_length,
+        max_queue=args.max_queue,
+        drain_timeout=args.drain_timeout,
+        warmup=not args.no_warmup,
+        debug=args.debug,
+        log_format=args.log_format,
+        http=http,
+        **{**voice_fields(args, env), "user_dicts": tuple(user_dicts)},
+    )
+
+
+def voice_fields(args: argparse.Namespace, env: Mapping[str, str]) -> dict[str, Any]:
+    """The `Settings` fields that `add_voice_arguments`' flags give."""
+    return {
+        "device": args.device,
+        "cache_dir": args.cache_dir,
+        "bert_source": args.bert_source,
+        "hf_token": args.hf_token or env.get("HF_TOKEN") or None,
+        "user_dicts": tuple(args.user_dict),
+        "rewrite": not args.no_rewrite,
+        "compile": args.compile,
+        "synthesis": SynthesisDefaults(
             speed=args.speed,
             sentence_silence=args.sentence_silence,
             sdp_ratio=args.sdp_ratio,
@@ -435,7 +478,7 @@ def settings_from_args(
             pitch_scale=args.pitch_scale,
             intonation_scale=args.intonation_scale,
         ),
-        output=OutputDefaults(
+        "output": OutputDefaults(
             volume=args.volume,
             loudness=args.loudness,
             lead_silence=args.lead_silence,
@@ -443,16 +486,8 @@ def settings_from_args(
             output_rate=args.output_rate,
             chime=args.chime,
         ),
-        presets=presets,
-        max_text_length=args.max_text_length,
-        max_queue=args.max_queue,
-        drain_timeout=args.drain_timeout,
-        warmup=not args.no_warmup,
-        compile=args.compile,
-        debug=args.debug,
-        log_format=args.log_format,
-        engine=_engine_options(args, env),
-    )
+        "engine": _engine_options(args, env),
+    }
 
 
 def _engine_options(args: argparse.Namespace, env: Mapping[str, str]) -> EngineOptions:
@@ -465,6 +500,7 @@ def _engine_options(args: argparse.Namespace, env: Mapping[str, str]) -> EngineO
         "offline": args.offline,
         "precision": args.precision,
         "quantize_in_background": args.quantize_in_background,
+        "playback_guard": args.playback_guard,
     }
     return dataclasses.replace(
         EngineOptions.from_env(env), **{k: v for k, v in given.items() if v is not None}

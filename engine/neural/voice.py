@@ -26,6 +26,7 @@ import numpy as np
 
 from ..bert.features import BertBackend
 from ..options import DEFAULT_FIRST_WINDOW
+from ..playback import PlaybackClock
 from ..synth.common import (
     NoiseSource,
     SynthBackend,
@@ -34,13 +35,13 @@ from ..synth.common import (
     SynthParams,
 )
 from ..synth.windowed import (
-    PlaybackClock,
     StreamingPlans,
     WindowedSentence,
     WindowPlan,
 )
 from ..voice_backend import AudioPiece, SynthesisOptions
 from .config import VoiceConfig, load_config
+from .progress import RenderProgress
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -253,9 +254,15 @@ class NeuralVoice:
         started = False
         last_speech = max((i for i, a in enumerate(analyses) if _has_speech(a)), default=-1)
         clock = PlaybackClock()  # windowed decoding: audio queued ahead of the listener
+        progress = RenderProgress(
+            [len(a.phone_ids) if _has_speech(a) else 0 for a in analyses],
+            self.config.hop_length / sr,
+            MIN_PAUSE_S if fixed is None else max(0.0, float(fixed)),
+        )
         for i, (analysis, feat) in enumerate(zip(analyses, self._features(analyses))):
             if feat is None:
-                yield AudioPiece(np.zeros(0, np.float32), i, True)
+                rest, tail = progress.after(i, 0, 0, None, self._window_plan(options, started))
+                yield AudioPiece(np.zeros(0, np.float32), i, True, rest, tail)
                 continue
             inputs = SynthInputs(
                 np.asarray(analysis.phone_ids, np.int64),
@@ -280,8 +287,12 @@ class NeuralVoice:
                     lead_in=round(pending_pause * sr) if started and pending_pause > 0 else 0,
                     clock=clock,
                 )
+                later = self._window_plan(options, True)
                 for samples, final in win.pieces():
-                    yield AudioPiece(samples, i, final)
+                    progress.predicted(i, win.frames)
+                    last = win.windows[-1][1] - win.windows[-1][0]
+                    rest, tail = progress.after(i, win.done, win.frames, (plan, last), later)
+                    yield AudioPiece(samples, i, final, rest, tail)
                 out = SynthOutput(np.zeros(0, np.float32), win.durations)
                 trail, cut_trail = win.trail, win.trail_cut
                 started = True
@@ -297,7 +308,9 @@ class NeuralVoice:
                 body = audio[cut_lead : len(audio) - cut_trail]
                 if started and pending_pause > 0:
                     body = np.concatenate([np.zeros(round(pending_pause * sr), np.float32), body])
-                yield AudioPiece(body, i, True)
+                progress.predicted(i, len(audio) // self.config.hop_length)
+                rest, tail = progress.after(i, 0, 0, None, None)
+                yield AudioPiece(body, i, True, rest, tail)
                 started = True
             if fixed is not None:
                 pending_pause = max(0.0, float(fixed))

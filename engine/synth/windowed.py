@@ -27,6 +27,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..playback import PlaybackClock
+
 _LOGGER = logging.getLogger(__name__)
 
 DecodeFn = Callable[[np.ndarray], np.ndarray]
@@ -440,34 +442,6 @@ def _silent_run(audio: np.ndarray, sample_rate: int, peak: float, from_end: bool
     return min(n, k * win)
 
 
-class PlaybackClock:
-    """How much audio handed out is still ahead of a real-time player that starts with the
-    first piece (and waits, without skipping, when a piece comes late). Shared by the
-    sentences of one request, with the decoding speed last measured."""
-
-    def __init__(self) -> None:
-        self.start: float | None = None  # when the player would have started (shifted by stalls)
-        self.handed_out = 0.0  # seconds of audio handed out
-        self.per_frame: float | None = None  # seconds to decode one frame (with context)
-        self.last_size = 0  # frames in the last window
-
-    def ahead(self) -> float:
-        """Seconds of audio handed out but not yet played (0 if the player is waiting)."""
-        if self.start is None:
-            return 0.0
-        ahead = self.handed_out - (time.perf_counter() - self.start)
-        if ahead < 0:  # the player ran dry and waited: it resumes with the next piece
-            self.start -= ahead
-            ahead = 0.0
-        return ahead
-
-    def hand_out(self, seconds: float) -> None:
-        self.ahead()  # account for any stall first
-        if self.start is None:
-            self.start = time.perf_counter()
-        self.handed_out += seconds
-
-
 SAFETY = 0.9
 """Fraction of the audio already ahead of the player that the next window may take to decode."""
 
@@ -509,6 +483,8 @@ class WindowedSentence:
         self.clock = clock if clock is not None else PlaybackClock()
         self.windows: list[tuple[int, int]] = []
         self.durations: np.ndarray | None = None
+        self.frames = 0  # latent frames of the sentence (known once `pieces()` started)
+        self.done = 0  # frames decoded and handed out so far
         self.trail = 0
         self.trail_cut = 0
 
@@ -529,7 +505,7 @@ class WindowedSentence:
         plan, clock = self.plan, self.clock
         latent = synth.latent(self.inputs, self.params, self.noise)  # type: ignore[attr-defined]
         self.durations = latent.durations
-        n = latent.frames
+        n = self.frames = latent.frames
         left, right = synth.context  # type: ignore[attr-defined]
         hop = synth.hop_length  # type: ignore[attr-defined]
         sr = self.sample_rate
@@ -573,6 +549,7 @@ class WindowedSentence:
             if start == 0 and self.lead_in > 0:
                 body = np.concatenate([np.zeros(self.lead_in, np.float32), body])
             clock.hand_out(len(body) / sr)
+            self.done = end
             yield body, last
             start = end
             size = self._next_size(clock.last_size, overlap, frame_s)

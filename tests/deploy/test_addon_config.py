@@ -43,6 +43,7 @@ OPTION_FLAGS = {
     "max_queue": "--max-queue",
     "rewrite": "--no-rewrite",
     "precision": "--precision",
+    "playback_guard": "--playback-guard",
     "volume": "--volume",
     "loudness": "--loudness",
     "lead_silence": "--lead-silence",

@@ -169,6 +169,11 @@ CASES = {
     "max_queue": (3, lambda s, r: s.max_queue == 3, {"max_queue"}),
     "rewrite": (False, lambda s, r: s.rewrite is False, {"rewrite"}),
     "precision": ("int8", lambda s, r: s.engine.precision == "int8", {"engine.precision"}),
+    "playback_guard": (
+        "off",
+        lambda s, r: s.engine.playback_guard == "off",
+        {"engine.playback_guard"},
+    ),
     "user_dictionary": (
         "words.csv",
         lambda s, r: r.share / "words.csv" in s.user_dicts,

@@ -506,7 +506,7 @@ def test_release_memory_setting_keeps_the_audio(small_root, monkeypatch):
 def test_playback_clock_counts_queued_audio_and_stalls():
     import time
 
-    from engine.synth.windowed import PlaybackClock
+    from engine.playback import PlaybackClock
 
     clock = PlaybackClock()
     assert clock.ahead() == 0.0  # nothing handed out yet

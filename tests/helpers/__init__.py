@@ -5,4 +5,6 @@
 - `stores`: a loopback stand-in Hugging Face Hub, a moto S3 server, hayakoe-layout trees
 - `voices`: small neural voices, hayakoe-layout roots, a stand-in BERT
 - `speakers`: waiting on a speaker's lock
+- `benchmarks`: the benchmark scripts' modules (the real-time listener, ...)
+- `cgroup`: a CPU-quota cgroup (a slower machine) for a server process
 """

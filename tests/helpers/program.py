@@ -73,3 +73,43 @@ class Program:
         if self.proc.returncode is None:
             self.proc.kill()
             await self.proc.wait()
+
+
+class Finished:
+    """A program run to its end: exit status and what it wrote."""
+
+    def __init__(self, returncode: int, stdout: bytes, stderr: bytes) -> None:
+        self.returncode = returncode
+        self.stdout = stdout
+        self.stderr = stderr.decode(errors="replace")
+
+
+async def run_program(
+    *args: str,
+    stdin: bytes = b"",
+    env: dict[str, str] | None = None,
+    timeout: float = 120.0,
+) -> Finished:
+    """`python -m wyoming_hayakoe ARGS` to its end (killed after `timeout` seconds), fed
+    `stdin`; `env` overrides entries of `program_env()`."""
+    pipe = asyncio.subprocess.PIPE
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "wyoming_hayakoe",
+        *args,
+        cwd=REPO_ROOT,
+        env={**program_env(), **(env or {})},
+        stdin=pipe,
+        stdout=pipe,
+        stderr=pipe,
+    )
+    try:
+        out, err = await asyncio.wait_for(proc.communicate(stdin), timeout)
+    except BaseException:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+        raise
+    assert proc.returncode is not None
+    return Finished(proc.returncode, out, err)

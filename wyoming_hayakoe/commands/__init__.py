@@ -1,5 +1,5 @@
 """Subcommands of ``wyoming-hayakoe`` (``export``, ``download``, ``export-bert``, ``dict``,
-``quantize``).
+``quantize``, ``say``).
 
 Each is a module ``wyoming_hayakoe.commands.<name_with_underscores>`` with
 ``main(argv: list[str]) -> int``; `wyoming_hayakoe.__main__` dispatches to it by the first
@@ -14,6 +14,7 @@ SUBCOMMANDS: dict[str, str] = {
     "export-bert": "Export the BERT to ONNX (fp32 and int8)",
     "dict": "Check a user dictionary file (dict check FILE...): every bad line is reported",
     "quantize": "Make a voice's int8 graphs and check them against fp32 (fidelity gate)",
+    "say": "Speak text once: to a WAV file, stdout or the sound card (here or via a server)",
 }
 """Subcommand → one-line summary (shown by ``wyoming-hayakoe --help``)."""
 

@@ -1,0 +1,392 @@
+"""A board slower than speech, on this machine: does the playback guard keep speech whole?
+
+    sudo python benchmarks/slow_board.py                   # 20 streamed + 20 one-shot per guard
+    python benchmarks/slow_board.py --requests 3 --boards slow   # a quick look (as root)
+
+Home Assistant's own boxes (Yellow: a Pi CM4, Green: an RK3566) and a Pi 4 run the full-size
+voice slower than real time. This emulates such a board: the server runs in a CPU-quota
+cgroup (`tests/helpers/cgroup.py`: cgroup v1 `cpu.cfs_quota_us`/`cpu.cfs_period_us` or v2
+`cpu.max`; needs root, removed afterwards) sized so the voice runs at a chosen real-time
+factor, and a listener that keeps time (`wyoming_client.listen`) plays every answer from its
+first chunk at real time and counts the gaps it hears (waits under 20 ms are scheduling
+noise, counted apart).
+
+The voice: the full-size benchmark voice (`fullsize.py`: the real JP-Extra shapes with
+RANDOM weights, so speed and lengths are real, the sound is not) in int8 (`--precision int8`,
+its graphs made once in benchmarks/.cache/ours-cache), `--threads 1` (a quota shared by
+spinning worker threads would measure the spinning).
+
+Per board, two servers side by side, `--playback-guard off` and `--playback-guard auto`, each
+in its own cgroup with the same quota; requests alternate between them, one at a time:
+
+1. load at full speed, then the quota; calibration: the quota starts from the CPU time the
+   voice needs per second of audio (measured on this server) and is corrected from the
+   measured one-shot RTF (guard off) until it lies in the board's range; these requests
+   (sent to both servers) are also their warm-up at the board's speed;
+2. `--requests` streamed (`synthesize-start`, deltas of `--chars-per-token` characters at
+   `--tokens-per-s`, `synthesize-stop`) and as many one-shot requests per server, texts of
+   two or three sentences (about 6 s of audio).
+
+Boards: `slow` (RTF 1.3-2.0, aiming at 1.6), `just` (RTF ~0.9: just fast enough), `free` (no
+quota: RTF well under 0.8; guard on vs off should not change first audio).
+
+Figures per board and mode: gaps (count, seconds) with the guard off and on; first audio with
+each; the theoretical minimum first audio D·(r−1) + w for a request of D seconds of audio,
+r the board's measured RTF and w the first window's time (median first audio with the guard
+off) — playback that starts earlier must wait somewhere — and first audio / that minimum
+(target ≤ 1.2). Also the hindsight minimum of each guard-off request: the shortest hold-back
+that would have made that very arrival schedule gapless.
+
+Writes benchmarks/results/slow-board.txt (the table and notes) and slow-board.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
+
+import harness  # noqa: E402 (after the path set-up)
+from common import VOICE_NAME  # noqa: E402
+from wyoming_client import Pace, listen, wait_ready  # noqa: E402
+
+from tests.helpers.cgroup import CpuQuota, quota_unavailable  # noqa: E402
+
+GUARDS = ("off", "auto")
+MODES = ("streamed", "one-shot")
+
+
+@dataclass(frozen=True)
+class Board:
+    name: str
+    rtf: float | None
+    """The real-time factor aimed at (None: no quota)."""
+    low: float = 0.0
+    high: float = float("inf")
+    """The range the calibration must reach."""
+
+
+BOARDS = {
+    "slow": Board("slow", 1.6, 1.3, 2.0),
+    "just": Board("just", 0.9, 0.8, 1.0),
+    "free": Board("free", None, 0.0, 0.8),
+}
+
+# Two or three sentences each, about 6 s of audio from the benchmark voice (2.75 frames per
+# phone id, `fullsize.py`).
+SLOW_TEXTS = (
+    "おはようございます。今日は一日晴れて、最高気温は二十三度の予報です。",
+    "リビングの照明を消しました。寝室のエアコンは二十六度に設定してあります。",
+    "玄関の鍵が開いています。出かける前に、もう一度確認してください。",
+    "明日の朝は七時にアラームを鳴らします。天気は曇りのち雨の見込みです。",
+    "洗濯機が止まりました。雨が降りそうなので、洗濯物は部屋に干しましょう。",
+    "キッチンの電気をつけました。ほかに何かお手伝いできることはありますか？",
+    "今夜は冷え込むので、暖房のタイマーを六時に合わせておきますね。",
+    "お風呂が沸きました。冷めないうちに、ゆっくり温まってください。",
+)
+
+
+# ---------------------------------------------------------------------- calibration ---
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU time (user + system) process `pid` has used so far."""
+    import psutil
+
+    t = psutil.Process(pid).cpu_times()
+    return float(t.user + t.system)
+
+
+def quota_for(cpu_per_audio_s: float, rtf: float) -> float:
+    """CPUs that make a voice needing `cpu_per_audio_s` CPU seconds per second of audio run
+    at real-time factor `rtf` (where nothing but the quota holds it back)."""
+    return cpu_per_audio_s / rtf
+
+
+async def cpu_per_audio(port: int, pid: int, texts: tuple[str, ...], voice: str | None) -> float:
+    """CPU seconds the server process `pid` spends per second of audio, one-shot requests."""
+    audio = 0.0
+    c0 = cpu_seconds(pid)
+    for text in texts:
+        heard = await listen("127.0.0.1", port, text, voice, streamed=False)
+        audio += heard.clock.audio_s
+    return (cpu_seconds(pid) - c0) / max(audio, 1e-9)
+
+
+# --------------------------------------------------------------------------- servers ---
+
+
+@dataclass
+class Server:
+    guard: str
+    port: int
+    proc: Any
+    quota: CpuQuota | None = None
+    heard: list[dict[str, Any]] = field(default_factory=list)
+
+
+def start_servers(board: str, root: Path, threads: int) -> dict[str, Server]:
+    servers = {}
+    for guard in GUARDS:
+        port = harness.free_port()
+        proc = harness.start_server(
+            "ours",
+            root,
+            port,
+            label=f"slow-board-{board}-guard-{guard}",
+            args=("--precision", "int8", "--threads", str(threads), "--playback-guard", guard),
+        )
+        servers[guard] = Server(guard, port, proc)
+    return servers
+
+
+def stop_servers(servers: dict[str, Server]) -> None:
+    for s in servers.values():
+        if s.quota is not None:
+            s.quota.remove()  # a throttled server would take long to drain and stop
+    harness.stop_servers({g: s.proc for g, s in servers.items()})
+
+
+# -------------------------------------------------------------------------- requests ---
+
+
+async def one(server: Server, text: str, mode: str, pace: Pace) -> dict[str, Any]:
+    heard = await listen(
+        "127.0.0.1", server.port, text, VOICE_NAME, streamed=mode == "streamed", pace=pace
+    )
+    return {"mode": mode, "chars": len(text), **heard.summary()}
+
+
+async def calibrate(servers: dict[str, Server], board: Board, pace: Pace, log: Any) -> dict:
+    """Set both servers' quota so the guard-off one-shot RTF lies in the board's range."""
+    off = servers["off"]
+    need = await cpu_per_audio(off.port, off.proc.pid, SLOW_TEXTS[:2], VOICE_NAME)
+    found: dict[str, Any] = {"cpu_per_audio_s": need, "steps": []}
+    if board.rtf is None:
+        for s in servers.values():  # warm-up, both servers alike
+            await one(s, SLOW_TEXTS[0], "one-shot", pace)
+        return found
+    cpus = quota_for(need, board.rtf)
+    for s in servers.values():
+        s.quota = CpuQuota(f"{board.name}-{s.guard}", cpus)
+        s.quota.create()
+        s.quota.add(s.proc.pid)
+    rtf = float("nan")
+    for step in range(5):
+        for s in servers.values():
+            assert s.quota is not None
+            s.quota.set(cpus)
+        rtfs = []
+        for i in range(2):
+            text = SLOW_TEXTS[(step * 2 + i) % len(SLOW_TEXTS)]
+            for s in servers.values():
+                r = await one(s, text, "one-shot", pace)
+                if s.guard == "off":
+                    rtfs.append(r["total_s"] / r["audio_s"])
+        rtf = statistics.median(rtfs)
+        found["steps"].append({"cpus": cpus, "rtf": rtf})
+        log(f"  {board.name}: {cpus:.3f} CPUs → RTF {rtf:.2f} (aim {board.rtf})")
+        if board.low <= rtf <= board.high and abs(rtf / board.rtf - 1) < 0.15:
+            break
+        cpus *= rtf / board.rtf
+    found.update(cpus=servers["off"].quota.cpus if servers["off"].quota else None, rtf=rtf)
+    return found
+
+
+async def run_board(board: Board, root: Path, args: argparse.Namespace, log: Any) -> dict:
+    pace = Pace(args.tokens_per_s, args.chars_per_token)
+    servers = start_servers(board.name, root, args.threads)
+    try:
+        for s in servers.values():
+            await wait_ready("127.0.0.1", s.port, timeout=1800)
+        cal = await calibrate(servers, board, pace, log)
+        for i in range(args.requests):
+            text = SLOW_TEXTS[i % len(SLOW_TEXTS)]
+            for mode in MODES:
+                order = GUARDS if (i + MODES.index(mode)) % 2 == 0 else GUARDS[::-1]
+                for guard in order:
+                    servers[guard].heard.append(await one(servers[guard], text, mode, pace))
+            if (i + 1) % 5 == 0:
+                log(f"  {board.name}: {i + 1}/{args.requests} rounds")
+        throttled = {g: s.quota.throttled() if s.quota else 0 for g, s in servers.items()}
+    finally:
+        stop_servers(servers)
+    return {
+        "board": board.__dict__,
+        "calibration": cal,
+        "throttled_periods": throttled,
+        "requests": {g: s.heard for g, s in servers.items()},
+    }
+
+
+# ----------------------------------------------------------------------------- report ---
+
+
+def _med(values: list[float]) -> float:
+    return float(statistics.median(values)) if values else float("nan")
+
+
+def summarize(res: dict) -> dict[str, dict[str, float]]:
+    """Per mode: the figures of the table."""
+    out = {}
+    for mode in MODES:
+        off = [r for r in res["requests"]["off"] if r["mode"] == mode]
+        on = [r for r in res["requests"]["auto"] if r["mode"] == mode]
+        if not off or not on:
+            continue
+        r = _med([x["total_s"] / x["audio_s"] for x in off])
+        w = _med([x["first_audio_s"] for x in off])
+        minima = [x["audio_s"] * max(r - 1.0, 0.0) + w for x in on]
+        ratios = [x["first_audio_s"] / m for x, m in zip(on, minima)]
+        out[mode] = {
+            "requests": len(on),
+            "audio_s": _med([x["audio_s"] for x in off]),
+            "rtf": r,
+            "off_gaps": sum(x["gaps"] for x in off),
+            "off_gap_s": sum(x["gap_s"] for x in off),
+            "off_requests_with_gaps": sum(1 for x in off if x["gaps"]),
+            "on_gaps": sum(x["gaps"] for x in on),
+            "on_gap_s": sum(x["gap_s"] for x in on),
+            "off_first_audio_s": w,
+            "on_first_audio_s": _med([x["first_audio_s"] for x in on]),
+            "minimum_s": _med(minima),
+            "on_over_minimum": _med(ratios),
+            "on_over_minimum_max": max(ratios),
+            "hindsight_s": _med([x["gapless_start_s"] for x in off]),
+            "noise_waits": sum(x["noise_waits"] for x in off + on),
+            "noise_s_max": max(x["noise_s"] for x in off + on),
+        }
+    return out
+
+
+HEADER = (
+    "board",
+    "mode",
+    "RTF",
+    "audio (s)",
+    "guard off: gaps (count, s)",
+    "guard on: gaps (count, s)",
+    "first audio off (s)",
+    "first audio on (s)",
+    "D·(r−1)+w (s)",
+    "on / minimum (median, max)",
+    "hindsight gapless start, off (s)",
+    "on / off first audio",
+)
+
+
+def render(results: dict) -> str:
+    lines = harness.table_head(HEADER, "ll" + "r" * (len(HEADER) - 2))
+    for name, res in results["boards"].items():
+        for mode, f in summarize(res).items():
+            n = f["requests"]
+            lines.append(
+                harness.table_row(
+                    [
+                        name,
+                        f"{mode} ×{n}",
+                        f"{f['rtf']:.2f}",
+                        f"{f['audio_s']:.1f}",
+                        f"{f['off_gaps']} in {f['off_requests_with_gaps']}/{n}, "
+                        f"{f['off_gap_s']:.1f}",
+                        f"{f['on_gaps']}, {f['on_gap_s']:.1f}",
+                        f"{f['off_first_audio_s']:.2f}",
+                        f"{f['on_first_audio_s']:.2f}",
+                        f"{f['minimum_s']:.2f}",
+                        f"{f['on_over_minimum']:.2f}×, {f['on_over_minimum_max']:.2f}×",
+                        f"{f['hindsight_s']:.2f}",
+                        f"{f['on_first_audio_s'] / f['off_first_audio_s']:.2f}×",
+                    ]
+                )
+            )
+    notes = [
+        "",
+        f"Run {results['date_utc']} UTC, {results['machine']}; load average "
+        f"{results['load_avg_start']} at the start, {results['load_avg_end']} at the end.",
+        "Voice: the full-size benchmark voice (real JP-Extra shapes, RANDOM weights: speed and "
+        "lengths are real, the sound is not) in int8, `--threads "
+        f"{results['threads']}`; each server in its own CPU-quota cgroup "
+        "(quota per board below), requests alternating between guard off and guard on.",
+        f"Streamed text: deltas of {results['pace']['chars_per_token']} characters at "
+        f"{results['pace']['tokens_per_s']:g} tokens/s. RTF: median wall time / audio of the "
+        "guard-off requests of that mode. w: median first audio with the guard off (the first "
+        "window). Gaps: waits of a real-time listener ≥ 20 ms; shorter waits are scheduling "
+        "noise, not counted.",
+    ]
+    for name, res in results["boards"].items():
+        cal = res["calibration"]
+        q = f"{cal['cpus']:.3f} CPUs" if cal.get("cpus") else "none"
+        per = summarize(res)
+        noise = sum(f["noise_waits"] for f in per.values())
+        notes.append(
+            f"- {name}: quota {q}; the voice needs {cal['cpu_per_audio_s']:.3f} CPU s per s of "
+            f"audio unthrottled; throttled periods {res['throttled_periods']}; "
+            f"{noise} waits under 20 ms in all."
+        )
+    return "\n".join(lines + notes)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description="The playback guard on an emulated slow board.")
+    parser.add_argument(
+        "--requests",
+        type=int,
+        default=20,
+        help="streamed and one-shot requests per guard and board (default 20 + 20)",
+    )
+    parser.add_argument(
+        "--boards", default="slow,just,free", help="comma-separated: " + ", ".join(BOARDS)
+    )
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--tokens-per-s", type=float, default=30.0)
+    parser.add_argument("--chars-per-token", type=int, default=2)
+    parser.add_argument("--out", type=Path, default=harness.RESULTS)
+    args = parser.parse_args()
+    names = [b.strip() for b in args.boards.split(",") if b.strip()]
+    unknown = [b for b in names if b not in BOARDS]
+    if unknown:
+        parser.error(f"unknown board(s) {unknown}; known: {list(BOARDS)}")
+    if any(BOARDS[b].rtf is not None for b in names):
+        reason = quota_unavailable()
+        if reason:
+            parser.error(f"a slow board needs a CPU-quota cgroup: {reason}")
+
+    import fullsize
+
+    root = fullsize.build()
+    results: dict[str, Any] = {
+        "date_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
+        "machine": f"{os.cpu_count()} CPUs",
+        "load_avg_start": [round(x, 1) for x in os.getloadavg()],
+        "threads": args.threads,
+        "pace": {"tokens_per_s": args.tokens_per_s, "chars_per_token": args.chars_per_token},
+        "boards": {},
+    }
+    args.out.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        harness.log(f"board {name}")
+        results["boards"][name] = asyncio.run(run_board(BOARDS[name], root, args, harness.log))
+        results["boards"][name]["summary"] = summarize(results["boards"][name])
+        results["load_avg_end"] = [round(x, 1) for x in os.getloadavg()]
+        (args.out / "slow-board.json").write_text(
+            json.dumps(results, indent=2, ensure_ascii=False), encoding="utf-8"
+        )
+    text = render(results)
+    (args.out / "slow-board.txt").write_text(text + "\n", encoding="utf-8")
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

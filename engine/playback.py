@@ -1,0 +1,226 @@
+"""Playback without gaps on machines slower than speech: the listener's clock, this voice's
+measured speed, and the guard that holds back a request's first audio.
+
+A listener (Home Assistant's media player, `aplay`) starts playing at the first chunk and
+then plays in real time; when the next audio is not there yet it waits, and the sentence
+falls silent mid-word. On a board where synthesis is slower than speech (real-time factor
+r > 1: r seconds of work per second of audio) that happens several times per answer if
+audio is sent as soon as it exists. The guard sends it that way only while synthesis keeps
+ahead; otherwise it holds the audio back until what the listener has in hand covers the
+rest of the request:
+
+    ahead + held  >=  (r - 1) * R  +  safety
+
+where `ahead` is audio sent and not yet played, `held` audio made and not yet sent, `R` the
+audio still to come (the voice's predicted durations, `AudioPiece.remaining`), `r` this
+voice's speed on this machine and `safety` the largest piece still to come
+(`AudioPiece.tail`: audio arrives piece by piece, and the listener must be able to play
+on while the last one is made) plus a little jitter. For a request of D seconds at speed r
+the first audio then waits about D * (r - 1), the least any schedule can wait without a
+gap; with r <= 1 the audio goes out at once, as without the guard. A listener that ran
+dry (the estimate was too low, or text from a language model arrives slower than speech)
+is the same as one that has not started: the next audio is held by the same rule, so a
+gap happens once, not once per piece.
+
+`r` comes from a `SpeedMeter` per speaker (one estimate per precision, learned from the
+warm-up and from every request, rising fast when the machine gets busier and falling
+slowly), and, within a request, from the request's own pace once it has made enough audio.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from typing import Protocol, TypeVar
+
+_LOGGER = logging.getLogger(__name__)
+
+RATE_MARGIN = 1.05
+"""The speed estimate is multiplied by this before it is used (a slightly pessimistic r)."""
+SAFETY_S = 0.15
+"""Seconds of audio kept in hand on top of the largest piece to come (scheduling jitter)."""
+MAX_NEED_S = 30.0
+"""At most this much audio is held back: a very long text on a slow machine starts after at
+most about this long and may pause later, instead of starting only after minutes."""
+LIVE_MIN_S = 0.8
+"""Seconds of a request's own audio (after its first piece) before its pace is trusted."""
+METER_MIN_AUDIO_S = 0.3
+"""Render calls with less audio than this teach the meter nothing (all overhead)."""
+RISE, FALL = 0.5, 0.2
+"""Weights of a new measurement in the meter's moving average, when it is slower / faster."""
+
+
+class PlaybackClock:
+    """How much audio handed out is still ahead of a real-time player that starts with the
+    first piece (and waits, without skipping, when a piece comes late). The windowed decoder
+    shares one per request with the decoding speed last measured (`per_frame`,
+    `last_size`); the playback guard keeps one per request for what it has sent."""
+
+    def __init__(self, now: Callable[[], float] = time.perf_counter) -> None:
+        self._now = now
+        self.start: float | None = None  # when the player would have started (shifted by stalls)
+        self.handed_out = 0.0  # seconds of audio handed out
+        self.stalls = 0  # times the player ran dry after it started
+        self.stalled_s = 0.0  # seconds it waited in all
+        self.per_frame: float | None = None  # seconds to decode one frame (with context)
+        self.last_size = 0  # frames in the last window
+
+    @property
+    def started(self) -> bool:
+        return self.start is not None
+
+    def ahead(self) -> float:
+        """Seconds of audio handed out but not yet played (0 if the player is waiting)."""
+        if self.start is None:
+            return 0.0
+        ahead = self.handed_out - (self._now() - self.start)
+        if ahead < 0:  # the player ran dry and waited: it resumes with the next piece
+            self.start -= ahead
+            self.stalls += 1
+            self.stalled_s -= ahead
+            ahead = 0.0
+        return ahead
+
+    def hand_out(self, seconds: float) -> None:
+        self.ahead()  # account for any stall first
+        if self.start is None:
+            self.start = self._now()
+        self.handed_out += seconds
+
+
+class SpeedMeter:
+    """Synthesis seconds per second of audio (the real-time factor) of one voice on this
+    machine, one estimate per precision. Thread-safe."""
+
+    def __init__(self) -> None:
+        self._rates: dict[str, float] = {}
+        self._lock = threading.Lock()
+
+    def observe(self, key: str, compute_s: float, audio_s: float) -> None:
+        """One render call's work: `compute_s` seconds for `audio_s` seconds of audio."""
+        if audio_s < METER_MIN_AUDIO_S or compute_s <= 0:
+            return
+        rate = compute_s / audio_s
+        with self._lock:
+            old = self._rates.get(key)
+            if old is None:
+                self._rates[key] = rate
+            else:
+                weight = RISE if rate > old else FALL
+                self._rates[key] = old + weight * (rate - old)
+
+    def rate(self, key: str) -> float | None:
+        """The current estimate for `key`, or None before any measurement."""
+        with self._lock:
+            return self._rates.get(key)
+
+
+class Chunk(Protocol):
+    """What the guard paces: anything with a duration in seconds (`engine.AudioResult`)."""
+
+    @property
+    def duration(self) -> float: ...
+
+
+C = TypeVar("C", bound=Chunk)
+
+
+class PlaybackGuard:
+    """One request's pacing (see the module doc). The speaker reports each piece the voice
+    makes (`produced`) and passes its output chunks through `pace`."""
+
+    def __init__(
+        self,
+        base_rate: float | None,
+        *,
+        label: str = "",
+        now: Callable[[], float] = time.perf_counter,
+    ) -> None:
+        self.base_rate = base_rate
+        self.label = label
+        self._now = now
+        self.clock = PlaybackClock(now)
+        self.remaining = 0.0  # seconds the voice says are still to come
+        self.tail = 0.0  # seconds in the largest piece still to come
+        self._first: tuple[float, float] | None = None  # (compute, audio) of the first piece
+        self._compute = 0.0
+        self._audio = 0.0
+        self.held_s = 0.0  # seconds of first audio this request held back in all
+        self.holds = 0  # times it held back audio
+        self._hold_started: float | None = None
+
+    # -- what the voice reports ---------------------------------------------------------
+    def produced(
+        self, audio_s: float, compute_s: float, remaining: float | None, tail: float = 0.0
+    ) -> None:
+        """The voice made `audio_s` seconds in `compute_s` seconds; `remaining` seconds are
+        still to come in this call (None: unknown, taken as none), the largest piece of them
+        `tail` seconds."""
+        if self._first is None:
+            self._first = (compute_s, audio_s)
+        else:
+            self._compute += compute_s
+            self._audio += audio_s
+        self.remaining = max(0.0, remaining or 0.0)
+        self.tail = min(max(0.0, tail), self.remaining)
+
+    def rate(self, *, stalled: bool = False) -> float | None:
+        """The speed used now: the voice's measured speed, or this request's own pace where it
+        is slower (a busier machine), times `RATE_MARGIN`. The request's pace counts once it
+        has made `LIVE_MIN_S` after its first piece; before that, its pace with the first
+        piece (start-up cost included, so pessimistic) counts only when nothing was measured
+        before or the listener already ran dry (`stalled`)."""
+        rates = []
+        if self.base_rate is not None:
+            rates.append(self.base_rate)
+        if self._audio >= LIVE_MIN_S:
+            rates.append(self._compute / self._audio)
+        elif (self.base_rate is None or stalled) and self._first is not None:
+            made = self._first[1] + self._audio
+            if made > 0:
+                rates.append((self._first[0] + self._compute) / made)
+        return max(rates) * RATE_MARGIN if rates else None
+
+    def needed(self, *, stalled: bool = False) -> float:
+        """Seconds the listener must have in hand before it may (re)start."""
+        r = self.rate(stalled=stalled)
+        if r is None or r <= 1.0:
+            return 0.0
+        return min(MAX_NEED_S, (r - 1.0) * self.remaining + self.tail + SAFETY_S)
+
+    # -- pacing ----------------------------------------------------------------------------
+    def pace(self, chunks: Iterable[C]) -> Iterator[C]:
+        """`chunks`, each as soon as the listener can play on without waiting."""
+        held: list[C] = []
+        held_s = 0.0
+        for chunk in chunks:
+            held.append(chunk)
+            held_s += chunk.duration
+            ahead = self.clock.ahead()
+            need = self.needed(stalled=self.clock.started and ahead <= 0.0)
+            if ahead + held_s < need:
+                if self._hold_started is None:
+                    self._hold_started = self._now()
+                    self.holds += 1
+                continue
+            yield from self._release(held, held_s)
+            held, held_s = [], 0.0
+        if held:
+            yield from self._release(held, held_s)
+
+    def _release(self, held: list[C], held_s: float) -> Iterator[C]:
+        if self._hold_started is not None:
+            waited = self._now() - self._hold_started
+            self.held_s += waited
+            self._hold_started = None
+            _LOGGER.debug(
+                "%s: held audio back %.2f s (speed %.2f x real time, %.1f s still to come)",
+                self.label,
+                waited,
+                self.rate() or 0.0,
+                self.remaining,
+            )
+        self.clock.hand_out(held_s)
+        yield from held

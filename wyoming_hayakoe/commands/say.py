@@ -1,0 +1,719 @@
+"""`wyoming-hayakoe say TEXT`: speak once, to a WAV file, to stdout or to the sound card.
+
+    wyoming-hayakoe say "おはようございます。" --play                  # embedded voice
+    echo "七時です。" | wyoming-hayakoe say --voice jvnv-F1-jp --style Happy -o alarm.wav
+    wyoming-hayakoe say "起きて" --preset alarm=openjtalk-mei:High,volume=6dB --play
+    wyoming-hayakoe say "起きて" --server tcp://speaker.local:10200 --voice alarm --play
+
+Either the command loads the voice itself (the server's voice, engine, synthesis and output
+flags, parsed by `wyoming_hayakoe.settings`/`presets`, so a voice speaks here exactly as the
+server would make it speak for a one-shot request), or it asks a running server
+(``--server``): a plain Wyoming client that sends one ``synthesize`` and writes or plays the
+audio as it arrives (the server's options and presets are its own there; ``--voice`` names
+any voice it serves, ``VOICE:STYLE`` or a preset).
+
+``--play`` pipes raw PCM to ALSA's ``aplay`` (found on PATH) chunk by chunk, so playback
+starts with the first audio; ``-o FILE`` writes the WAV as the audio arrives (to a temporary
+file renamed at the end: an alarm never finds half a file); ``-o -`` writes the WAV to
+stdout once it is complete (a WAV header holds its length and a pipe cannot be rewound).
+
+Exit status, for cron jobs and systemd timers: 0 when the audio was written or played, 2 for
+bad arguments (argparse's own) or no text, 1 for anything else, with one line on stderr
+naming what failed (the server that refused the connection, the unknown voice with the
+available ones, the player that is missing or could not open a sound device).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import logging
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import wave
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, BinaryIO, Protocol
+from urllib.parse import urlparse
+
+from wyoming.audio import AudioChunk, AudioStart, AudioStop
+from wyoming.error import Error
+from wyoming.event import Event, read_event, write_event
+from wyoming.info import Describe, Info
+from wyoming.tts import Synthesize, SynthesizeVoice
+
+from engine import EMBEDDED_VOICE_NAME, RedactingFilter, redact
+
+_LOGGER = logging.getLogger(__name__)
+
+PROG = "wyoming-hayakoe say"
+PLAYER = "aplay"
+"""The ALSA player `--play` runs (alsa-utils)."""
+DEFAULT_TIMEOUT_S = 120.0
+STYLE_SEPARATOR = ":"
+SAMPLE_WIDTH = 2
+"""The engine's audio: 16-bit mono."""
+
+_APLAY_FORMATS = {1: "U8", 2: "S16_LE", 3: "S24_3LE", 4: "S32_LE"}
+"""Bytes per sample → aplay's ``-f`` (Wyoming audio is little-endian; 8-bit is unsigned)."""
+
+
+class SayError(Exception):
+    """What failed, in one line for stderr (exit status 1)."""
+
+
+class UsageError(Exception):
+    """Arguments that do not fit together (exit status 2)."""
+
+
+# -- audio sinks -------------------------------------------------------------------------
+class AudioSink(Protocol):
+    """Where the audio goes: `start` once with its format, `write` per chunk, `close`."""
+
+    def start(self, rate: int, width: int, channels: int) -> None: ...
+
+    def write(self, pcm: bytes) -> None: ...
+
+    def close(self) -> None:
+        """Finish (the file is complete, the player has played it all); `SayError` if not."""
+        ...
+
+    def abort(self) -> None:
+        """Give up after a failure: leave nothing half-made behind."""
+        ...
+
+
+class WavFileSink:
+    """A WAV file, written as the audio arrives into a temporary file next to it that
+    replaces `path` when the audio is complete."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._tmp: Path | None = None
+        self._wav: wave.Wave_write | None = None
+
+    def start(self, rate: int, width: int, channels: int) -> None:
+        directory = self.path.parent
+        try:
+            fd, name = tempfile.mkstemp(prefix=f".{self.path.name}.", dir=directory)
+        except OSError as exc:
+            raise SayError(f"cannot write {self.path}: {exc.strerror or exc}") from None
+        os.close(fd)
+        self._tmp = Path(name)
+        self._wav = wave.open(name, "wb")
+        self._wav.setnchannels(channels)
+        self._wav.setsampwidth(width)
+        self._wav.setframerate(rate)
+
+    def write(self, pcm: bytes) -> None:
+        assert self._wav is not None, "write before start"
+        try:
+            self._wav.writeframes(pcm)
+        except OSError as exc:
+            raise SayError(f"cannot write {self.path}: {exc.strerror or exc}") from None
+
+    def close(self) -> None:
+        assert self._wav is not None and self._tmp is not None, "close before start"
+        try:
+            self._wav.close()
+            self._tmp.chmod(0o644)
+            self._tmp.replace(self.path)
+        except OSError as exc:
+            self.abort()
+            raise SayError(f"cannot write {self.path}: {exc.strerror or exc}") from None
+        self._tmp = None
+
+    def abort(self) -> None:
+        if self._wav is not None:
+            with contextlib.suppress(Exception):
+                self._wav.close()
+        if self._tmp is not None:
+            self._tmp.unlink(missing_ok=True)
+            self._tmp = None
+
+
+class StdoutSink:
+    """The whole WAV file on stdout once the audio is complete."""
+
+    def __init__(self, stream: BinaryIO) -> None:
+        self._stream = stream
+        self._format: tuple[int, int, int] | None = None
+        self._pcm: list[bytes] = []
+
+    def start(self, rate: int, width: int, channels: int) -> None:
+        self._format = (rate, width, channels)
+
+    def write(self, pcm: bytes) -> None:
+        self._pcm.append(pcm)
+
+    def close(self) -> None:
+        assert self._format is not None, "close before start"
+        rate, width, channels = self._format
+        wav_bytes = io.BytesIO()
+        with wave.open(wav_bytes, "wb") as wav:  # sizes in the header need a seekable file
+            wav.setnchannels(channels)
+            wav.setsampwidth(width)
+            wav.setframerate(rate)
+            wav.writeframes(b"".join(self._pcm))
+        try:
+            self._stream.write(wav_bytes.getvalue())
+            self._stream.flush()
+        except (OSError, ValueError) as exc:
+            raise SayError(f"cannot write to stdout: {exc}") from None
+
+    def abort(self) -> None:
+        self._pcm.clear()
+
+
+class PlayerSink:
+    """Raw PCM piped to ``aplay`` chunk by chunk: playback starts with the first chunk, and
+    `close` returns when the player has played everything."""
+
+    def __init__(self, player: str, device: str | None = None) -> None:
+        self.player = player
+        self.device = device
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._errors: IO[bytes] | None = None
+
+    def command(self, rate: int, width: int, channels: int) -> list[str]:
+        """The player's command line for this format."""
+        fmt = _APLAY_FORMATS.get(width)
+        if fmt is None:
+            raise SayError(f"cannot play {8 * width}-bit audio")
+        args = [self.player, "-q", "-t", "raw", "-f", fmt, "-r", str(rate), "-c", str(channels)]
+        if self.device:
+            args += ["-D", self.device]
+        return [*args, "-"]
+
+    def start(self, rate: int, width: int, channels: int) -> None:
+        command = self.command(rate, width, channels)
+        self._errors = tempfile.TemporaryFile()
+        try:
+            self._proc = subprocess.Popen(
+                command, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=self._errors
+            )
+        except OSError as exc:
+            raise SayError(f"cannot start {self.player}: {exc.strerror or exc}") from None
+
+    def write(self, pcm: bytes) -> None:
+        assert self._proc is not None and self._proc.stdin is not None, "write before start"
+        try:
+            self._proc.stdin.write(pcm)
+            self._proc.stdin.flush()
+        except (BrokenPipeError, ValueError):
+            raise self._failure() from None
+
+    def close(self) -> None:
+        assert self._proc is not None and self._proc.stdin is not None, "close before start"
+        with contextlib.suppress(BrokenPipeError):
+            self._proc.stdin.close()
+        if self._proc.wait() != 0:
+            raise self._failure()
+        self._cleanup()
+
+    def _failure(self) -> SayError:
+        """The player's own reason (its last stderr line), e.g. no sound device."""
+        assert self._proc is not None
+        with contextlib.suppress(BrokenPipeError, OSError):
+            if self._proc.stdin is not None:
+                self._proc.stdin.close()
+        code = self._proc.wait()
+        said = ""
+        if self._errors is not None:
+            self._errors.seek(0)
+            lines = self._errors.read().decode(errors="replace").strip().splitlines()
+            said = lines[-1].strip() if lines else ""
+        self._cleanup()
+        return SayError(
+            f"cannot play: {self.player} failed (exit status {code})"
+            + (f": {said}" if said else "")
+        )
+
+    def abort(self) -> None:
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.kill()
+            self._proc.wait()
+        self._cleanup()
+
+    def _cleanup(self) -> None:
+        if self._errors is not None:
+            self._errors.close()
+            self._errors = None
+
+
+def find_player() -> str:
+    """The path of ``aplay`` on PATH; `SayError` when there is none."""
+    found = shutil.which(PLAYER)
+    if found is None:
+        raise SayError(
+            f"cannot play: no audio player: {PLAYER} not found on PATH "
+            "(install alsa-utils, or write a file with -o)"
+        )
+    return found
+
+
+# -- the command line ----------------------------------------------------------------------
+def build_parser() -> argparse.ArgumentParser:
+    """The command's argument parser (the server's voice flags, and its own)."""
+    from ..settings import add_voice_arguments
+
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description=(
+            "Speak TEXT once: to a WAV file, to stdout or to the sound card, with a voice "
+            "loaded here or by asking a running server (--server). Exit status: 0 done, "
+            "1 failed (one line on stderr says what), 2 bad arguments."
+        ),
+    )
+    parser.add_argument(
+        "text",
+        nargs="*",
+        metavar="TEXT",
+        help="what to say (words are joined with spaces); '-' or nothing: read stdin",
+    )
+    out = parser.add_mutually_exclusive_group(required=True)
+    out.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE",
+        help="write a WAV file ('-': the WAV on stdout)",
+    )
+    out.add_argument(
+        "--play",
+        action="store_true",
+        help=f"play on the sound card through ALSA's {PLAYER} (on PATH), as the audio arrives",
+    )
+    parser.add_argument(
+        "--audio-device",
+        metavar="PCM",
+        help=f"with --play: the ALSA device ({PLAYER} -D), e.g. plughw:1,0 (default: ALSA's)",
+    )
+    parser.add_argument(
+        "--server",
+        metavar="URI",
+        help="ask a running server (tcp://HOST:PORT or unix://PATH) instead of loading the voice",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT_S,
+        metavar="SECONDS",
+        help="with --server: longest wait for the server to connect or send the next event "
+        "(default: %(default)g)",
+    )
+    parser.add_argument(
+        "--voice",
+        metavar="NAME[=SOURCE]",
+        help=f"the voice that speaks (default: {EMBEDDED_VOICE_NAME}; with --server, the "
+        "server's default voice). NAME may be VOICE:STYLE; with --server, any voice the server "
+        "serves, presets included. Here, =SOURCE says where to load it from (hf://user/repo, "
+        "s3://bucket/prefix, file:///path, /path)",
+    )
+    parser.add_argument("--style", help="the voice's style (default: Neutral, else its first)")
+    parser.add_argument(
+        "--preset",
+        metavar="NAME=VOICE[:STYLE],KEY=VALUE,...",
+        help="speak with a preset, written as for the server's --preset (not with --server: "
+        "there name the server's preset with --voice)",
+    )
+    add_voice_arguments(parser)
+    parser.add_argument("--debug", action="store_true", help="log DEBUG messages")
+    return parser
+
+
+def _voice_flag_defaults() -> dict[str, object]:
+    """`add_voice_arguments`' flags and their defaults (to tell which were given)."""
+    from ..settings import add_voice_arguments
+
+    probe = argparse.ArgumentParser(add_help=False)
+    add_voice_arguments(probe)
+    return vars(probe.parse_args([]))
+
+
+def read_text(words: Sequence[str], stdin: IO[str]) -> str:
+    """TEXT, or stdin for '-' / nothing; `UsageError` when there is nothing to say."""
+    if list(words) in ([], ["-"]):
+        if stdin.isatty():
+            raise UsageError("no TEXT given (give it as an argument or pipe it on stdin)")
+        text = stdin.read()
+    else:
+        text = " ".join(words)
+    if not text.strip():
+        raise UsageError("the text is empty")
+    return text.strip()
+
+
+@dataclass(frozen=True)
+class Request:
+    """What to say, with which voice and style (names as the user wrote them)."""
+
+    text: str
+    voice: str | None
+    style: str | None
+
+
+def _make_sink(args: argparse.Namespace, stdout: BinaryIO) -> AudioSink:
+    if args.play:
+        return PlayerSink(find_player(), args.audio_device)
+    if args.output == "-":
+        return StdoutSink(stdout)
+    return WavFileSink(Path(args.output))
+
+
+# -- speaking here -------------------------------------------------------------------------
+def speak_here(
+    args: argparse.Namespace,
+    request: Request,
+    sink: AudioSink,
+    environ: Mapping[str, str],
+) -> float:
+    """Load the voice (as the server would) and speak; returns the seconds of audio."""
+    from ..flags import SettingsError, VoiceSpec
+    from ..info import VoiceCatalog
+    from ..presets import output_options, parse_presets, resolve_presets
+    from ..server import build_tts
+    from ..settings import Settings, voice_fields
+
+    try:
+        spec = VoiceSpec.parse(request.voice) if request.voice else None
+        presets = parse_presets([args.preset] if args.preset else [])
+    except SettingsError as exc:
+        raise UsageError(str(exc)) from None
+    style = request.style
+    if presets:
+        preset = presets[0]
+        if spec is not None and spec.name != preset.voice:
+            raise UsageError(
+                f"--preset {preset.name!r} speaks with {preset.voice!r} but --voice names "
+                f"{spec.name!r}"
+            )
+        voices = (VoiceSpec(preset.voice, spec.source if spec else None),)
+        name = preset.name
+    else:
+        spec = spec or VoiceSpec(EMBEDDED_VOICE_NAME)
+        voice_name = spec.name
+        if STYLE_SEPARATOR in voice_name:  # VOICE:STYLE, as the server names styles
+            voice_name, _, named_style = voice_name.rpartition(STYLE_SEPARATOR)
+            style = style or named_style
+        voices = (VoiceSpec(voice_name, spec.source),)
+        name = voice_name
+    try:
+        settings = Settings(
+            voices=voices,
+            default_voice=voices[0].name,
+            presets=presets,
+            warmup=False,
+            debug=args.debug,
+            **voice_fields(args, environ),
+        )
+    except (SettingsError, ValueError) as exc:
+        raise UsageError(str(exc)) from None
+
+    tts = build_tts(settings)
+    try:
+        for path in settings.user_dicts:
+            tts.load_user_dictionary(path)
+        tts.prepare(warmup=False, compile=settings.use_compile)
+    except Exception as exc:  # noqa: BLE001 - one line naming what failed, the rest at DEBUG
+        _LOGGER.debug("Loading failed", exc_info=True)
+        raise SayError(f"cannot load voice {voices[0].name}: {redact(str(exc))}") from None
+    speakers = tts.speakers
+    catalog = VoiceCatalog(speakers, voices[0].name, output=output_options(settings.output))
+    try:
+        catalog.presets = resolve_presets(
+            settings.presets,
+            speakers,
+            synthesis=settings.synthesis,
+            output=settings.output,
+            default_style=catalog.style_for,
+            taken=catalog.voice_names(),
+        )
+    except SettingsError as exc:
+        raise SayError(str(exc)) from None
+    speaker = speakers[voices[0].name]
+    if style is not None:
+        found = next((s for s in speaker.styles if s.casefold() == style.casefold()), None)
+        if found is None:
+            raise SayError(
+                f"unknown style {style!r} of voice {speaker.name}; "
+                f"available: {', '.join(speaker.styles)}"
+            )
+        style = found
+    resolved = catalog.resolve(SynthesizeVoice(name=name, speaker=style))
+    options = {**settings.synthesis.as_options(), **resolved.options}
+    chunks = resolved.speaker.stream(
+        request.text,
+        style=resolved.style,
+        output=resolved.output,
+        measure_whole=True,  # as the server's one-shot requests: one loudness for the text
+        **options,
+    )
+    sink.start(resolved.rate, SAMPLE_WIDTH, 1)
+    total = 0
+    try:
+        for chunk in chunks:
+            pcm = chunk.pcm_bytes()
+            if pcm:
+                sink.write(pcm)
+                total += len(pcm)
+    except SayError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - one line naming what failed
+        _LOGGER.debug("Synthesis failed", exc_info=True)
+        raise SayError(f"synthesis failed with {speaker.name}: {exc}") from None
+    finally:
+        close = getattr(chunks, "close", None)
+        if close is not None:  # releases the speaker's lock at once
+            close()
+    sink.close()
+    return total / SAMPLE_WIDTH / resolved.rate
+
+
+# -- asking a server -----------------------------------------------------------------------
+@dataclass(frozen=True)
+class ServerAddress:
+    """Where the server listens: a TCP host and port, or a Unix socket's path."""
+
+    host: str = ""
+    port: int = 0
+    path: str | None = None
+
+    @property
+    def label(self) -> str:
+        """How messages name it."""
+        return self.path if self.path is not None else f"{self.host}:{self.port}"
+
+    @staticmethod
+    def parse(uri: str) -> ServerAddress:
+        """``tcp://HOST:PORT`` or ``unix://PATH``; `UsageError` otherwise."""
+        parsed = urlparse(uri)
+        if parsed.scheme == "tcp":
+            try:
+                port = parsed.port
+            except ValueError:
+                port = None
+            if not parsed.hostname or port is None:
+                raise UsageError(f"--server {uri!r}: expected tcp://HOST:PORT")
+            return ServerAddress(host=parsed.hostname, port=port)
+        if parsed.scheme == "unix" and parsed.path:
+            return ServerAddress(path=parsed.path)
+        raise UsageError(f"--server {uri!r}: expected tcp://HOST:PORT or unix://PATH")
+
+    def connect(self, timeout: float) -> socket.socket:
+        """A connected socket whose operations time out after `timeout` seconds."""
+        if self.path is None:
+            return socket.create_connection((self.host, self.port), timeout=timeout)
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.settimeout(timeout)
+            sock.connect(self.path)
+        except BaseException:
+            sock.close()
+            raise
+        return sock
+
+
+class WyomingConnection:
+    """One connection to a Wyoming server: events out, events in, errors in one line."""
+
+    def __init__(self, address: ServerAddress, timeout: float) -> None:
+        self.address = address
+        self.timeout = timeout
+        self._sock: socket.socket | None = None
+        self._reader: BinaryIO | None = None
+
+    def __enter__(self) -> WyomingConnection:
+        label = self.address.label
+        try:
+            sock = self.address.connect(self.timeout)
+        except ConnectionRefusedError:
+            raise SayError(f"cannot connect to {label}: connection refused") from None
+        except TimeoutError:
+            raise SayError(f"cannot connect to {label}: no answer in {self.timeout:g} s") from None
+        except OSError as exc:
+            raise SayError(f"cannot connect to {label}: {exc.strerror or exc}") from None
+        self._sock = sock
+        self._reader = sock.makefile("rb")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._reader is not None:
+            self._reader.close()
+        if self._sock is not None:
+            self._sock.close()
+
+    def send(self, event: Event) -> None:
+        assert self._sock is not None, "send before connect"
+        writer = self._sock.makefile("wb")
+        try:
+            write_event(event, writer)
+            writer.flush()
+        except OSError as exc:
+            raise SayError(f"lost the connection to {self.address.label}: {exc}") from None
+        finally:
+            with contextlib.suppress(OSError):
+                writer.close()
+
+    def events(self) -> Iterator[Event]:
+        """Events until the server closes the connection."""
+        label = self.address.label
+        while True:
+            try:
+                event = read_event(self._reader)
+            except TimeoutError:
+                raise SayError(f"no answer from {label} within {self.timeout:g} s") from None
+            except OSError as exc:
+                raise SayError(f"lost the connection to {label}: {exc}") from None
+            except ValueError as exc:  # not JSON: not a Wyoming server
+                bad = f"{label} sent something that is not a Wyoming event: {exc}"
+                raise SayError(bad) from None
+            if event is None:
+                return
+            yield event
+
+
+def _check_server_voice(info_voices: Mapping[str, list[str]], request: Request, label: str) -> None:
+    """`SayError` listing what the server serves when it has no such voice or style."""
+    if request.voice is None:
+        return
+    found = next((v for v in info_voices if v.casefold() == request.voice.casefold()), None)
+    if found is None:
+        raise SayError(
+            f"unknown voice {request.voice!r} on {label}; available: {', '.join(info_voices)}"
+        )
+    styles = info_voices[found]
+    if request.style and styles and request.style.casefold() not in {s.casefold() for s in styles}:
+        raise SayError(
+            f"unknown style {request.style!r} of voice {found} on {label}; "
+            f"available: {', '.join(styles)}"
+        )
+
+
+def speak_via_server(
+    address: ServerAddress, request: Request, sink: AudioSink, timeout: float
+) -> float:
+    """One ``synthesize`` to the server, its audio into `sink` as it arrives; returns the
+    seconds of audio."""
+    label = address.label
+    if request.voice is not None:  # check the name first: a server speaks unknown ones anyway
+        with WyomingConnection(address, timeout) as conn:
+            conn.send(Describe().event())
+            info = next((Info.from_event(e) for e in conn.events() if Info.is_type(e.type)), None)
+        if info is None:
+            raise SayError(f"{label} closed the connection without describing itself")
+        voices = {v.name: [s.name for s in (v.speakers or [])] for p in info.tts for v in p.voices}
+        _check_server_voice(voices, request, label)
+
+    voice = (
+        SynthesizeVoice(name=request.voice, speaker=request.style)
+        if request.voice or request.style
+        else None
+    )
+    with WyomingConnection(address, timeout) as conn:
+        conn.send(Synthesize(text=request.text, voice=voice).event())
+        fmt: tuple[int, int, int] | None = None
+        total = 0
+        for event in conn.events():
+            if Error.is_type(event.type):
+                error = Error.from_event(event)
+                raise SayError(f"{label} answered: {error.text} ({error.code or 'error'})")
+            if AudioStart.is_type(event.type):
+                start = AudioStart.from_event(event)
+                fmt = (start.rate, start.width, start.channels)
+                sink.start(*fmt)
+            elif AudioChunk.is_type(event.type):
+                if fmt is None:
+                    raise SayError(f"{label} sent audio before audio-start")
+                audio = AudioChunk.from_event(event).audio
+                if audio:
+                    sink.write(audio)
+                    total += len(audio)
+            elif AudioStop.is_type(event.type):
+                if fmt is None:
+                    raise SayError(f"{label} sent audio-stop without audio-start")
+                sink.close()
+                rate, width, channels = fmt
+                return total / (rate * width * channels)
+        raise SayError(f"{label} closed the connection before the end of the audio")
+
+
+# -- main ----------------------------------------------------------------------------------
+def _check_server_flags(args: argparse.Namespace) -> None:
+    """With --server, the voice is the server's: refuse flags that would be ignored."""
+    if args.preset:
+        raise UsageError("--preset is not for --server: name the server's preset with --voice")
+    given = [
+        dest for dest, default in _voice_flag_defaults().items() if getattr(args, dest) != default
+    ]
+    if given:
+        flags = ", ".join("--" + d.replace("_", "-") for d in given)
+        raise UsageError(
+            f"{flags}: not with --server (the server's own flags and presets shape its voices)"
+        )
+
+
+def run(
+    argv: Sequence[str],
+    *,
+    stdin: IO[str],
+    stdout: BinaryIO,
+    environ: Mapping[str, str],
+) -> int:
+    """The command with its streams given; returns the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(list(argv))  # exits 2 on bad flags
+    logging.basicConfig(
+        level=logging.DEBUG if args.debug else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(RedactingFilter())
+    sink: AudioSink | None = None
+    try:
+        if args.audio_device and not args.play:
+            raise UsageError("--audio-device needs --play")
+        if not args.timeout > 0:
+            raise UsageError(f"--timeout must be > 0, got {args.timeout:g}")
+        address = ServerAddress.parse(args.server) if args.server else None
+        if address is not None:
+            _check_server_flags(args)
+        request = Request(
+            read_text(args.text, stdin),
+            (args.voice or "").strip() or None,
+            (args.style or "").strip() or None,
+        )
+        sink = _make_sink(args, stdout)  # finds the player before any slow work
+        if address is not None:
+            seconds = speak_via_server(address, request, sink, args.timeout)
+        else:
+            seconds = speak_here(args, request, sink, environ)
+    except UsageError as exc:
+        parser.error(str(exc))  # exits 2
+    except SayError as exc:
+        if sink is not None:
+            sink.abort()
+        print(f"say: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        if sink is not None:
+            sink.abort()
+        return 130
+    except Exception as exc:  # noqa: BLE001 - a cron job gets one line, not a traceback
+        if sink is not None:
+            sink.abort()
+        _LOGGER.debug("Failed", exc_info=True)
+        print(f"say: {type(exc).__name__}: {redact(str(exc))}", file=sys.stderr)
+        return 1
+    _LOGGER.debug("Said %.2f s of audio", seconds)
+    return 0
+
+
+def main(argv: Sequence[str]) -> int:
+    """Run the command; returns the exit status."""
+    return run(argv, stdin=sys.stdin, stdout=sys.stdout.buffer, environ=os.environ)

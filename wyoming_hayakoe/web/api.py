@@ -1,0 +1,474 @@
+"""The page's endpoints (JSON, audio, CSV); `app.build_app` mounts them.
+
+| method, path | answers |
+| --- | --- |
+| GET /api/voices | every voice (styles, sample rate, precision, attribution) and preset |
+| GET /api/sample?voice=&style= | a short WAV in that voice (cached per voice, style, options) |
+| POST /api/speak | int16 PCM streamed as synthesized (``X-Sample-Rate``); ``format: wav``: a file |
+| POST /api/reading | the rewritten text and its accent phrases (morae, accent, pauses) |
+| GET /api/dictionary | the page's words, the read-only words of the other files |
+| POST /api/dictionary | add or change a word (``original``: the surface it replaces) |
+| POST /api/dictionary/delete | remove a word |
+| POST /api/dictionary/import | merge a CSV (text/csv); bad lines: 400 listing them, none written |
+| GET /api/dictionary.csv | the page's words as CSV |
+| GET /api/status | voices, memory, requests, queue, version, last warnings |
+
+Synthesis goes through the Wyoming server's `Admission` (same queue bounds) and the same
+`VoiceCatalog`, so the page hears what Home Assistant hears.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import json
+import logging
+import time
+import unicodedata
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+from wyoming.tts import SynthesizeVoice
+
+from engine import __version__, accent_phrases, rewrite
+
+from ..admission import Admission, AdmissionRefused
+from ..info import Resolved, VoiceCatalog
+from .dictionary import (
+    FieldError,
+    ImportError_,
+    PageDictionary,
+    parse_csv,
+    to_csv,
+    validate_entry,
+    word_json,
+)
+from .options import HttpSettings
+from .warnings import WarningLog
+
+__all__ = ["STATE", "MAX_BODY", "MAX_PAGE_TEXT", "SAMPLE_TEXT", "WebState", "add_routes"]
+
+_LOGGER = logging.getLogger(__name__)
+
+MAX_BODY = 512 * 1024
+"""Largest request body (a CSV import); more gets 413."""
+MAX_PAGE_TEXT = 2000
+"""Longest text the page speaks or reads (characters; the Wyoming limit may be lower)."""
+SAMPLE_TEXT = "こんにちは。この声で、家のお知らせを読み上げます。"
+_SAMPLE_CACHE = 32
+
+# name → (option key, low, high): the per-request controls of "Try it"
+_CONTROLS = {
+    "speed": ("speed", 0.25, 4.0),
+    "pitch": ("pitch_scale", 0.5, 2.0),
+    "intonation": ("intonation_scale", 0.0, 4.0),
+    "volume": ("volume", 0.0, 4.0),
+}
+
+
+@dataclass
+class WebState:
+    """What the endpoints share: the Wyoming server's voices and queue, the dictionary."""
+
+    http: HttpSettings
+    catalog: VoiceCatalog
+    admission: Admission
+    dictionary: PageDictionary
+    options: Mapping[str, Any] = field(default_factory=dict)
+    """Server-wide synthesis defaults (as the Wyoming handler passes them)."""
+    rewrite: bool = True
+    max_text: int = MAX_PAGE_TEXT
+    warnings: WarningLog = field(default_factory=WarningLog)
+    started: float = field(default_factory=time.monotonic)
+    samples: OrderedDict[tuple[Any, ...], bytes] = field(default_factory=OrderedDict)
+
+
+STATE = web.AppKey("state", WebState)
+
+
+class BadRequest(ValueError):
+    def __init__(self, field: str, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.field = field
+        self.status = status
+
+
+def _error(field: str, message: str, status: int = 400) -> web.Response:
+    return web.json_response({"error": message, "field": field}, status=status)
+
+
+async def _json_body(request: web.Request) -> dict[str, Any]:
+    try:
+        data = await request.json()
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise BadRequest("body", "the body is not JSON") from None
+    if not isinstance(data, dict):
+        raise BadRequest("body", "the body must be a JSON object")
+    return data
+
+
+def _text(state: WebState, data: Mapping[str, Any]) -> str:
+    text = data.get("text")
+    if not isinstance(text, str) or not text.strip():
+        raise BadRequest("text", "text: write something to say")
+    if len(text) > min(state.max_text, MAX_PAGE_TEXT):
+        raise BadRequest(
+            "text", f"text: at most {min(state.max_text, MAX_PAGE_TEXT)} characters", 413
+        )
+    return text
+
+
+def _resolve(state: WebState, voice: object, style: object) -> Resolved:
+    catalog = state.catalog
+    if voice in (None, ""):
+        voice = catalog.default_voice
+    known = isinstance(voice, str) and (voice in catalog.speakers or voice in catalog.presets)
+    if not known or not isinstance(voice, str):
+        raise BadRequest("voice", f"voice: no voice or preset named {voice!r}")
+    if voice in catalog.presets:
+        return catalog.resolve(SynthesizeVoice(name=voice))
+    speaker = catalog.speakers[voice]
+    if style in (None, ""):
+        style = None
+    elif not isinstance(style, str) or style not in speaker.styles:
+        raise BadRequest("style", f"style: {voice} has no style {style!r}")
+    return catalog.resolve(SynthesizeVoice(name=voice, speaker=style))
+
+
+def _controls(data: Mapping[str, Any]) -> dict[str, float]:
+    found: dict[str, float] = {}
+    for name, (_, low, high) in _CONTROLS.items():
+        value = data.get(name)
+        if value in (None, ""):
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise BadRequest(name, f"{name}: a number from {low} to {high}")
+        if not low <= float(value) <= high:
+            raise BadRequest(name, f"{name}: a number from {low} to {high}, got {value}")
+        found[name] = float(value)
+    return found
+
+
+def _request_args(state: WebState, resolved: Resolved, controls: Mapping[str, float]) -> dict:
+    """Keywords for `Speaker.astream`/`agenerate`: style, output, synthesis options."""
+    options: dict[str, Any] = {**state.options, **resolved.options}
+    for name, value in controls.items():
+        if name != "volume":
+            options[_CONTROLS[name][0]] = value
+    output = resolved.output
+    if "volume" in controls:
+        output = dataclasses.replace(output, volume=output.volume * controls["volume"])
+    return {"style": resolved.style, "output": output, **options}
+
+
+def _jsonable(value: object) -> object:
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {k: _jsonable(v) for k, v in dataclasses.asdict(value).items()}
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    return str(value)
+
+
+# -- voices and audio ----------------------------------------------------------------------
+
+
+async def voices(request: web.Request) -> web.Response:
+    state = request.app[STATE]
+    catalog = state.catalog
+    out = []
+    for name, speaker in catalog.speakers.items():
+        out.append(
+            {
+                "name": name,
+                "description": speaker.description,
+                "sample_rate": speaker.sample_rate,
+                "styles": speaker.styles,
+                "default_style": catalog.style_for(speaker),
+                "attribution": {"name": speaker.attribution_name, "url": speaker.attribution_url},
+                "version": speaker.version,
+                "precision": _jsonable(getattr(speaker, "precision", None)),
+            }
+        )
+    presets = [
+        {
+            "name": p.name,
+            "voice": p.speaker.name,
+            "style": p.style,
+            "description": p.description,
+        }
+        for p in catalog.presets.values()
+    ]
+    return web.json_response(
+        {
+            "voices": out,
+            "presets": presets,
+            "default_voice": catalog.default_voice,
+            "sample_text": SAMPLE_TEXT,
+            "max_text": min(state.max_text, MAX_PAGE_TEXT),
+        }
+    )
+
+
+async def sample(request: web.Request) -> web.Response:
+    state = request.app[STATE]
+    query = request.query
+    resolved = _resolve(state, query.get("voice"), query.get("style"))
+    args = _request_args(state, resolved, {})
+    key = (resolved.speaker.name, resolved.style, resolved.preset, repr(args))
+    wav = state.samples.get(key)
+    if wav is None:
+        ticket = _admit(state, resolved)
+        try:
+            audio = await resolved.speaker.agenerate(SAMPLE_TEXT, **args)
+        finally:
+            ticket.release()
+        wav = audio.to_wav_bytes()
+        state.samples[key] = wav
+        while len(state.samples) > _SAMPLE_CACHE:
+            state.samples.popitem(last=False)
+    return web.Response(
+        body=wav, content_type="audio/wav", headers={"Cache-Control": "private, max-age=3600"}
+    )
+
+
+def _admit(state: WebState, resolved: Resolved) -> Any:
+    try:
+        return state.admission.enter(resolved.speaker.name)
+    except AdmissionRefused as exc:
+        raise BadRequest("voice", str(exc), 503) from None
+
+
+async def speak(request: web.Request) -> web.StreamResponse:
+    state = request.app[STATE]
+    data = await _json_body(request)
+    text = _text(state, data)
+    resolved = _resolve(state, data.get("voice"), data.get("style"))
+    args = _request_args(state, resolved, _controls(data))
+    fmt = data.get("format", "pcm")
+    if fmt not in ("pcm", "wav"):
+        raise BadRequest("format", "format: pcm or wav")
+    ticket = _admit(state, resolved)
+    try:
+        if fmt == "wav":
+            audio = await resolved.speaker.agenerate(text, **args)
+            return web.Response(
+                body=audio.to_wav_bytes(),
+                content_type="audio/wav",
+                headers={"Content-Disposition": 'attachment; filename="hayakoe.wav"'},
+            )
+        response = web.StreamResponse(
+            headers={
+                "Content-Type": "application/octet-stream",
+                "X-Sample-Rate": str(resolved.rate),
+                "Cache-Control": "no-store",
+            }
+        )
+        async with contextlib.aclosing(resolved.speaker.astream(text, **args)) as chunks:
+            started = False
+            async for chunk in chunks:
+                if not started:  # an error before the first audio is still a JSON answer
+                    await response.prepare(request)
+                    started = True
+                pcm = chunk.pcm_bytes()
+                if pcm:
+                    await response.write(pcm)
+            if not started:
+                await response.prepare(request)
+        ticket.release()  # before the end reaches the client: the status it asks next is true
+        await response.write_eof()
+        return response
+    finally:
+        ticket.release()
+
+
+async def reading(request: web.Request) -> web.Response:
+    state = request.app[STATE]
+    data = await _json_body(request)
+    text = _text(state, data)
+
+    def read() -> tuple[str, list[Any]]:
+        rewritten = rewrite(text) if state.rewrite else text
+        return rewritten, accent_phrases(rewritten)
+
+    rewritten, phrases = await asyncio.to_thread(read)
+    return web.json_response(
+        {
+            "text": text,
+            "rewritten": rewritten,
+            "phrases": [
+                {
+                    "morae": list(p.morae),
+                    "accent": p.accent,
+                    "pause_after": p.pause_after,
+                    "question": p.question,
+                    "pitches": list(p.pitches),
+                }
+                for p in phrases
+            ],
+        }
+    )
+
+
+# -- dictionary ----------------------------------------------------------------------------
+
+
+def _dictionary_json(state: WebState) -> dict[str, Any]:
+    d = state.dictionary
+    words, problems = d.read()
+    return {
+        "editable": d.path is not None,
+        "file": d.path.name if d.path is not None else None,
+        "words": [word_json(w) for w in words],
+        "readonly": [word_json(w, source) for w, source in d.read_only_words()],
+        "problems": problems,
+    }
+
+
+async def dictionary(request: web.Request) -> web.Response:
+    state = request.app[STATE]
+    return web.json_response(await asyncio.to_thread(_dictionary_json, state))
+
+
+def _surface_key(value: object) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise FieldError("surface", "surface: name the word")
+    return unicodedata.normalize("NFKC", value.strip())
+
+
+async def dictionary_put(request: web.Request) -> web.Response:
+    state = request.app[STATE]
+    data = await _json_body(request)
+    word = validate_entry(data)  # FieldError → 400 naming the field, nothing written
+    original = data.get("original")
+    old = _surface_key(original) if original not in (None, "") else None
+
+    def change(table: dict) -> None:
+        if old is not None and old != word.surface:
+            table.pop(old, None)
+        table[word.surface] = word
+
+    await state.dictionary.edit(change)
+    _LOGGER.info("Web page: dictionary word %s = %s (%s)", word.surface, word.reading, word.accent)
+    return web.json_response({"word": word_json(word), **_dictionary_json(state)})
+
+
+async def dictionary_delete(request: web.Request) -> web.Response:
+    state = request.app[STATE]
+    data = await _json_body(request)
+    surface = _surface_key(data.get("surface"))
+
+    def change(table: dict) -> None:
+        if surface not in table:
+            raise BadRequest("surface", f"surface: {surface!r} is not in the dictionary", 404)
+        del table[surface]
+
+    await state.dictionary.edit(change)
+    return web.json_response(_dictionary_json(state))
+
+
+async def dictionary_import(request: web.Request) -> web.Response:
+    state = request.app[STATE]
+    if request.content_type != "text/csv":
+        raise BadRequest("body", "send the CSV as text/csv")
+    try:
+        text = await request.text()
+    except UnicodeDecodeError:
+        raise BadRequest("body", "the CSV is not UTF-8") from None
+    try:
+        words = await asyncio.to_thread(parse_csv, text)
+    except ImportError_ as exc:
+        return web.json_response(
+            {"error": f"{len(exc.errors)} bad line(s); nothing imported", "lines": exc.errors},
+            status=400,
+        )
+
+    def change(table: dict) -> int:
+        for w in words:
+            table[w.surface] = w
+        return len(words)
+
+    count = await state.dictionary.edit(change)
+    return web.json_response({"imported": count, **_dictionary_json(state)})
+
+
+async def dictionary_csv(request: web.Request) -> web.Response:
+    state = request.app[STATE]
+    words, _ = await asyncio.to_thread(state.dictionary.read)
+    return web.Response(
+        text=to_csv(words),
+        content_type="text/csv",
+        charset="utf-8",
+        headers={"Content-Disposition": 'attachment; filename="hayakoe-dictionary.csv"'},
+    )
+
+
+# -- status --------------------------------------------------------------------------------
+
+
+def _rss_bytes() -> int | None:
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+async def status(request: web.Request) -> web.Response:
+    state = request.app[STATE]
+    admission = state.admission
+    return web.json_response(
+        {
+            "version": __version__,
+            "uptime_s": round(time.monotonic() - state.started, 1),
+            "voices": [
+                {
+                    "name": name,
+                    "styles": speaker.styles,
+                    "in_flight": admission.in_flight_for(name),
+                    "precision": _jsonable(getattr(speaker, "precision", None)),
+                }
+                for name, speaker in state.catalog.speakers.items()
+            ],
+            "memory": {"rss_bytes": _rss_bytes()},
+            "requests": admission.admitted,
+            "in_flight": admission.in_flight,
+            "max_queue": admission.max_queue,
+            "draining": admission.draining,
+            "warnings": state.warnings.latest(),
+        }
+    )
+
+
+@web.middleware
+async def errors_middleware(request: web.Request, handler: Any) -> web.StreamResponse:
+    """`BadRequest`/`FieldError` → a JSON answer naming the field."""
+    try:
+        return await handler(request)
+    except BadRequest as exc:
+        return _error(exc.field, str(exc), exc.status)
+    except FieldError as exc:
+        return _error(exc.field, str(exc))
+
+
+def add_routes(app: web.Application) -> None:
+    app.router.add_get("/api/voices", voices)
+    app.router.add_get("/api/sample", sample)
+    app.router.add_post("/api/speak", speak)
+    app.router.add_post("/api/reading", reading)
+    app.router.add_get("/api/dictionary", dictionary)
+    app.router.add_post("/api/dictionary", dictionary_put)
+    app.router.add_post("/api/dictionary/delete", dictionary_delete)
+    app.router.add_post("/api/dictionary/import", dictionary_import)
+    app.router.add_get("/api/dictionary.csv", dictionary_csv)
+    app.router.add_get("/api/status", status)

@@ -1,0 +1,94 @@
+"""The aiohttp application and its life beside the Wyoming server (same process and loop)."""
+
+from __future__ import annotations
+
+import html
+import logging
+from pathlib import Path
+
+from aiohttp import web
+
+from ..handler import ServerContext
+from ..settings import Settings
+from .api import MAX_BODY, STATE, WebState, add_routes, errors_middleware
+from .dictionary import PageDictionary
+from .options import HttpSettings
+from .security import add_security_headers, ingress_base, security_middleware
+from .warnings import WarningLog
+
+__all__ = ["STATIC_DIR", "WebServer", "build_app", "state_for"]
+
+_LOGGER = logging.getLogger(__name__)
+
+STATIC_DIR = Path(__file__).resolve().parent / "static"
+_BASE_MARK = "<!--BASE-->"
+
+
+async def index(request: web.Request) -> web.Response:
+    state = request.app[STATE]
+    page = (STATIC_DIR / "index.html").read_text(encoding="utf-8")
+    base = ingress_base(request, state.http)
+    tag = f'<base href="{html.escape(base, quote=True)}/">' if base else ""
+    return web.Response(
+        text=page.replace(_BASE_MARK, tag),
+        content_type="text/html",
+        charset="utf-8",
+        headers={"Cache-Control": "no-store"},
+    )
+
+
+def build_app(state: WebState) -> web.Application:
+    """The page's application: security first, then JSON errors, then the routes."""
+    app = web.Application(
+        middlewares=[security_middleware(state.http), errors_middleware],
+        client_max_size=MAX_BODY,
+    )
+    app[STATE] = state
+    app.on_response_prepare.append(add_security_headers)
+    app.router.add_get("/", index)
+    app.router.add_static("/static/", STATIC_DIR, show_index=False, follow_symlinks=False)
+    add_routes(app)
+    return app
+
+
+def state_for(settings: Settings, http: HttpSettings, context: ServerContext) -> WebState:
+    """The page's state from the settings and the Wyoming server's `ServerContext`."""
+    readonly = [p for p in settings.user_dicts if p != http.dictionary]
+    return WebState(
+        http=http,
+        catalog=context.catalog,
+        admission=context.admission,
+        dictionary=PageDictionary(http.dictionary, readonly),
+        options=context.options,
+        rewrite=settings.rewrite,
+        max_text=context.max_text_length,
+        warnings=WarningLog(),
+    )
+
+
+class WebServer:
+    """Serves the page on `http.host`:`http.port` until `stop`; keeps the last warnings."""
+
+    def __init__(self, state: WebState) -> None:
+        self.state = state
+        self._runner: web.AppRunner | None = None
+        self.port: int | None = None
+
+    async def start(self) -> None:
+        http = self.state.http
+        logging.getLogger().addHandler(self.state.warnings)
+        self._runner = web.AppRunner(build_app(self.state), access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, http.host, http.port)
+        await site.start()
+        server = getattr(site, "_server", None)
+        sockets = getattr(server, "sockets", None) or []
+        self.port = int(sockets[0].getsockname()[1]) if sockets else http.port
+        mode = " (Home Assistant ingress)" if http.ingress else ""
+        _LOGGER.info("Web page on http://%s:%s/%s", http.host, self.port, mode)
+
+    async def stop(self) -> None:
+        logging.getLogger().removeHandler(self.state.warnings)
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None

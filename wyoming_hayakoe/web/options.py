@@ -1,0 +1,124 @@
+"""The web page's flags → `HttpSettings` (part of `wyoming_hayakoe.settings.Settings`)."""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..flags import SettingsError
+
+__all__ = [
+    "DEFAULT_HTTP_HOST",
+    "INGRESS_PROXY",
+    "HttpSettings",
+    "add_http_arguments",
+    "http_settings_from_args",
+]
+
+DEFAULT_HTTP_HOST = "127.0.0.1"
+INGRESS_PROXY = "172.30.32.2"
+"""The Home Assistant Supervisor's ingress proxy: the only peer an ingress panel serves."""
+
+
+@dataclass(frozen=True)
+class HttpSettings:
+    """Where the page listens and who may use it. `token` never appears in `repr`."""
+
+    host: str = DEFAULT_HTTP_HOST
+    port: int = 8080
+    token: str | None = field(default=None, repr=False)
+    """Required (Bearer header, cookie or ``?token=``) when set."""
+    ingress: bool = False
+    """Home Assistant ingress: only `allowed_peers` are served, under ``X-Ingress-Path``."""
+    allowed_peers: tuple[str, ...] = (INGRESS_PROXY,)
+    dictionary: Path | None = None
+    """The CSV file the page edits (also read by the server as a user dictionary)."""
+
+
+def add_http_arguments(parser: argparse.ArgumentParser) -> None:
+    g = parser.add_argument_group("web page (off unless --http is given)")
+    g.add_argument(
+        "--http",
+        metavar="[HOST:]PORT",
+        help=f"serve the web page (voices, try it, readings, dictionary, status) on HOST:PORT "
+        f"(default host {DEFAULT_HTTP_HOST}; another host needs --http-token)",
+    )
+    g.add_argument("--http-token", help="token the page asks for (compared in constant time)")
+    g.add_argument("--http-token-file", type=Path, help="file holding the token")
+    g.add_argument(
+        "--http-ingress",
+        action="store_true",
+        help=f"Home Assistant ingress panel: serve only the Supervisor's proxy ({INGRESS_PROXY}) "
+        "under its X-Ingress-Path",
+    )
+    g.add_argument(
+        "--http-dict",
+        type=Path,
+        metavar="FILE",
+        help="CSV user dictionary the page edits (created when missing; read like --user-dict)",
+    )
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _host_port(text: str) -> tuple[str, int]:
+    value = text.strip()
+    host, sep, port_text = value.rpartition(":")
+    if not sep:
+        host, port_text = "", value
+    host = host.strip("[]") or DEFAULT_HTTP_HOST
+    try:
+        port = int(port_text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise SettingsError(f"--http {text!r}: give HOST:PORT or PORT, e.g. 127.0.0.1:8080")
+    return host, port
+
+
+def http_settings_from_args(args: argparse.Namespace) -> HttpSettings | None:
+    """The page's settings, or None when ``--http`` is not given (its other flags need it)."""
+    if args.http is None:
+        others = [
+            name
+            for name, value in (
+                ("--http-token", args.http_token),
+                ("--http-token-file", args.http_token_file),
+                ("--http-dict", args.http_dict),
+            )
+            if value
+        ] + (["--http-ingress"] if args.http_ingress else [])
+        if others:
+            raise SettingsError(f"{', '.join(others)} need(s) --http HOST:PORT")
+        return None
+    host, port = _host_port(args.http)
+    token = args.http_token
+    if args.http_token_file is not None:
+        if token:
+            raise SettingsError("give --http-token or --http-token-file, not both")
+        try:
+            token = args.http_token_file.read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise SettingsError(f"--http-token-file {args.http_token_file}: {exc}") from None
+        if not token:
+            raise SettingsError(f"--http-token-file {args.http_token_file}: the file is empty")
+    if not args.http_ingress and not _is_loopback(host) and not token:
+        raise SettingsError(
+            f"--http {args.http!r}: a page reachable from other machines needs "
+            "--http-token or --http-token-file (or bind 127.0.0.1)"
+        )
+    dictionary = args.http_dict
+    if dictionary is not None and dictionary.suffix.lower() != ".csv":
+        raise SettingsError(f"--http-dict {dictionary}: the page writes CSV; name a .csv file")
+    return HttpSettings(
+        host=host, port=port, token=token or None, ingress=args.http_ingress, dictionary=dictionary
+    )
