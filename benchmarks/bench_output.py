@@ -32,6 +32,7 @@ sys.path.insert(0, str(ROOT))
 
 from engine import EMBEDDED_VOICE_NAME, OUTPUT_RATES, TTS, OutputOptions  # noqa: E402
 from engine.output import OutputStage  # noqa: E402
+from engine.text import sentences_of  # noqa: E402
 
 TEXT = (
     "リビングの電気を消しました。寝室のエアコンを二十六度に設定しました。"
@@ -74,7 +75,7 @@ def main() -> None:
 def run(repeat: int, busy: bool) -> None:
     speaker = TTS().load(EMBEDDED_VOICE_NAME).prepare().speakers[EMBEDDED_VOICE_NAME]
     voice, rate = speaker.voice, speaker.sample_rate
-    sentences = speaker._prepare(TEXT)
+    sentences = sentences_of(TEXT, rewrite=speaker.rewrite)
     opts = speaker.options()
 
     synth_times: list[float] = []

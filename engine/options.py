@@ -15,6 +15,7 @@ are read here only, by `EngineOptions.from_env`, as documented defaults of the s
 | `precision`      | `WYOMING_HAYAKOE_PRECISION`       | auto                         |
 | `quantize_in_background` | `WYOMING_HAYAKOE_QUANTIZE_IN_BACKGROUND` | on (=0 turns it off) |
 | `playback_guard` | `WYOMING_HAYAKOE_PLAYBACK_GUARD`  | auto                         |
+| `first_clause`   | `WYOMING_HAYAKOE_FIRST_CLAUSE`    | 12 characters (0: sentences) |
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ BACKGROUND_ENV = "WYOMING_HAYAKOE_QUANTIZE_IN_BACKGROUND"
 PRECISIONS = ("auto", "fp32", "int8")
 PLAYBACK_GUARD_ENV = "WYOMING_HAYAKOE_PLAYBACK_GUARD"
 GUARD_MODES = ("auto", "off")
+FIRST_CLAUSE_ENV = "WYOMING_HAYAKOE_FIRST_CLAUSE"
+DEFAULT_FIRST_CLAUSE = 12
 
 MAX_DEFAULT_THREADS = 8
 DEFAULT_FIRST_WINDOW = 24
@@ -81,7 +84,16 @@ class EngineOptions:
     it in real time never waits, where this voice is slower than speech on this machine
     (`engine.playback`); "off": audio goes out as soon as it is made."""
 
+    first_clause: int = DEFAULT_FIRST_CLAUSE
+    """Text in deltas (a language model's reply): the first part may end at a clause mark
+    (、，) once it holds this many characters, so the first audio does not wait for a long
+    first sentence (`engine.text.pipeline`); 0: whole sentences only."""
+
     def __post_init__(self) -> None:
+        if not isinstance(self.first_clause, int) or self.first_clause < 0:
+            raise ValueError(
+                f"EngineOptions.first_clause must be an integer >= 0, not {self.first_clause!r}"
+            )
         if self.playback_guard not in GUARD_MODES:
             raise ValueError(
                 f"EngineOptions.playback_guard must be one of {', '.join(GUARD_MODES)}, "
@@ -124,6 +136,7 @@ class EngineOptions:
             return max(minimum, value)
 
         first = integer(FIRST_WINDOW_ENV, 0)
+        clause = integer(FIRST_CLAUSE_ENV, 0)
         precision = env.get(PRECISION_ENV, "").strip().lower() or "auto"
         if precision not in PRECISIONS:
             _LOGGER.warning("Ignoring %s=%r (not one of %s)", PRECISION_ENV, precision, PRECISIONS)
@@ -143,4 +156,5 @@ class EngineOptions:
             precision=precision,
             quantize_in_background=env.get(BACKGROUND_ENV, "").strip() != "0",
             playback_guard=guard,
+            first_clause=DEFAULT_FIRST_CLAUSE if clause is None else clause,
         )

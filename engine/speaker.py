@@ -3,9 +3,9 @@
 What is the same for every kind of voice lives here, so a voice backend only turns sentences
 into float audio (`engine.voice_backend.Voice.render`):
 
-- optional rewriting (`engine.text.rewrite`: times, units, Latin words, user dictionary),
-- sentence splitting (`engine.text.split_sentences`, or `SentenceSplitter` for text that
-  arrives in deltas),
+- the request's text through one `engine.text.TextPipeline` (user dictionary refresh, SSML,
+  sentence splitting as text arrives, rewriting: times, units, Latin words), which hands
+  back parts ready to render (sentences at a rate, or a break's exact silence),
 - one lock per speaker (`engine.fair_lock.FairLock`, first come first served): the same
   speaker synthesizes one request at a time, in the order they reach it, different speakers
   run in parallel; a stream that is closed early releases it,
@@ -50,8 +50,7 @@ from .audio import AudioResult
 from .fair_lock import FairLock
 from .output import OutputOptions, OutputStage
 from .playback import PlaybackGuard, SpeedMeter
-from .text.rewriter import rewrite
-from .text.splitter import SentenceSplitter, split_sentences
+from .text.pipeline import Part, TextPipeline
 from .voice_backend import SynthesisOptions, Voice
 
 __all__ = ["DEFAULT_STREAM_PAUSE", "Speaker", "StreamCancelled"]
@@ -61,6 +60,10 @@ _LOGGER = logging.getLogger(__name__)
 DEFAULT_STREAM_PAUSE = 0.3
 """Seconds of silence between batches of sentences rendered separately (text in deltas),
 when neither `sentence_silence` nor the voice's `sentence_pause` says otherwise."""
+
+CLAUSE_PAUSE = 0.0
+"""Seconds of silence added after a stream's first part when it ended at a clause mark
+(`first_clause`): the voice's own pause at the mark is enough (`bench_first_clause.py`)."""
 
 _OPTION_NAMES = frozenset(f.name for f in dataclasses.fields(SynthesisOptions))
 _LOCK_POLL_S = 0.05
@@ -85,6 +88,7 @@ class Speaker:
         rewrite: bool = True,
         defaults: SynthesisOptions | None = None,
         playback_guard: bool = True,
+        first_clause: int = 0,
     ) -> None:
         self.voice = voice
         self.rewrite = rewrite
@@ -94,6 +98,9 @@ class Speaker:
         self._ended = threading.Condition()
         self.playback_guard = playback_guard
         """Streams hold back first audio where it would outrun synthesis (`engine.playback`)."""
+        self.first_clause = first_clause
+        """Characters a stream's first part holds before it may end at a clause mark
+        (`engine.text.pipeline`; 0: sentences only)."""
         self.speed = SpeedMeter()
         """This voice's measured real-time factor on this machine, per precision."""
 
@@ -320,12 +327,6 @@ class Speaker:
                 pass
 
     # -- internals ---------------------------------------------------------------------
-    def _prepare(self, text: str) -> list[str]:
-        """Rewrite (optionally) and split a complete text into sentences."""
-        if self.rewrite:
-            text = rewrite(text)
-        return [s for s in split_sentences(text) if s.strip()]
-
     def _acquire(self, cancel: threading.Event | None) -> None:
         if not self.lock.acquire(cancel=cancel):  # waits its turn; False only if cancelled
             raise StreamCancelled()
@@ -405,100 +406,27 @@ class Speaker:
         stage: OutputStage,
         pacer: PlaybackGuard | None = None,
     ) -> Generator[AudioResult, None, None]:
-        from .text import ssml
-
-        _refresh_user_dictionary()
-        if isinstance(text, str):
-            if ssml.is_ssml(text):
-                yield from self._speak_segments(ssml.parse_ssml(text), opts, cancel, stage, pacer)
-                return
-            sentences = self._prepare(text)
-            if sentences:
-                yield from self._render(
-                    sentences, opts, cancel, stage, pause_before=False, pacer=pacer
-                )
-            return
-        is_ssml, text = ssml.sniff_ssml(text)
-        if is_ssml:
-            segments = _ssml_segments(text, cancel)
-            yield from self._speak_segments(segments, opts, cancel, stage, pacer)
-            return
-        splitter = SentenceSplitter()
+        """The request's text through `engine.text.TextPipeline`, each `Part` rendered in
+        turn: sentences in one `Voice.render` call (a pause before them unless they start
+        the request or follow a break), a break as exactly its length of zero samples."""
+        pipeline = TextPipeline(rewrite=self.rewrite, first_clause=self.first_clause)
+        parts = pipeline.whole(text) if isinstance(text, str) else _parts(text, pipeline, cancel)
         spoken = False
-        for delta in text:
-            if cancel is not None and cancel.is_set():
-                raise StreamCancelled()
-            if not isinstance(delta, str):
-                raise TypeError(f"text deltas must be str, got {type(delta).__name__}")
-            for sentence_batch in _nonempty(splitter.feed(delta)):
-                spoken = yield from self._render_batch(
-                    sentence_batch, opts, cancel, stage, spoken, pacer
-                )
-        for sentence_batch in _nonempty(splitter.flush()):
-            spoken = yield from self._render_batch(
-                sentence_batch, opts, cancel, stage, spoken, pacer
-            )
-
-    def _speak_segments(
-        self,
-        segments: Iterable[Any],
-        opts: SynthesisOptions,
-        cancel: threading.Event | None,
-        stage: OutputStage,
-        pacer: PlaybackGuard | None = None,
-    ) -> Generator[AudioResult, None, None]:
-        """SSML (`engine.text.ssml.Segment`s): text at its rate, breaks as exact silence.
-
-        Text is split into sentences across segments; a rate change or a break ends the
-        sentences before it. A break is exactly its length of zero samples, and replaces
-        the pause the next sentences would get (the voice's own margins stay).
-        """
-        splitter = SentenceSplitter()
-        rate = 1.0
-        spoken = False
-
-        def at(rate: float) -> SynthesisOptions:
-            return dataclasses.replace(opts, speed=opts.speed * rate) if rate != 1.0 else opts
-
-        def batch_of(batch: list[str], rate: float) -> Generator[AudioResult, None, bool]:
-            return self._render_batch(batch, at(rate), cancel, stage, spoken, pacer)
-
-        for seg in segments:
-            if seg.silence > 0 or seg.rate != rate:
-                for batch in _nonempty(splitter.flush()):
-                    spoken = yield from batch_of(batch, rate)
-                rate = seg.rate
-            if seg.silence > 0:
-                n = round(seg.silence * self.sample_rate)
+        clause = False  # the part before ended mid-sentence, at a clause mark
+        for part in parts:
+            if part.silence > 0:
+                n = round(part.silence * self.sample_rate)
                 chunk = stage.push(np.zeros(n, np.float32), final=True)
                 if chunk.size or stage.passthrough:
                     yield AudioResult(stage.rate, chunk)
                 spoken = False  # the break is the pause before what follows
-            elif seg.text:
-                for batch in _nonempty(splitter.feed(seg.text)):
-                    spoken = yield from batch_of(batch, rate)
-        for batch in _nonempty(splitter.flush()):
-            spoken = yield from batch_of(batch, rate)
-
-    def _render_batch(
-        self,
-        sentences: list[str],
-        opts: SynthesisOptions,
-        cancel: threading.Event | None,
-        stage: OutputStage,
-        spoken: bool,
-        pacer: PlaybackGuard | None = None,
-    ) -> Generator[AudioResult, None, bool]:
-        """Render completed sentences of a delta stream; returns whether anything was heard."""
-        prepared: list[str] = []
-        for sentence in sentences:
-            prepared.extend(self._prepare(sentence))
-        if not prepared:
-            return spoken
-        heard = yield from self._render(
-            prepared, opts, cancel, stage, pause_before=spoken, pacer=pacer
-        )
-        return spoken or heard
+                continue
+            at = dataclasses.replace(opts, speed=opts.speed * part.rate) if part.rate != 1 else opts
+            pause = (CLAUSE_PAUSE if clause else self._pause_s(opts)) if spoken else None
+            heard = yield from self._render(
+                part.sentences, at, cancel, stage, pause_before=pause, pacer=pacer
+            )
+            spoken, clause = spoken or heard, part.clause
 
     def _render(
         self,
@@ -507,7 +435,7 @@ class Speaker:
         cancel: threading.Event | None,
         stage: OutputStage,
         *,
-        pause_before: bool,
+        pause_before: float | None,
         pacer: PlaybackGuard | None = None,
     ) -> Generator[AudioResult, None, bool]:
         """Voice.render under the lock; int16 chunks (through `stage`). Returns whether any
@@ -531,8 +459,8 @@ class Speaker:
                     samples = np.asarray(piece.samples, dtype=np.float32).reshape(-1)
                     compute += spent
                     audio += samples.size / sr
-                    if pause_before and not heard and samples.size:
-                        gap = np.zeros(int(round(self._pause_s(opts) * sr)), np.float32)
+                    if pause_before is not None and not heard and samples.size:
+                        gap = np.zeros(int(round(pause_before * sr)), np.float32)
                         samples = np.concatenate([gap, samples])
                     heard = heard or samples.size > 0
                     if pacer is not None:
@@ -567,31 +495,15 @@ _END = object()
 _CANCEL = object()
 
 
-def _nonempty(sentences: list[str]) -> list[list[str]]:
-    """Completed sentences as one batch (or none)."""
-    kept = [s for s in sentences if s and s.strip()]
-    return [kept] if kept else []
-
-
-def _refresh_user_dictionary() -> None:
-    """Between requests: reload watched user dictionary files that changed (never raises)."""
-    from .text.userdict_watch import refresh_user_dictionary
-
-    refresh_user_dictionary()
-
-
-def _ssml_segments(deltas: Iterable[str], cancel: threading.Event | None) -> Iterator[Any]:
-    """SSML segments parsed from text deltas as they arrive."""
-    from .text.ssml import SsmlParser
-
-    parser = SsmlParser("SSML stream")
+def _parts(
+    deltas: Iterable[str], pipeline: TextPipeline, cancel: threading.Event | None
+) -> Iterator[Part]:
+    """The parts of text arriving in deltas, as each completes."""
     for delta in deltas:
         if cancel is not None and cancel.is_set():
             raise StreamCancelled()
-        if not isinstance(delta, str):
-            raise TypeError(f"text deltas must be str, got {type(delta).__name__}")
-        yield from parser.feed(delta)
-    yield from parser.close()
+        yield from pipeline.feed(delta)
+    yield from pipeline.close()
 
 
 def _blocking_deltas(feed: queue.Queue[Any], cancel: threading.Event) -> Iterator[str]:

@@ -167,6 +167,7 @@ class TTS:
                     voice,
                     rewrite=self.rewrite,
                     playback_guard=self.options.playback_guard != "off",
+                    first_clause=self.options.first_clause,
                 )
                 if warmup:
                     speaker.generate(_WARMUP_TEXT)

@@ -214,6 +214,17 @@ def add_voice_arguments(p: argparse.ArgumentParser) -> None:
         "(default: on unless $WYOMING_HAYAKOE_QUANTIZE_IN_BACKGROUND=0)",
     )
     e.add_argument(
+        "--first-clause",
+        type=_non_negative_int("--first-clause"),
+        default=None,
+        metavar="CHARS",
+        help=(
+            "text streamed in deltas: the first audio may start at a clause mark (、) once "
+            "this many characters arrived, not only at a sentence end; 0: sentences only "
+            "(default: $WYOMING_HAYAKOE_FIRST_CLAUSE, else 12)"
+        ),
+    )
+    e.add_argument(
         "--playback-guard",
         choices=["auto", "off"],
         default=None,
@@ -433,7 +444,7 @@ def settings_from_args(
     http = http_settings_from_args(args)
     user_dicts = list(args.user_dict)
     if http is not None and http.dictionary is not None and http.dictionary not in user_dicts:
-        user_dicts.append(http.dictionary)  # the page's words win over the other files'
+        user_dicts.insert(0, http.dictionary)  # first: the files given as --user-dict win
     for preset in presets:  # a preset's voice is loaded like --default-voice's
         if all(v.name != preset.voice for v in voices):
             voices.append(VoiceSpec(preset.voice))
@@ -501,6 +512,7 @@ def _engine_options(args: argparse.Namespace, env: Mapping[str, str]) -> EngineO
         "precision": args.precision,
         "quantize_in_background": args.quantize_in_background,
         "playback_guard": args.playback_guard,
+        "first_clause": args.first_clause,
     }
     return dataclasses.replace(
         EngineOptions.from_env(env), **{k: v for k, v in given.items() if v is not None}

@@ -13,6 +13,8 @@ imported on first use of the names that need them.
 - :func:`watch_user_dictionaries`, :func:`refresh_user_dictionary`,
   :func:`reload_user_dictionary`, :func:`check_user_dictionary` — dictionary files kept in
   step with the disk (reload on change between requests, and on demand).
+- :class:`TextPipeline`, :class:`Part`, :func:`sentences_of` — one request's text, whole or
+  in deltas, to the parts a voice renders (:mod:`engine.text.pipeline`).
 - :func:`is_ssml`, :func:`parse_ssml` — the SSML subset (:mod:`engine.text.ssml`).
 - :func:`normalize_text` — the first half of :func:`analyze` (``engine.text.g2p.g2p`` is
   the second).
@@ -27,7 +29,10 @@ from .splitter import SentenceSplitter, split_sentences
 
 __all__ = [
     "Analysis",
+    "Part",
+    "Readings",
     "SentenceSplitter",
+    "TextPipeline",
     "UserDictionary",
     "UserDictionaryError",
     "UserWord",
@@ -42,6 +47,7 @@ __all__ = [
     "refresh_user_dictionary",
     "reload_user_dictionary",
     "rewrite",
+    "sentences_of",
     "split_sentences",
     "unwatch_user_dictionaries",
     "watch_user_dictionaries",
@@ -65,6 +71,10 @@ _LAZY: dict[str, str] = {
     "reload_user_dictionary": "userdict_watch",
     "check_user_dictionary": "userdict_watch",
     "is_ssml": "ssml",
+    "TextPipeline": "pipeline",
+    "Part": "pipeline",
+    "Readings": "pipeline",
+    "sentences_of": "pipeline",
     "parse_ssml": "ssml",
 }
 

@@ -210,3 +210,9 @@ class SentenceSplitter:
     def pending(self) -> str:
         """Text received but not yet returned as a sentence."""
         return self._buf
+
+    def take(self, n: int) -> str:
+        """Hand out the first `n` characters of `pending` before their sentence ends (a
+        clause of a stream's first sentence, `engine.text.pipeline`)."""
+        head, self._buf = self._buf[:n], self._buf[n:]
+        return head

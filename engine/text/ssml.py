@@ -39,7 +39,6 @@ from __future__ import annotations
 import html
 import logging
 import re
-from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from xml.parsers import expat
 
@@ -53,7 +52,7 @@ __all__ = [
     "is_ssml",
     "parse_ssml",
     "plain_text",
-    "sniff_ssml",
+    "stream_is_ssml",
 ]
 
 _LOGGER = logging.getLogger(__name__)
@@ -353,31 +352,16 @@ def parse_ssml(text: str, where: str = "SSML") -> list[Segment]:
     return segments
 
 
-def sniff_ssml(deltas: Iterable[str]) -> tuple[bool, Iterator[str]]:
-    """Whether a stream of deltas is SSML, and the same deltas (none lost).
-
-    Reads deltas until the start decides it (a ``<speak`` tag, or any other text).
-    """
-    it = iter(deltas)
-    seen: list[str] = []
-    head = ""
-    for delta in it:
-        seen.append(delta)
-        head += delta
-        stripped = head.lstrip()
-        if not stripped:
-            continue
-        if is_ssml(stripped):
-            return True, _chain(seen, it)
-        if not stripped.startswith("<") or len(stripped) >= _SNIFF_CHARS:
-            return False, _chain(seen, it)
-        if not any(
-            t.startswith(stripped[: len(t)].lower()) for t in ("<speak", "<?xml", "<!doctype")
-        ):
-            return False, _chain(seen, it)
-    return is_ssml(head), iter(seen)
-
-
-def _chain(first: list[str], rest: Iterator[str]) -> Iterator[str]:
-    yield from first
-    yield from rest
+def stream_is_ssml(head: str) -> bool | None:
+    """Whether a stream that starts with `head` is SSML: True / False once its start decides
+    it (a ``<speak`` tag, or any other text), None while it could still be either."""
+    stripped = head.lstrip()
+    if not stripped:
+        return None
+    if is_ssml(stripped):
+        return True
+    if not stripped.startswith("<") or len(stripped) >= _SNIFF_CHARS:
+        return False
+    if not any(t.startswith(stripped[: len(t)].lower()) for t in ("<speak", "<?xml", "<!doctype")):
+        return False
+    return None

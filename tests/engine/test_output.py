@@ -15,6 +15,7 @@ import soxr  # type: ignore[import-untyped]
 from engine import OUTPUT_RATES, AudioResult, Chime, OutputOptions, Speaker, WavError
 from engine.output import Limiter, OutputStage, integrated_loudness, read_wav
 from engine.output.limiter import DEFAULT_CEILING_DB, sliding_min
+from engine.text import sentences_of
 
 THREE = "こんにちは。今日はいい天気ですね。散歩に行きましょう！"
 CEILING = int(np.rint(10 ** (DEFAULT_CEILING_DB / 20) * 32767))  # -1 dBFS in int16
@@ -334,7 +335,9 @@ def test_a_neural_voice_streams_windows_through_the_stage() -> None:
     text = "今日はいい天気ですね。散歩に行きましょう！さようなら。"
     options = OutputOptions(loudness=-20.0, sample_rate=16000, lead_silence=0.05)
     at_16k = OutputOptions(sample_rate=16000)
-    pieces = list(voice.render(speaker._prepare(text), speaker.options(seed=3)))
+    pieces = list(
+        voice.render(sentences_of(text, rewrite=speaker.rewrite), speaker.options(seed=3))
+    )
     assert not pieces[0].final, "the first sentence comes in windows"
     plain = [c.data.size for c in speaker.stream(text, output=at_16k, seed=3)]
     chunks = list(speaker.stream(text, output=options, seed=3))

@@ -176,6 +176,11 @@ async def test_say_unknown_style_lists_the_styles(tmp_path: Path) -> None:
         (["x"], b"", "one of the arguments -o/--output --play is required"),
         (["x", "-o", "-", "--server", "tcp://127.0.0.1:9", "--speed", "2"], b"", "--speed"),
         (["x", "-o", "-", "--server", "tcp://127.0.0.1:9", "--preset", "a=b"], b"", "--preset"),
+        (
+            ["x", "--play", "--server", "tcp://127.0.0.1:9", "--playback-guard", "off"],
+            b"",
+            "--playback-guard",
+        ),
         (["x", "-o", "-", "--server", "http://127.0.0.1:9"], b"", "tcp://HOST:PORT"),
         (["x", "-o", "-", "--preset", "alarm=openjtalk-mei,loud=1"], b"", "unknown key 'loud'"),
     ],

@@ -35,7 +35,7 @@ from typing import Any
 from aiohttp import web
 from wyoming.tts import SynthesizeVoice
 
-from engine import __version__, accent_phrases, rewrite
+from engine import TextPipeline, __version__
 
 from ..admission import Admission, AdmissionRefused
 from ..info import Resolved, VoiceCatalog
@@ -295,9 +295,9 @@ async def reading(request: web.Request) -> web.Response:
     data = await _json_body(request)
     text = _text(state, data)
 
-    def read() -> tuple[str, list[Any]]:
-        rewritten = rewrite(text) if state.rewrite else text
-        return rewritten, accent_phrases(rewritten)
+    def read() -> tuple[str, list[Any]]:  # the pipeline the speakers use, read not spoken
+        found = TextPipeline(rewrite=state.rewrite, first_clause=0).readings(text)
+        return found.text, list(found.phrases)
 
     rewritten, phrases = await asyncio.to_thread(read)
     return web.json_response(
