@@ -60,6 +60,11 @@ _LAZY = {
     "check_export": ("engine.synth.export", "check_export"),
     # int8 graphs with their fidelity report (`wyoming-hayakoe quantize`)
     "quantize_voice": ("engine.neural.int8", "quantize_voice"),
+    # AivisHub voice files (.aivmx / .aivm)
+    "is_aivm_source": ("engine.aivm.files", "is_aivm_source"),
+    "aivm_voices_of_file": ("engine.aivm.loader", "voices_of_file"),
+    "aivm_voices_in_dir": ("engine.aivm.loader", "voices_in_dir"),
+    "AivmFileError": ("engine.aivm.manifest", "AivmFileError"),
     # user dictionary files: reload on SIGHUP, `dict check`
     "reload_user_dictionary": ("engine.text.userdict_watch", "reload_user_dictionary"),
     "check_user_dictionary": ("engine.text.userdict_watch", "check_user_dictionary"),
@@ -84,6 +89,10 @@ def __getattr__(name: str):
 
 
 __all__ = [
+    "AivmFileError",
+    "aivm_voices_in_dir",
+    "aivm_voices_of_file",
+    "is_aivm_source",
     "AccentPhrase",
     "Readings",
     "TextPipeline",

@@ -156,6 +156,9 @@ class Speaker:
     @staticmethod
     def _default_style(voice: Voice) -> str:
         styles = list(voice.styles)
+        own = getattr(voice, "default_style", None)  # a voice that knows its own (AivisHub)
+        if isinstance(own, str) and own in styles:
+            return own
         if not styles or "Neutral" in styles:
             return "Neutral"
         return styles[0]

@@ -201,16 +201,21 @@ class TTS:
     def _build_voice(self, reg: _Registration, *, compile: bool) -> Voice:
         if reg.name == EMBEDDED_VOICE_NAME:
             return OpenJTalkVoice()
+        from .aivm.files import is_aivm_source
+        from .aivm.loader import load_aivm_voice
         from .bert import load_bert
         from .neural.loader import load_neural_voice
         from .sources import parse_source
 
-        src = parse_source(
-            reg.source or OFFICIAL_SOURCE,
-            cache_dir=self.cache_dir,
-            token=self._hf_token,
-            offline=self.options.offline,
-        )
+        aivm = is_aivm_source(reg.source)
+        src = None
+        if not aivm:
+            src = parse_source(
+                reg.source or OFFICIAL_SOURCE,
+                cache_dir=self.cache_dir,
+                token=self._hf_token,
+                offline=self.options.offline,
+            )
         if self._bert is None:
             bert_src = parse_source(
                 self.bert_source,
@@ -220,6 +225,16 @@ class TTS:
             )
             self._bert = load_bert(
                 bert_src, self.device, threads=self.options.threads, cache_dir=self.cache_dir
+            )
+        if aivm:  # an AivisHub file (engine.aivm)
+            return load_aivm_voice(
+                reg.name,
+                reg.source or "",
+                bert=self._bert,
+                device=self.device,
+                cache_dir=self.cache_dir,
+                token=self._hf_token,
+                options=self.options,
             )
         return load_neural_voice(
             reg.name,

@@ -21,7 +21,16 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
-from engine import TTS, Speaker, __version__, limit_malloc_arenas, reload_user_dictionary
+from engine import (
+    TTS,
+    Speaker,
+    __version__,
+    aivm_voices_in_dir,
+    aivm_voices_of_file,
+    is_aivm_source,
+    limit_malloc_arenas,
+    reload_user_dictionary,
+)
 
 from .admission import Admission
 from .events import EventLimits
@@ -53,8 +62,34 @@ def build_tts(settings: Settings) -> TTS:
         options=settings.engine,
     )
     for spec in settings.voices:
-        tts.load(spec.name, source=spec.source)
+        for name, source in _expand(spec.name, spec.source, settings):
+            tts.load(name, source=source)
+    for folder in settings.voice_dirs:
+        found, _bad = aivm_voices_in_dir(folder, taken=tts.registered)  # bad files are logged
+        for name, source in found:
+            tts.load(name, source=source)
     return tts
+
+
+def _expand(name: str, source: str | None, settings: Settings) -> list[tuple[str, str | None]]:
+    """One registration per voice: an AivisHub file with several speakers is one voice per
+    speaker (`NAME-<speaker>`); a file that cannot be read stays one registration, which
+    fails at load with the file and the reason, leaving the other voices served."""
+    if not is_aivm_source(source):
+        return [(name, source)]
+    try:
+        return list(
+            aivm_voices_of_file(
+                source,
+                name,
+                cache_dir=settings.cache_dir,
+                token=settings.hf_token,
+                offline=settings.engine.offline,
+            )
+        )
+    except Exception as exc:  # noqa: BLE001 - reported again, with the voice, by prepare
+        _LOGGER.debug("Voice %s: %s", name, exc)
+        return [(name, source)]
 
 
 def prepare_tts(settings: Settings) -> TTS:
@@ -83,6 +118,8 @@ def _default_voice(settings: Settings, speakers: Mapping[str, Speaker]) -> str:
     """`--default-voice`, or the first voice that loaded when that one could not be."""
     if settings.default_voice in speakers or not speakers:
         return settings.default_voice
+    if not settings.default_voice:  # only --voice-dir: the first voice that loaded
+        return next(iter(speakers))
     fallback = ([v.name for v in settings.voices if v.name in speakers] or list(speakers))[0]
     _LOGGER.error(
         "Default voice %s could not be loaded; requests that name no voice get %s",

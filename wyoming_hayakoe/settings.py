@@ -68,7 +68,11 @@ class Settings:
     zeroconf_interfaces: tuple[str, ...] = ()
     """Addresses of the interfaces zeroconf uses; empty: all (tests pass 127.0.0.1)."""
     voices: tuple[VoiceSpec, ...] = (VoiceSpec(EMBEDDED_VOICE_NAME),)
+    voice_dirs: tuple[Path, ...] = ()
+    """Folders whose every .aivmx/.aivm file is served (AivisHub voices, `--voice-dir`)."""
     default_voice: str = EMBEDDED_VOICE_NAME
+    """The voice of requests that name none; "" when only --voice-dir gives voices (then
+    the first voice that loads)."""
     default_style: str | None = None
     samples_per_chunk: int = 1024
     streaming: bool = True
@@ -326,6 +330,15 @@ def build_parser() -> argparse.ArgumentParser:
         f"s3://bucket/prefix, file:///path, /path); default: {EMBEDDED_VOICE_NAME}",
     )
     p.add_argument(
+        "--voice-dir",
+        action="append",
+        default=[],
+        type=Path,
+        metavar="DIR",
+        help="serve every AivisHub voice file (.aivmx, .aivm) in DIR, named from its manifest "
+        "(repeatable); a NAME=FILE.aivmx --voice works too",
+    )
+    p.add_argument(
         "--default-voice", help="voice used when a request names none (default: the first --voice)"
     )
     p.add_argument(
@@ -429,7 +442,11 @@ def settings_from_args(
             )
         if all(v.name != default_voice for v in voices):
             voices.append(VoiceSpec(default_voice))
-    if not voices:
+    voice_dirs = tuple(args.voice_dir)
+    for d in voice_dirs:
+        if not d.is_dir():
+            raise SettingsError(f"--voice-dir {str(d)!r}: not a folder")
+    if not voices and not voice_dirs:
         voices.append(VoiceSpec(EMBEDDED_VOICE_NAME))
     zeroconf_name = args.zeroconf
     if zeroconf_name is not None:
@@ -453,7 +470,8 @@ def settings_from_args(
         zeroconf_name=zeroconf_name,
         zeroconf_interfaces=tuple(args.zeroconf_interface),
         voices=tuple(voices),
-        default_voice=default_voice or voices[0].name,
+        voice_dirs=voice_dirs,
+        default_voice=default_voice or (voices[0].name if voices else ""),
         default_style=(args.default_style or "").strip() or None,
         samples_per_chunk=args.samples_per_chunk,
         streaming=not args.no_streaming,

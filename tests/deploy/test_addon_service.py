@@ -341,6 +341,19 @@ def test_voices_in_share_hayakoe_are_loaded(tmp_path):
     }
 
 
+def test_aivishub_files_in_share_hayakoe_are_served_as_a_voice_folder(tmp_path):
+    share = tmp_path / "share" / "hayakoe"
+    share.mkdir(parents=True)
+    run = run_service(tmp_path / "none", dict(DEFAULTS))
+    assert run.returncode == 0, run.stderr
+    assert "--voice-dir" not in run.argv  # no AivisHub file: no folder
+    (share / "mai.aivmx").write_bytes(b"")
+    run = run_service(tmp_path, dict(DEFAULTS))
+    assert run.returncode == 0, run.stderr
+    assert run.settings().voice_dirs == (share,)
+    assert "AivisHub voice files" in run.stderr
+
+
 def test_a_voice_named_twice_is_loaded_once_and_the_option_wins(tmp_path):
     share = tmp_path / "share" / "hayakoe"
     (share / "gamma").mkdir(parents=True)

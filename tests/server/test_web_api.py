@@ -118,6 +118,9 @@ async def test_voices_lists_voices_styles_and_presets(page, embedded_speakers):
     assert voice["styles"] == speaker.styles
     assert voice["attribution"]["name"] == speaker.attribution_name
     assert voice["description"] == speaker.description
+    assert voice["precision"] is None  # the embedded voice has no int8/fp32 choice
+    rtf = speaker.real_time_factor
+    assert voice["real_time_factor"] == (None if rtf is None else round(rtf, 3))
     assert (
         data["presets"]
         == [{"name": "alarm", "voice": VOICE, "style": speaker.default_style, "description": ""}]
@@ -302,6 +305,7 @@ async def test_dictionary_add_edit_delete_is_live_and_on_disk(page, dict_path):
         ({"surface": "山", "reading": "ヤマ", "priority": 11}, "priority"),
         ({"surface": "山", "reading": "ヤマ", "pos": "verb"}, "pos"),
         ("山,ヤマ", "body"),
+        ({"surface": "山", "reading": "ヤマ", "path": "/tmp/elsewhere.csv"}, "path"),
     ],
 )
 async def test_dictionary_bad_entry_is_400_naming_the_field_and_writes_nothing(
@@ -314,6 +318,7 @@ async def test_dictionary_bad_entry_is_400_naming_the_field_and_writes_nothing(
     assert r.status == 400
     assert (await r.json())["field"] == field
     assert dict_path.read_bytes() == before
+    assert not Path("/tmp/elsewhere.csv").exists()
 
 
 async def test_two_concurrent_edits_never_lose_an_entry(page, dict_path):

@@ -178,6 +178,20 @@ def _jsonable(value: object) -> object:
     return str(value)
 
 
+def _precision(speaker: Any) -> object:
+    """int8/fp32 (and the gate's figures) where the speaker or its voice tells."""
+    found = getattr(speaker, "precision", None)
+    if found is None:
+        found = getattr(getattr(speaker, "voice", None), "precision", None)
+    return _jsonable(found)
+
+
+def _rtf(speaker: Any) -> float | None:
+    """Seconds of synthesis per second of audio measured on this machine (None: not yet)."""
+    value = getattr(speaker, "real_time_factor", None)
+    return round(float(value), 3) if isinstance(value, (int, float)) else None
+
+
 # -- voices and audio ----------------------------------------------------------------------
 
 
@@ -195,7 +209,8 @@ async def voices(request: web.Request) -> web.Response:
                 "default_style": catalog.style_for(speaker),
                 "attribution": {"name": speaker.attribution_name, "url": speaker.attribution_url},
                 "version": speaker.version,
-                "precision": _jsonable(getattr(speaker, "precision", None)),
+                "precision": _precision(speaker),
+                "real_time_factor": _rtf(speaker),
             }
         )
     presets = [
@@ -436,7 +451,8 @@ async def status(request: web.Request) -> web.Response:
                     "name": name,
                     "styles": speaker.styles,
                     "in_flight": admission.in_flight_for(name),
-                    "precision": _jsonable(getattr(speaker, "precision", None)),
+                    "precision": _precision(speaker),
+                    "real_time_factor": _rtf(speaker),
                 }
                 for name, speaker in state.catalog.speakers.items()
             ],

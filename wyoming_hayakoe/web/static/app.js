@@ -35,7 +35,7 @@ const STRINGS = {
     saved: "Saved “{surface}”.", deleted: "Deleted “{surface}”.",
     imported: "Imported {n} word(s).", import_failed: "Nothing imported: fix these lines.",
     line: "line {n}", confirm_delete: "Delete “{surface}”?",
-    error: "Error", default: "default", read_now: "read now: {reading}",
+    error: "Error", default: "default", read_now: "read now: {reading}", measured_rtf: "RTF measured here",
   },
   ja: {
     tab_voices: "ボイス", tab_try: "試す", tab_dictionary: "辞書", tab_status: "状態",
@@ -68,7 +68,7 @@ const STRINGS = {
     saved: "「{surface}」を保存しました。", deleted: "「{surface}」を削除しました。",
     imported: "{n} 語を読み込みました。", import_failed: "読み込んでいません。次の行を直してください。",
     line: "{n} 行目", confirm_delete: "「{surface}」を削除しますか？",
-    error: "エラー", default: "既定", read_now: "現在の読み：{reading}",
+    error: "エラー", default: "既定", read_now: "現在の読み：{reading}", measured_rtf: "この機器での RTF",
   },
 };
 
@@ -263,6 +263,9 @@ async function renderVoices() {
       el("dt", { text: t("sample_rate") }), el("dd", { text: `${v.sample_rate} Hz` }));
     const precision = precisionText(v.precision);
     if (precision) facts.append(el("dt", { text: t("precision") }), el("dd", { text: precision }));
+    if (v.real_time_factor !== null && v.real_time_factor !== undefined) {
+      facts.append(el("dt", { text: t("measured_rtf") }), el("dd", { text: v.real_time_factor.toFixed(2) }));
+    }
     const attribution = v.attribution && v.attribution.url
       ? el("a", { href: v.attribution.url, target: "_blank", rel: "noopener noreferrer", text: v.attribution.name || v.attribution.url })
       : el("span", { text: (v.attribution && v.attribution.name) || "" });
@@ -706,7 +709,9 @@ async function renderStatus() {
   row(t("queue"), `${s.in_flight} / ${s.max_queue}${s.draining ? ` (${t("draining")})` : ""}`);
   row(t("voices"), s.voices.map((v) => {
     const p = precisionText(v.precision);
-    return `${v.name}${p ? ` (${p})` : ""}${v.in_flight ? ` ×${v.in_flight}` : ""}`;
+    const rtf = v.real_time_factor !== null && v.real_time_factor !== undefined ? `RTF ${v.real_time_factor.toFixed(2)}` : "";
+    const notes = [p, rtf].filter(Boolean).join(", ");
+    return `${v.name}${notes ? ` (${notes})` : ""}${v.in_flight ? ` ×${v.in_flight}` : ""}`;
   }).join(", "));
   const warnings = $("#warnings");
   warnings.replaceChildren();
