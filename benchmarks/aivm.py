@@ -132,16 +132,16 @@ def load(kind: str, precision: str, native: Path, aivmx: Path, cache: Path) -> A
         voice = load_neural_voice("bench", native, bert=bert, cache_dir=cache, options=opts)
     else:
         voice = load_aivm_voice("bench-aivmx", str(aivmx), bert=bert, cache_dir=cache, options=opts)
-    return Speaker(voice)
+    return Speaker(voice, playback_guard=False)  # first audio as made, not paced
 
 
 def measure(speaker: Any, text: str) -> tuple[float, float]:
     """(RTF of generate, seconds to the first audio of stream)."""
     t0 = time.perf_counter()
-    audio = speaker.generate(text, seed=0, style="Neutral")
+    audio = speaker.generate(text, seed=0)  # default style: row 0 in both (Neutral, ノーマル)
     rtf = (time.perf_counter() - t0) / audio.duration
     t0 = time.perf_counter()
-    stream = speaker.stream(text, seed=0, style="Neutral")
+    stream = speaker.stream(text, seed=0)
     next(stream)
     first = time.perf_counter() - t0
     for _ in stream:
@@ -153,11 +153,15 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--no-int8", action="store_true")
+    p.add_argument("--only-int8", action="store_true", help="int8 rows only")
+    p.add_argument("--texts", default=",".join(TEXTS), help="comma-separated: short,medium,long")
+    p.add_argument("--out", default="aivm", help="results file stem under benchmarks/results/")
     args = p.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     native, aivmx = build()
     cache = CACHE / "engine-cache"
-    precisions = ["fp32"] if args.no_int8 else ["fp32", "int8"]
+    precisions = ["fp32"] if args.no_int8 else ["int8"] if args.only_int8 else ["fp32", "int8"]
+    texts = {k: TEXTS[k] for k in args.texts.split(",")}
     speakers = {
         (kind, prec): load(kind, prec, native, aivmx, cache)
         for prec in precisions
@@ -167,7 +171,7 @@ def main() -> int:
         measure(sp, TEXTS["short"])
     rows: dict[str, dict[str, dict[str, list[float]]]] = {}
     for _ in range(args.reps):
-        for text_name, text in TEXTS.items():
+        for text_name, text in texts.items():
             for (kind, prec), sp in speakers.items():
                 rtf, first = measure(sp, text)
                 cell = rows.setdefault(f"{kind} {prec}", {}).setdefault(text_name, {})
@@ -178,13 +182,15 @@ def main() -> int:
         for name, cells in rows.items()
     }
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "aivm.json").write_text(json.dumps({"reps": args.reps, "median": med}, indent=1))
+    (RESULTS / f"{args.out}.json").write_text(
+        json.dumps({"reps": args.reps, "median": med}, indent=1)
+    )
     lines = [
         "| voice | text | RTF | first audio (s) | RTF .aivmx / native | first audio ratio |",
         "| --- | --- | ---: | ---: | ---: | ---: |",
     ]
     for prec in precisions:
-        for t in TEXTS:
+        for t in texts:
             n, a = med[f"native {prec}"][t], med[f"aivmx {prec}"][t]
             for kind, m in (("native", n), (".aivmx", a)):
                 ratio_rtf = f"{a['rtf'] / n['rtf']:.2f}" if kind == ".aivmx" else ""
@@ -194,7 +200,7 @@ def main() -> int:
                     f"{ratio_rtf} | {ratio_first} |"
                 )
     md = "\n".join(lines) + "\n"
-    (RESULTS / "aivm.md").write_text(md)
+    (RESULTS / f"{args.out}.md").write_text(md)
     print(md)
     return 0
 

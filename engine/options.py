@@ -15,6 +15,7 @@ are read here only, by `EngineOptions.from_env`, as documented defaults of the s
 | `precision`      | `WYOMING_HAYAKOE_PRECISION`       | auto                         |
 | `playback_guard` | `WYOMING_HAYAKOE_PLAYBACK_GUARD`  | auto                         |
 | `first_clause`   | `WYOMING_HAYAKOE_FIRST_CLAUSE`    | 12 characters (0: sentences) |
+| `overlap`        | `WYOMING_HAYAKOE_OVERLAP`         | on (=0 turns it off)         |
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ PLAYBACK_GUARD_ENV = "WYOMING_HAYAKOE_PLAYBACK_GUARD"
 GUARD_MODES = ("auto", "off")
 FIRST_CLAUSE_ENV = "WYOMING_HAYAKOE_FIRST_CLAUSE"
 DEFAULT_FIRST_CLAUSE = 12
+OVERLAP_ENV = "WYOMING_HAYAKOE_OVERLAP"
 
 MAX_DEFAULT_THREADS = 8
 DEFAULT_FIRST_WINDOW = 24
@@ -73,6 +75,11 @@ class EngineOptions:
     """"auto": a stream's first audio is held back just long enough that a listener playing
     it in real time never waits, where this voice is slower than speech on this machine
     (`engine.playback`); "off": audio goes out as soon as it is made."""
+    overlap: bool = True
+    """While a sentence is decoded, run BERT and the front graph of the next one on a
+    background thread (`engine.neural.overlap`; ONNX Runtime voices, the same audio). On 2
+    cores a 4-sentence text took 0.91-0.95x the serial time, first audio unchanged
+    (docs/synthesizer.md, "Overlap across sentences")."""
 
     first_clause: int = DEFAULT_FIRST_CLAUSE
     """Text in deltas (a language model's reply): the first part may end at a clause mark
@@ -146,4 +153,5 @@ class EngineOptions:
             precision=precision,
             playback_guard=guard,
             first_clause=DEFAULT_FIRST_CLAUSE if clause is None else clause,
+            overlap=env.get(OVERLAP_ENV, "").strip() != "0",
         )

@@ -193,6 +193,13 @@ def add_voice_arguments(p: argparse.ArgumentParser) -> None:
         "(default: on unless $WYOMING_HAYAKOE_RELEASE_MEMORY=0)",
     )
     e.add_argument(
+        "--overlap",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="prepare the next sentence (BERT, encoder, durations, flow) on a second thread "
+        "while one is decoded; same audio (default: on unless $WYOMING_HAYAKOE_OVERLAP=0)",
+    )
+    e.add_argument(
         "--offline",
         action=argparse.BooleanOptionalAction,
         default=None,
@@ -517,6 +524,7 @@ def _engine_options(args: argparse.Namespace, env: Mapping[str, str]) -> EngineO
         "first_window": args.first_window,
         "conv2d": args.conv2d,
         "release_memory": args.release_memory,
+        "overlap": args.overlap,
         "offline": args.offline,
         "precision": args.precision,
         "playback_guard": args.playback_guard,

@@ -232,6 +232,7 @@ def _load_located(
         bert,
         source=str(loc.directory),
         first_window=options.first_window,
+        overlap=options.overlap,
     )
 
 
