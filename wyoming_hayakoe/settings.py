@@ -216,6 +216,15 @@ def add_voice_arguments(p: argparse.ArgumentParser) -> None:
         ),
     )
     e.add_argument(
+        "--quantize-in-background",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="when a voice's int8 graphs must be made first: serve it in fp32 at once and "
+        "make them in the background at low priority, switching to int8 between requests; "
+        "--no-quantize-in-background waits for them before serving "
+        "(default: on unless $WYOMING_HAYAKOE_QUANTIZE_IN_BACKGROUND=0)",
+    )
+    e.add_argument(
         "--first-clause",
         type=_non_negative_int("--first-clause"),
         default=None,
@@ -527,6 +536,7 @@ def _engine_options(args: argparse.Namespace, env: Mapping[str, str]) -> EngineO
         "overlap": args.overlap,
         "offline": args.offline,
         "precision": args.precision,
+        "quantize_in_background": args.quantize_in_background,
         "playback_guard": args.playback_guard,
         "first_clause": args.first_clause,
     }

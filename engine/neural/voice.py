@@ -155,6 +155,12 @@ class NeuralVoice:
         """Prepare the next sentence on a background thread while one is decoded
         (`EngineOptions.overlap`, see `render`)."""
 
+    @property
+    def precision(self) -> str:
+        """ "int8" or "fp32": the synthesizer's arithmetic now (it may be switched once,
+        between requests, by `engine.background_int8`)."""
+        return str(getattr(self.synth, "precision", "fp32"))
+
     @classmethod
     def from_files(
         cls,
