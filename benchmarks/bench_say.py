@@ -191,10 +191,11 @@ def main() -> int:
     args = parser.parse_args()
     if args.small_voice:
         sys.path.insert(0, str(ROOT))
+        from engine.layout import speaker_prefix
         from tests.helpers.voices import LAYOUT_VOICE, build_layout_root
 
         root = ROOT / "benchmarks" / ".cache" / "say-small"
-        if not (root / "onnx").is_dir():
+        if not (root / speaker_prefix(LAYOUT_VOICE, "onnx")).is_dir():
             root.mkdir(parents=True, exist_ok=True)
             build_layout_root(root, LAYOUT_VOICE)
         args.voice = f"{LAYOUT_VOICE}={root}"

@@ -20,7 +20,9 @@ into float audio (`engine.voice_backend.Voice.render`):
 Locking: for a whole text the lock is held while the voice renders it (from the first
 chunk until the stream ends or is closed). For text that arrives in deltas it is taken per
 batch of completed sentences and released while waiting for more text, so a slow producer
-(an LLM) does not block other requests for the same speaker.
+(an LLM) does not block other requests for the same speaker. `at_request_boundary` runs
+something between requests (a voice switching precision): under the lock, when no request
+is part-way through its text.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ import time
 from collections.abc import (
     AsyncGenerator,
     AsyncIterable,
+    Callable,
     Generator,
     Iterable,
     Iterator,
@@ -91,6 +94,8 @@ class Speaker:
         self.rewrite = rewrite
         self.defaults = defaults or SynthesisOptions(style=self._default_style(voice))
         self.lock = FairLock()
+        self._begun: set[int] = set()  # requests that rendered a part and have not ended
+        self._ended = threading.Condition()
         self.playback_guard = playback_guard
         """Streams hold back first audio where it would outrun synthesis (`engine.playback`)."""
         self.first_clause = first_clause
@@ -127,6 +132,13 @@ class Speaker:
     @property
     def version(self) -> str | None:
         return self.voice.version
+
+    @property
+    def precision(self) -> str:
+        """The arithmetic the voice runs now: "int8" or "fp32" (voices without int8 graphs,
+        the embedded one included, say "fp32"). May change once, between requests, when
+        int8 graphs made in the background pass their gate (`engine.background_int8`)."""
+        return str(getattr(self.voice, "precision", "fp32"))
 
     @property
     def default_style(self) -> str:
@@ -345,10 +357,16 @@ class Speaker:
             if rest.size:
                 yield AudioResult(stage.rate, rest)
 
-        if pacer is None:
-            yield from chunks()
-            return
-        yield from pacer.pace(chunks())
+        try:
+            if pacer is None:
+                yield from chunks()
+                return
+            yield from pacer.pace(chunks())
+        finally:
+            if id(stage) in self._begun:
+                with self._ended:
+                    self._begun.discard(id(stage))
+                    self._ended.notify_all()
         if pacer.holds:
             _LOGGER.info(
                 "%s speaks slower than real time here (%.2fx): audio held back %.1f s in all "
@@ -360,6 +378,28 @@ class Speaker:
 
     def _guarded(self, guard: bool | None) -> bool:
         return self.playback_guard if guard is None else guard
+
+    def at_request_boundary(
+        self, action: Callable[[], None], cancel: threading.Event | None = None
+    ) -> bool:
+        """Run `action` between requests: holding the lock (no request renders meanwhile,
+        and those waiting come after it in their order), at a moment when no request has
+        rendered part of its text and waits for more (text in deltas). False (and `action`
+        not run) when `cancel` is set first."""
+        while True:
+            if not self.lock.acquire(cancel=cancel):
+                return False
+            try:
+                if not self._begun:
+                    action()
+                    return True
+            finally:
+                self.lock.release()
+            with self._ended:
+                while self._begun and not (cancel is not None and cancel.is_set()):
+                    self._ended.wait(_LOCK_POLL_S)
+            if cancel is not None and cancel.is_set():
+                return False
 
     def _stream(
         self,
@@ -407,8 +447,9 @@ class Speaker:
         sr = self.sample_rate
         heard = False
         compute = audio = 0.0
-        key = self._speed_key()
         self._acquire(cancel)
+        self._begun.add(id(stage))  # part-way through: no switch until this request ends
+        key = self._speed_key()  # under the lock: the precision cannot change while it runs
         try:
             pieces = self.voice.render(sentences, opts)
             try:

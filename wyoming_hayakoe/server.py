@@ -35,7 +35,7 @@ from engine import (
 from .admission import Admission
 from .events import EventLimits
 from .handler import HayakoeHandler, ServerContext
-from .info import VoiceCatalog, build_info
+from .info import InfoAnswer, VoiceCatalog
 from .memory import IdleHeapTrim
 from .presets import output_options, resolve_presets
 from .settings import Settings
@@ -44,7 +44,7 @@ from .zeroconf import ZeroconfAdvertiser
 if TYPE_CHECKING:
     from .web.app import WebServer
 
-__all__ = ["HayakoeServer", "build_speakers", "run_server"]
+__all__ = ["HayakoeServer", "build_speakers", "prepare_tts", "run_server"]
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -92,8 +92,9 @@ def _expand(name: str, source: str | None, settings: Settings) -> list[tuple[str
         return [(name, source)]
 
 
-def build_speakers(settings: Settings) -> dict[str, Speaker]:
-    """Load every configured voice (the slow part: downloads, sessions, warm-up).
+def prepare_tts(settings: Settings) -> TTS:
+    """Load every configured voice (the slow part: downloads, sessions, warm-up); int8
+    graphs still to be made are made in the background (`TTS.close` stops that).
 
     A voice that cannot be loaded (a corrupt file, a source out of reach) is left out with an
     error in the log naming the reason, and the others are served; when none can be loaded,
@@ -103,8 +104,14 @@ def build_speakers(settings: Settings) -> dict[str, Speaker]:
         tts.watch_user_dictionaries(settings.user_dicts)
     tts.prepare(warmup=settings.warmup, compile=settings.use_compile, skip_failed=True)
     if not tts.speakers:
+        tts.close()
         raise next(iter(tts.failed.values()))
-    return tts.speakers
+    return tts
+
+
+def build_speakers(settings: Settings) -> dict[str, Speaker]:
+    """`prepare_tts`'s speakers."""
+    return prepare_tts(settings).speakers
 
 
 def _default_voice(settings: Settings, speakers: Mapping[str, Speaker]) -> str:
@@ -143,7 +150,7 @@ class HayakoeServer:
         )
         self.context = ServerContext(
             catalog=catalog,
-            info_event=build_info(catalog, streaming=settings.streaming).event(),
+            info=InfoAnswer(catalog, streaming=settings.streaming),
             samples_per_chunk=settings.samples_per_chunk,
             max_text_length=settings.max_text_length,
             limits=EventLimits(
@@ -328,8 +335,8 @@ async def run_server(settings: Settings) -> int:
 
         ensure_dictionary_file(settings.http.dictionary)  # read like --user-dict, so it must be
     _LOGGER.info("Loading voices: %s", ", ".join(v.name for v in settings.voices))
-    speakers = await asyncio.to_thread(build_speakers, settings)
-    server = HayakoeServer(settings, speakers)
+    tts = await asyncio.to_thread(prepare_tts, settings)
+    server = HayakoeServer(settings, tts.speakers)
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -353,6 +360,7 @@ async def run_server(settings: Settings) -> int:
         await asyncio.wait({waiter, stopper}, return_when=asyncio.FIRST_COMPLETED)
         if stopper.done():
             _LOGGER.info("Shutting down")
+            tts.close()  # background int8 work stops; the drain never waits for it
             stop.clear()
             drained = asyncio.create_task(server.drain())
             again = asyncio.create_task(stop.wait())
@@ -362,6 +370,7 @@ async def run_server(settings: Settings) -> int:
             drained.cancel()
             again.cancel()
     finally:
+        tts.close()
         waiter.cancel()
         stopper.cancel()
         await server.stop()

@@ -193,6 +193,13 @@ def add_voice_arguments(p: argparse.ArgumentParser) -> None:
         "(default: on unless $WYOMING_HAYAKOE_RELEASE_MEMORY=0)",
     )
     e.add_argument(
+        "--overlap",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="prepare the next sentence (BERT, encoder, durations, flow) on a second thread "
+        "while one is decoded; same audio (default: on unless $WYOMING_HAYAKOE_OVERLAP=0)",
+    )
+    e.add_argument(
         "--offline",
         action=argparse.BooleanOptionalAction,
         default=None,
@@ -207,6 +214,15 @@ def add_voice_arguments(p: argparse.ArgumentParser) -> None:
             "fp32, or auto: int8 where the voice's int8 graphs passed the fidelity gate "
             "(default: $WYOMING_HAYAKOE_PRECISION, else auto)"
         ),
+    )
+    e.add_argument(
+        "--quantize-in-background",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="when a voice's int8 graphs must be made first: serve it in fp32 at once and "
+        "make them in the background at low priority, switching to int8 between requests; "
+        "--no-quantize-in-background waits for them before serving "
+        "(default: on unless $WYOMING_HAYAKOE_QUANTIZE_IN_BACKGROUND=0)",
     )
     e.add_argument(
         "--first-clause",
@@ -517,8 +533,10 @@ def _engine_options(args: argparse.Namespace, env: Mapping[str, str]) -> EngineO
         "first_window": args.first_window,
         "conv2d": args.conv2d,
         "release_memory": args.release_memory,
+        "overlap": args.overlap,
         "offline": args.offline,
         "precision": args.precision,
+        "quantize_in_background": args.quantize_in_background,
         "playback_guard": args.playback_guard,
         "first_clause": args.first_clause,
     }

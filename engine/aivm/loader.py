@@ -247,6 +247,7 @@ def load_aivm_voice(
         bert,
         source=str(path),
         first_window=options.first_window,
+        overlap=options.overlap,
     )
     styles = [s.name for s in speaker.styles]
     voice.default_style = next((s for s in DEFAULT_STYLES if s in styles), styles[0])

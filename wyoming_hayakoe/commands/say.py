@@ -426,6 +426,9 @@ def speak_here(
         for path in settings.user_dicts:
             tts.load_user_dictionary(path)
         tts.prepare(warmup=warmup, compile=settings.use_compile)
+        # One request and out: int8 graphs missing from the cache are not made here (the
+        # server or `wyoming-hayakoe quantize` makes them); the voice speaks in fp32.
+        tts.close()
     except Exception as exc:  # noqa: BLE001 - one line naming what failed, the rest at DEBUG
         _LOGGER.debug("Loading failed", exc_info=True)
         raise SayError(f"cannot load voice {voices[0].name}: {redact(str(exc))}") from None
