@@ -346,7 +346,8 @@ def render(results: dict) -> str:
         noise = sum(f["noise_waits"] for f in per.values())
         load = res.get("load_avg")
         when = f" (ended {res['when_utc']} UTC, load average {load[0]} → {load[1]})" if load else ""
-        busy = "; the machine could not give it the CPU aimed at" if cal.get("saturated") else ""
+        saturated = cal.get("saturated") or (cal.get("cpus") or 0) >= results["threads"]
+        busy = "; the machine could not give it the CPU aimed at" if saturated else ""
         notes.append(
             f"- {name}{when}: quota {q}; the voice needs {cal['cpu_per_audio_s']:.3f} CPU s per "
             f"s of audio unthrottled; throttled periods {res['throttled_periods']}; "
