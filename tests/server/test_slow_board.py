@@ -1,5 +1,5 @@
 """The playback guard on a board slower than speech: the real program with the small voice
-in a CPU-quota cgroup (tests/helpers/cgroup.py) so tight it runs at about half real time,
+in a CPU-quota cgroup (tests/helpers/cgroup.py) so tight it runs at less than half real time,
 listened to by the benchmarks' real-time listener (`benchmarks/wyoming_client.listen`).
 Guard off: the listener hears gaps; guard on (`auto`): none. `benchmarks/slow_board.py` is
 the full-size version with figures. Skipped where no CPU-quota cgroup can be made (not root,
@@ -29,8 +29,9 @@ pytestmark = [
     pytest.mark.skipif(_NO_QUOTA is not None, reason=f"no CPU-quota cgroup: {_NO_QUOTA}"),
 ]
 
-RTF = 2.0
-"""How much slower than real time the quota makes the voice."""
+RTF = 2.5
+"""How much slower than real time the quota makes the voice (aimed at: the machine's other
+work makes it vary)."""
 # A short sentence, then a longer one: as a language model's answers often start.
 TEXT = "はい、わかりました。明日の朝は七時にアラームを鳴らして、天気もお知らせしますね。"
 WARM_UP = "おはようございます。"
@@ -38,7 +39,7 @@ GUARDS = ("off", "auto")
 MODES = ("streamed", "one-shot")
 
 
-async def _listen_to_both(root: Path) -> dict[str, Any]:
+async def _listen_to_both(root: Path, caches: Path) -> dict[str, Any]:
     slow_board = benchmark_module("slow_board")
     client = benchmark_module("wyoming_client")
     ports = {guard: free_port() for guard in GUARDS}
@@ -48,13 +49,16 @@ async def _listen_to_both(root: Path) -> dict[str, Any]:
         for guard, port in ports.items():
             args = ("--uri", f"tcp://127.0.0.1:{port}", "--voice", f"{LAYOUT_VOICE}={root}")
             args += ("--bert-source", str(root), "--threads", "1", "--playback-guard", guard)
+            # a cache each: two processes starting at once must not share derived files
+            args += ("--cache-dir", str(caches / guard))
             servers[guard] = await stack.enter_async_context(Program(*args))
         await asyncio.gather(*(s.wait_ready() for s in servers.values()))
         # CPU time per second of audio, unthrottled: the quota follows from it whatever else
-        # the machine is doing (CPU time, not wall time).
-        need = await slow_board.cpu_per_audio(
-            ports["off"], servers["off"].proc.pid, (TEXT,), LAYOUT_VOICE
-        )
+        # the machine is doing (CPU time, not wall time). Measured on a second request: the
+        # first one pays for things done once.
+        pid = servers["off"].proc.pid
+        await slow_board.cpu_per_audio(ports["off"], pid, (WARM_UP,), LAYOUT_VOICE)
+        need = await slow_board.cpu_per_audio(ports["off"], pid, (TEXT,), LAYOUT_VOICE)
         cpus = slow_board.quota_for(need, RTF)
 
         async def both(text: str, mode: str) -> list[Any]:
@@ -87,9 +91,9 @@ async def _listen_to_both(root: Path) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def board(layout_root: Path) -> dict[str, Any]:
+def board(layout_root: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """Both servers' answers to one streamed and one one-shot request on the slow board."""
-    return asyncio.run(_listen_to_both(layout_root))
+    return asyncio.run(_listen_to_both(layout_root, tmp_path_factory.mktemp("caches")))
 
 
 def _figures(board: dict[str, Any]) -> dict[str, Any]:
