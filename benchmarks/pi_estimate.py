@@ -40,7 +40,7 @@ The playback guard (`--playback-guard auto`) holds the first audio of an answer 
 back by about D·(r − 1) when the real-time factor r is above 1, so that playback, once
 started, never waits; below 1 it sends at once. The table gives that wait for a `--answer`
 second answer (default 3 s, a typical Assist reply). Memory is not estimated: the
-full-size int8 voice with its BERT holds about 0.7 GB after loading (x86, same files), so
+full-size int8 voice with its BERT holds about 0.6 GB after loading (x86, same files), so
 every board here with 2 GB or more fits one voice.
 """
 

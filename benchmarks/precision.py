@@ -141,7 +141,11 @@ def phase_precision(
     results: dict[str, Any] = {"load_avg_start": list(__import__("os").getloadavg())}
     harness.log("precision: making / finding the int8 graphs (first prepare with int8)")
     t0 = time.perf_counter()
-    w = harness.start("ours", {"WYOMING_HAYAKOE_PRECISION": "int8"}, label="ours int8 (make)")
+    make_env = {  # prepare waits for the graphs (not made in the background)
+        "WYOMING_HAYAKOE_PRECISION": "int8",
+        "WYOMING_HAYAKOE_QUANTIZE_IN_BACKGROUND": "0",
+    }
+    w = harness.start("ours", make_env, label="ours int8 (make)")
     try:
         w.call("prepare", root=str(root), speakers=[VOICE_NAME])
     finally:
@@ -307,6 +311,38 @@ def render(results: dict) -> str:
     return out
 
 
+def memory_only(root: Path, with_hayakoe: bool) -> int:
+    """RSS after `prepare()`: ours fp32, ours int8 (graphs made first) and hayakoe, in one
+    run; writes results/precision-memory.json and .md."""
+    results: dict[str, Any] = {"load_avg_start": list(__import__("os").getloadavg())}
+    w = harness.start("ours", {"WYOMING_HAYAKOE_PRECISION": "int8"}, label="ours int8 (make)")
+    try:
+        w.call("prepare", root=str(root), speakers=[VOICE_NAME])
+    finally:
+        w.close()
+    results["memory"] = mem = _memory(root, with_hayakoe)
+    results["load_avg_end"] = list(__import__("os").getloadavg())
+    f, i = mem["ours fp32"]["rss_after_prepare"], mem["ours int8"]["rss_after_prepare"]
+    h = mem.get("hayakoe", {}).get("rss_after_prepare")
+    lines = [
+        "| RSS after `prepare()`, 1 voice (MiB) | ours fp32 | ours int8 | int8 / fp32 | hayakoe "
+        "| int8 / hayakoe | target |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | --- |",
+        f"| full-size benchmark voice | {f / 2**20:,.0f} | {i / 2**20:,.0f} | {i / f:.2f}× | "
+        + (
+            f"{h / 2**20:,.0f} | {i / h:.2f}× | ≤ 0.65× {'✅' if i / h <= 0.65 else '❌'} |"
+            if h
+            else "– | – | |"
+        ),
+    ]
+    md = "\n".join(lines)
+    out = HERE / "results"
+    (out / "precision-memory.json").write_text(json.dumps(results, indent=2), encoding="utf-8")
+    (out / "precision-memory.md").write_text(md + "\n", encoding="utf-8")
+    print(md)
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description="int8 vs fp32 (and hayakoe) on the full-size voice"
@@ -315,10 +351,17 @@ def main() -> int:
     parser.add_argument("--busy-reps", type=int, default=1)
     parser.add_argument("--wyoming-reps", type=int, default=1)
     parser.add_argument("--hayakoe", action="store_true", help="measure hayakoe live too")
+    parser.add_argument(
+        "--memory-only",
+        action="store_true",
+        help="only RSS after prepare() (writes precision-memory.json/.md)",
+    )
     args = parser.parse_args()
     import fullsize
 
     root = fullsize.build()
+    if args.memory_only:
+        return memory_only(root, args.hayakoe)
     results = phase_precision(root, args.reps, args.busy_reps, args.hayakoe, args.wyoming_reps)
     out = HERE / "results"
     out.mkdir(parents=True, exist_ok=True)

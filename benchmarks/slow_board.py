@@ -145,7 +145,15 @@ def start_servers(board: str, root: Path, threads: int) -> dict[str, Server]:
             root,
             port,
             label=f"slow-board-{board}-guard-{guard}",
-            args=("--precision", "int8", "--threads", str(threads), "--playback-guard", guard),
+            args=(
+                "--precision",
+                "int8",
+                "--no-quantize-in-background",  # int8 from the first request, never a switch
+                "--threads",
+                str(threads),
+                "--playback-guard",
+                guard,
+            ),
         )
         servers[guard] = Server(guard, port, proc)
     return servers

@@ -51,6 +51,7 @@ _LAZY = {
     # the torch-only tools cost nothing on the ONNX/CPU path.
     "RedactingFilter": ("engine.sources.redact", "RedactingFilter"),
     "redact": ("engine.sources.redact", "redact"),
+    "register_secret": ("engine.sources.redact", "register_secret"),
     "cache_root": ("engine.sources.cache", "cache_root"),
     "parse_source": ("engine.sources", "parse_source"),
     "pre_download": ("engine.download", "pre_download"),
@@ -59,12 +60,17 @@ _LAZY = {
     "check_export": ("engine.synth.export", "check_export"),
     # int8 graphs with their fidelity report (`wyoming-hayakoe quantize`)
     "quantize_voice": ("engine.neural.int8", "quantize_voice"),
+    # AivisHub voice files (.aivmx / .aivm)
+    "is_aivm_source": ("engine.aivm.files", "is_aivm_source"),
+    "aivm_voices_of_file": ("engine.aivm.loader", "voices_of_file"),
+    "aivm_voices_in_dir": ("engine.aivm.loader", "voices_in_dir"),
+    "AivmFileError": ("engine.aivm.manifest", "AivmFileError"),
     # user dictionary files: reload on SIGHUP, `dict check`
     "reload_user_dictionary": ("engine.text.userdict_watch", "reload_user_dictionary"),
     "check_user_dictionary": ("engine.text.userdict_watch", "check_user_dictionary"),
     # the web page: what a text will be read as, and the user dictionary's entries
-    "rewrite": ("engine.text.rewriter", "rewrite"),
-    "accent_phrases": ("engine.text.accents", "accent_phrases"),
+    "TextPipeline": ("engine.text.pipeline", "TextPipeline"),
+    "Readings": ("engine.text.pipeline", "Readings"),
     "AccentPhrase": ("engine.text.accents", "AccentPhrase"),
     "UserWord": ("engine.text.userdict", "UserWord"),
     "UserDictionaryError": ("engine.text.userdict", "UserDictionaryError"),
@@ -83,12 +89,16 @@ def __getattr__(name: str):
 
 
 __all__ = [
+    "AivmFileError",
+    "aivm_voices_in_dir",
+    "aivm_voices_of_file",
+    "is_aivm_source",
     "AccentPhrase",
+    "Readings",
+    "TextPipeline",
     "UserDictionaryError",
     "UserWord",
-    "accent_phrases",
     "read_user_dictionary",
-    "rewrite",
     "limit_malloc_arenas",
     "trim_heap",
     "OFFICIAL_SOURCE",
@@ -114,6 +124,7 @@ __all__ = [
     "pre_download",
     "quantize_voice",
     "redact",
+    "register_secret",
     "layout",
     "reload_user_dictionary",
     "WavError",

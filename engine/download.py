@@ -23,6 +23,8 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
+from .aivm.files import is_aivm_source, local_file, split_selector
+from .aivm.manifest import read_metadata
 from .layout import (
     BERT_REQUIRED_FILES,
     OFFICIAL_SOURCE,
@@ -138,6 +140,14 @@ def pre_download(
     folders = fetch_bert(bert, device)
     _LOGGER.info("BERT ready from %s", bert.uri)
     for name, source in voices:
+        if is_aivm_source(source):  # one AivisHub file (engine.aivm)
+            path = local_file(
+                split_selector(source or "")[0], cache_dir=cache_dir, token=token, offline=offline
+            )
+            read_metadata(path)  # a damaged file fails here, not at the next start
+            _LOGGER.info("Voice %s ready: %s", name, path)
+            folders.append(path)
+            continue
         src = parse_source(
             source or OFFICIAL_SOURCE, cache_dir=cache_dir, token=token, offline=offline
         )

@@ -53,6 +53,7 @@ memory stays bounded even for text without sentence ends."""
 _LEAD_MARGIN_S = 0.03
 _TAIL_MARGIN_S = 0.08
 _COMMA_PAUSE_S = 0.12  # between the pieces of a cut sentence
+_SECONDS_PER_CHAR = 0.15  # audio per character before a call has measured its own
 _SILENCE_THRESHOLD = 0.01  # of full scale
 _HTS_FULL_SCALE = 32768.0  # HTS engine output is float64 in int16 units
 
@@ -133,16 +134,28 @@ class OpenJTalkVoice:
         pause = options.sentence_silence
         pause_s = DEFAULT_SENTENCE_PAUSE if pause is None else max(0.0, float(pause))
         spoken = False  # any sound yielded yet: pauses go only between sounds
-        for index, sentence in enumerate(sentences):
-            phrases = split_long(sentence) or [""]
-            for k, phrase in enumerate(phrases):
-                audio = self._synthesize(phrase, rate, half_tones)
-                if audio.size and spoken:
-                    gap_s = pause_s if k == 0 else _COMMA_PAUSE_S
-                    gap = np.zeros(int(round(gap_s * self.sample_rate)), np.float32)
-                    audio = np.concatenate([gap, audio])
-                spoken = spoken or audio.size > 0
-                yield AudioPiece(audio, sentence=index, final=k == len(phrases) - 1)
+        plan = [
+            (i, k, p) for i, s in enumerate(sentences) for k, p in enumerate(split_long(s) or [""])
+        ]
+        lasts = {i: k for i, k, _ in plan}
+        said_chars, said_s = 0, 0.0  # for the audio still to come (the playback guard)
+        for n, (index, k, phrase) in enumerate(plan):
+            audio = self._synthesize(phrase, rate, half_tones)
+            said_chars, said_s = said_chars + len(phrase), said_s + audio.size / self.sample_rate
+            if audio.size and spoken:
+                gap_s = pause_s if k == 0 else _COMMA_PAUSE_S
+                gap = np.zeros(int(round(gap_s * self.sample_rate)), np.float32)
+                audio = np.concatenate([gap, audio])
+            spoken = spoken or audio.size > 0
+            per_char = said_s / said_chars if said_chars else _SECONDS_PER_CHAR / rate
+            later = [len(p) * per_char for _, _, p in plan[n + 1 :]]
+            yield AudioPiece(
+                audio,
+                index,
+                k == lasts[index],
+                sum(later) + pause_s * len(later),
+                max(later, default=0.0),
+            )
 
     # -- internals ---------------------------------------------------------------------
     def _knobs(self, options: SynthesisOptions) -> tuple[float, float]:

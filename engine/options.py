@@ -13,7 +13,10 @@ are read here only, by `EngineOptions.from_env`, as documented defaults of the s
 | `release_memory` | `WYOMING_HAYAKOE_RELEASE_MEMORY`  | on (=0 turns it off)         |
 | `offline`        | `HAYAKOE_OFFLINE`                 | off                          |
 | `precision`      | `WYOMING_HAYAKOE_PRECISION`       | auto                         |
+| `quantize_in_background` | `WYOMING_HAYAKOE_QUANTIZE_IN_BACKGROUND` | on (=0 turns it off) |
 | `playback_guard` | `WYOMING_HAYAKOE_PLAYBACK_GUARD`  | auto                         |
+| `first_clause`   | `WYOMING_HAYAKOE_FIRST_CLAUSE`    | 12 characters (0: sentences) |
+| `overlap`        | `WYOMING_HAYAKOE_OVERLAP`         | on (=0 turns it off)         |
 """
 
 from __future__ import annotations
@@ -31,9 +34,13 @@ CONV2D_ENV = "WYOMING_HAYAKOE_CONV2D"
 RELEASE_MEMORY_ENV = "WYOMING_HAYAKOE_RELEASE_MEMORY"
 OFFLINE_ENV = "HAYAKOE_OFFLINE"
 PRECISION_ENV = "WYOMING_HAYAKOE_PRECISION"
+BACKGROUND_ENV = "WYOMING_HAYAKOE_QUANTIZE_IN_BACKGROUND"
 PRECISIONS = ("auto", "fp32", "int8")
 PLAYBACK_GUARD_ENV = "WYOMING_HAYAKOE_PLAYBACK_GUARD"
 GUARD_MODES = ("auto", "off")
+FIRST_CLAUSE_ENV = "WYOMING_HAYAKOE_FIRST_CLAUSE"
+DEFAULT_FIRST_CLAUSE = 12
+OVERLAP_ENV = "WYOMING_HAYAKOE_OVERLAP"
 
 MAX_DEFAULT_THREADS = 8
 DEFAULT_FIRST_WINDOW = 24
@@ -66,12 +73,34 @@ class EngineOptions:
     """Decoder arithmetic of CPU voices: "int8" (graphs calibrated on the voice, made once),
     "fp32", or "auto": int8 where the voice's int8 graphs passed the fidelity gate, fp32
     otherwise (`engine.synth.precision`). CUDA voices always run fp32."""
+    quantize_in_background: bool = True
+    """When a voice's int8 graphs must be made first ("auto" or "int8" and none in the
+    cache): serve it in fp32 at once and make them in the background at low priority,
+    switching to int8 between requests when done (`engine.background_int8`); off: the voice
+    waits for them before it serves."""
+    int8_min_snr_db: float | None = None
+    """The fidelity gate's lowest SNR (dB) of any held-out sentence; None: the gate's default
+    (`engine.synth.fidelity.GateThresholds`). For experiments and tests."""
     playback_guard: str = "auto"
     """"auto": a stream's first audio is held back just long enough that a listener playing
     it in real time never waits, where this voice is slower than speech on this machine
     (`engine.playback`); "off": audio goes out as soon as it is made."""
+    overlap: bool = True
+    """While a sentence is decoded, run BERT and the front graph of the next one on a
+    background thread (`engine.neural.overlap`; ONNX Runtime voices, the same audio). On 2
+    cores a 4-sentence text took 0.91-0.95x the serial time, first audio unchanged
+    (docs/synthesizer.md, "Overlap across sentences")."""
+
+    first_clause: int = DEFAULT_FIRST_CLAUSE
+    """Text in deltas (a language model's reply): the first part may end at a clause mark
+    (、，) once it holds this many characters, so the first audio does not wait for a long
+    first sentence (`engine.text.pipeline`); 0: whole sentences only."""
 
     def __post_init__(self) -> None:
+        if not isinstance(self.first_clause, int) or self.first_clause < 0:
+            raise ValueError(
+                f"EngineOptions.first_clause must be an integer >= 0, not {self.first_clause!r}"
+            )
         if self.playback_guard not in GUARD_MODES:
             raise ValueError(
                 f"EngineOptions.playback_guard must be one of {', '.join(GUARD_MODES)}, "
@@ -114,6 +143,7 @@ class EngineOptions:
             return max(minimum, value)
 
         first = integer(FIRST_WINDOW_ENV, 0)
+        clause = integer(FIRST_CLAUSE_ENV, 0)
         precision = env.get(PRECISION_ENV, "").strip().lower() or "auto"
         if precision not in PRECISIONS:
             _LOGGER.warning("Ignoring %s=%r (not one of %s)", PRECISION_ENV, precision, PRECISIONS)
@@ -131,5 +161,8 @@ class EngineOptions:
             release_memory=env.get(RELEASE_MEMORY_ENV, "").strip() != "0",
             offline=env.get(OFFLINE_ENV, "").strip().lower() in ("1", "true", "yes", "on"),
             precision=precision,
+            quantize_in_background=env.get(BACKGROUND_ENV, "").strip() != "0",
             playback_guard=guard,
+            first_clause=DEFAULT_FIRST_CLAUSE if clause is None else clause,
+            overlap=env.get(OVERLAP_ENV, "").strip() != "0",
         )

@@ -20,7 +20,9 @@ into float audio (`engine.voice_backend.Voice.render`):
 Locking: for a whole text the lock is held while the voice renders it (from the first
 chunk until the stream ends or is closed). For text that arrives in deltas it is taken per
 batch of completed sentences and released while waiting for more text, so a slow producer
-(an LLM) does not block other requests for the same speaker.
+(an LLM) does not block other requests for the same speaker. `at_request_boundary` runs
+something between requests (a voice switching precision): under the lock, when no request
+is part-way through its text.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ import time
 from collections.abc import (
     AsyncGenerator,
     AsyncIterable,
+    Callable,
     Generator,
     Iterable,
     Iterator,
@@ -57,6 +60,10 @@ _LOGGER = logging.getLogger(__name__)
 DEFAULT_STREAM_PAUSE = 0.3
 """Seconds of silence between batches of sentences rendered separately (text in deltas),
 when neither `sentence_silence` nor the voice's `sentence_pause` says otherwise."""
+
+CLAUSE_PAUSE = 0.0
+"""Seconds of silence added after a stream's first part when it ended at a clause mark
+(`first_clause`): the voice's own pause at the mark is enough (`bench_first_clause.py`)."""
 
 _OPTION_NAMES = frozenset(f.name for f in dataclasses.fields(SynthesisOptions))
 _LOCK_POLL_S = 0.05
@@ -87,6 +94,8 @@ class Speaker:
         self.rewrite = rewrite
         self.defaults = defaults or SynthesisOptions(style=self._default_style(voice))
         self.lock = FairLock()
+        self._begun: set[int] = set()  # requests that rendered a part and have not ended
+        self._ended = threading.Condition()
         self.playback_guard = playback_guard
         """Streams hold back first audio where it would outrun synthesis (`engine.playback`)."""
         self.first_clause = first_clause
@@ -125,6 +134,13 @@ class Speaker:
         return self.voice.version
 
     @property
+    def precision(self) -> str:
+        """The arithmetic the voice runs now: "int8" or "fp32" (voices without int8 graphs,
+        the embedded one included, say "fp32"). May change once, between requests, when
+        int8 graphs made in the background pass their gate (`engine.background_int8`)."""
+        return str(getattr(self.voice, "precision", "fp32"))
+
+    @property
     def default_style(self) -> str:
         return self.defaults.style
 
@@ -140,6 +156,9 @@ class Speaker:
     @staticmethod
     def _default_style(voice: Voice) -> str:
         styles = list(voice.styles)
+        own = getattr(voice, "default_style", None)  # a voice that knows its own (AivisHub)
+        if isinstance(own, str) and own in styles:
+            return own
         if not styles or "Neutral" in styles:
             return "Neutral"
         return styles[0]
@@ -338,10 +357,16 @@ class Speaker:
             if rest.size:
                 yield AudioResult(stage.rate, rest)
 
-        if pacer is None:
-            yield from chunks()
-            return
-        yield from pacer.pace(chunks())
+        try:
+            if pacer is None:
+                yield from chunks()
+                return
+            yield from pacer.pace(chunks())
+        finally:
+            if id(stage) in self._begun:
+                with self._ended:
+                    self._begun.discard(id(stage))
+                    self._ended.notify_all()
         if pacer.holds:
             _LOGGER.info(
                 "%s speaks slower than real time here (%.2fx): audio held back %.1f s in all "
@@ -353,6 +378,28 @@ class Speaker:
 
     def _guarded(self, guard: bool | None) -> bool:
         return self.playback_guard if guard is None else guard
+
+    def at_request_boundary(
+        self, action: Callable[[], None], cancel: threading.Event | None = None
+    ) -> bool:
+        """Run `action` between requests: holding the lock (no request renders meanwhile,
+        and those waiting come after it in their order), at a moment when no request has
+        rendered part of its text and waits for more (text in deltas). False (and `action`
+        not run) when `cancel` is set first."""
+        while True:
+            if not self.lock.acquire(cancel=cancel):
+                return False
+            try:
+                if not self._begun:
+                    action()
+                    return True
+            finally:
+                self.lock.release()
+            with self._ended:
+                while self._begun and not (cancel is not None and cancel.is_set()):
+                    self._ended.wait(_LOCK_POLL_S)
+            if cancel is not None and cancel.is_set():
+                return False
 
     def _stream(
         self,
@@ -368,6 +415,7 @@ class Speaker:
         pipeline = TextPipeline(rewrite=self.rewrite, first_clause=self.first_clause)
         parts = pipeline.whole(text) if isinstance(text, str) else _parts(text, pipeline, cancel)
         spoken = False
+        clause = False  # the part before ended mid-sentence, at a clause mark
         for part in parts:
             if part.silence > 0:
                 n = round(part.silence * self.sample_rate)
@@ -377,10 +425,11 @@ class Speaker:
                 spoken = False  # the break is the pause before what follows
                 continue
             at = dataclasses.replace(opts, speed=opts.speed * part.rate) if part.rate != 1 else opts
+            pause = (CLAUSE_PAUSE if clause else self._pause_s(opts)) if spoken else None
             heard = yield from self._render(
-                part.sentences, at, cancel, stage, pause_before=spoken, pacer=pacer
+                part.sentences, at, cancel, stage, pause_before=pause, pacer=pacer
             )
-            spoken = spoken or heard
+            spoken, clause = spoken or heard, part.clause
 
     def _render(
         self,
@@ -389,7 +438,7 @@ class Speaker:
         cancel: threading.Event | None,
         stage: OutputStage,
         *,
-        pause_before: bool,
+        pause_before: float | None,
         pacer: PlaybackGuard | None = None,
     ) -> Generator[AudioResult, None, bool]:
         """Voice.render under the lock; int16 chunks (through `stage`). Returns whether any
@@ -398,8 +447,9 @@ class Speaker:
         sr = self.sample_rate
         heard = False
         compute = audio = 0.0
-        key = self._speed_key()
         self._acquire(cancel)
+        self._begun.add(id(stage))  # part-way through: no switch until this request ends
+        key = self._speed_key()  # under the lock: the precision cannot change while it runs
         try:
             pieces = self.voice.render(sentences, opts)
             try:
@@ -412,8 +462,8 @@ class Speaker:
                     samples = np.asarray(piece.samples, dtype=np.float32).reshape(-1)
                     compute += spent
                     audio += samples.size / sr
-                    if pause_before and not heard and samples.size:
-                        gap = np.zeros(int(round(self._pause_s(opts) * sr)), np.float32)
+                    if pause_before is not None and not heard and samples.size:
+                        gap = np.zeros(int(round(pause_before * sr)), np.float32)
                         samples = np.concatenate([gap, samples])
                     heard = heard or samples.size > 0
                     if pacer is not None:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .background_int8 import BackgroundInt8, Int8Upgrade
 from .layout import OFFICIAL_SOURCE
 from .openjtalk import EMBEDDED_VOICE_NAME, OpenJTalkVoice
 from .options import EngineOptions
@@ -26,6 +27,7 @@ from .voice_backend import Voice
 
 if TYPE_CHECKING:  # engine.bert is imported when the first neural voice is prepared
     from .bert import BertBackend
+    from .neural.pending_int8 import PendingInt8
 
 __all__ = ["TTS"]
 
@@ -52,7 +54,10 @@ class TTS:
     (`EngineOptions`) holds the tuning knobs: threads, streaming windows, memory, offline.
     `precision` (``"auto"``, ``"fp32"``, ``"int8"``; default: `options.precision`, "auto")
     picks the decoder arithmetic of CPU voices: "auto" runs int8 where the voice's int8
-    graphs passed the fidelity gate (`engine.synth.precision`), fp32 otherwise.
+    graphs passed the fidelity gate (`engine.synth.precision`), fp32 otherwise. Graphs that
+    must be made first are made in the background while the voice serves in fp32
+    (`engine.background_int8`; `options.quantize_in_background`, on by default): `background`
+    replaces the worker that does it, and `close` stops it.
     """
 
     def __init__(
@@ -65,6 +70,7 @@ class TTS:
         rewrite: bool = True,
         options: EngineOptions | None = None,
         precision: str | None = None,
+        background: BackgroundInt8 | None = None,
     ) -> None:
         self.device = device
         self.options = options or EngineOptions()
@@ -79,6 +85,8 @@ class TTS:
         self._speakers: dict[str, Speaker] = {}
         self._failed: dict[str, Exception] = {}
         self._bert: BertBackend | None = None
+        self._background = background
+        self._pending: list[PendingInt8] = []
 
     def __repr__(self) -> str:  # no token in here
         return (
@@ -120,6 +128,20 @@ class TTS:
         return dict(self._failed)
 
     @property
+    def int8_upgrades(self) -> dict[str, Int8Upgrade]:
+        """Voices whose int8 graphs are made in the background, with their progress."""
+        return self._background.upgrades if self._background is not None else {}
+
+    def close(self) -> None:
+        """Stop background work (int8 graphs being made): returns at once, never waits for
+        a quantization step; the voices keep serving as they are. Idempotent."""
+        if self._background is not None:
+            self._background.close()
+
+    def _busy(self) -> bool:
+        return any(s.lock.locked() for s in self._speakers.values())
+
+    @property
     def registered(self) -> list[str]:
         """Names given to `load`, in order."""
         return list(self._registered)
@@ -138,12 +160,14 @@ class TTS:
         for reg in self._registered.values():
             if reg.name in self._speakers:
                 continue
+            self._pending.clear()
             try:
                 voice = self._build_voice(reg, compile=compile)
                 speaker = Speaker(
                     voice,
                     rewrite=self.rewrite,
                     playback_guard=self.options.playback_guard != "off",
+                    first_clause=self.options.first_clause,
                 )
                 if warmup:
                     speaker.generate(_WARMUP_TEXT)
@@ -155,22 +179,43 @@ class TTS:
                 continue
             self._failed.pop(reg.name, None)
             self._speakers[reg.name] = speaker
-            _LOGGER.info("Voice %s ready (styles: %s)", reg.name, ", ".join(speaker.styles))
+            later = ""
+            for job in self._pending:
+                self._worker().submit(speaker, job, self._busy)
+                later = "; int8 graphs are being made in the background, the switch is logged"
+            self._pending.clear()
+            _LOGGER.info(
+                "Voice %s ready, runs %s (styles: %s)%s",
+                reg.name,
+                speaker.precision,
+                ", ".join(speaker.styles),
+                later,
+            )
         return self
+
+    def _worker(self) -> BackgroundInt8:
+        if self._background is None:
+            self._background = BackgroundInt8(threads=max(1, self.options.intra_op_threads // 2))
+        return self._background
 
     def _build_voice(self, reg: _Registration, *, compile: bool) -> Voice:
         if reg.name == EMBEDDED_VOICE_NAME:
             return OpenJTalkVoice()
+        from .aivm.files import is_aivm_source
+        from .aivm.loader import load_aivm_voice
         from .bert import load_bert
         from .neural.loader import load_neural_voice
         from .sources import parse_source
 
-        src = parse_source(
-            reg.source or OFFICIAL_SOURCE,
-            cache_dir=self.cache_dir,
-            token=self._hf_token,
-            offline=self.options.offline,
-        )
+        aivm = is_aivm_source(reg.source)
+        src = None
+        if not aivm:
+            src = parse_source(
+                reg.source or OFFICIAL_SOURCE,
+                cache_dir=self.cache_dir,
+                token=self._hf_token,
+                offline=self.options.offline,
+            )
         if self._bert is None:
             bert_src = parse_source(
                 self.bert_source,
@@ -181,6 +226,16 @@ class TTS:
             self._bert = load_bert(
                 bert_src, self.device, threads=self.options.threads, cache_dir=self.cache_dir
             )
+        if aivm:  # an AivisHub file (engine.aivm)
+            return load_aivm_voice(
+                reg.name,
+                reg.source or "",
+                bert=self._bert,
+                device=self.device,
+                cache_dir=self.cache_dir,
+                token=self._hf_token,
+                options=self.options,
+            )
         return load_neural_voice(
             reg.name,
             src,
@@ -189,6 +244,7 @@ class TTS:
             compile=compile,
             cache_dir=self.cache_dir,
             options=self.options,
+            on_pending_int8=self._pending.append if self.options.quantize_in_background else None,
         )
 
     def pre_download(self, device: str | None = None) -> list[Path]:

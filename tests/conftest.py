@@ -137,3 +137,12 @@ def layout_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from tests.helpers.voices import LAYOUT_VOICE, build_layout_root  # imports torch
 
     return build_layout_root(tmp_path_factory.mktemp("layout"), LAYOUT_VOICE)
+
+
+@pytest.fixture(scope="session")
+def aivm_files(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """AivisHub test files made by the real tools (`tests.helpers.aivm`), once per session:
+    a one-speaker three-style .aivmx, a two-speaker .aivmx and an .aivm, in one folder."""
+    from tests.helpers.aivm import build_fixtures  # imports torch
+
+    return build_fixtures(tmp_path_factory.mktemp("aivm"))

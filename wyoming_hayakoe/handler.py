@@ -43,7 +43,7 @@ from engine import AudioResult
 
 from .admission import Admission, AdmissionRefused, Ticket
 from .events import BadEvent, EventLimits, read_event
-from .info import Resolved, VoiceCatalog
+from .info import InfoAnswer, Resolved, VoiceCatalog
 
 __all__ = ["ClientGone", "HayakoeHandler", "ServerContext"]
 
@@ -70,7 +70,8 @@ class ServerContext:
     """What every connection shares: the voices, the `info` answer, limits and defaults."""
 
     catalog: VoiceCatalog
-    info_event: Event
+    info: InfoAnswer
+    """The `describe` answer (`info.event()`: says which precision each voice runs now)."""
     samples_per_chunk: int = 1024
     max_text_length: int = 100_000
     limits: EventLimits = field(default_factory=EventLimits)
@@ -242,7 +243,7 @@ class HayakoeHandler(AsyncEventHandler):
     async def handle_event(self, event: Event) -> bool:
         try:
             if Describe.is_type(event.type):
-                await self.write_event(self.context.info_event)
+                await self.write_event(self.context.info.event())
             elif Synthesize.is_type(event.type):
                 if self._stream is not None:
                     _LOGGER.debug("Ignoring compatibility synthesize during a stream")

@@ -5,6 +5,9 @@ engine's speaker (``openjtalk-mei``, ``jvnv-F1-jp``), with its styles as Wyoming
 *speakers*. Home Assistant's Assist passes only a voice name and its UI shows no speakers,
 so each style is also a voice of its own: ``VOICE:STYLE`` (``jvnv-F1-jp:Happy``).
 Presets (`presets`) are voices too, by their own name (``alarm``), after the others.
+Each voice's description ends with the arithmetic it runs now (``int8`` or ``fp32``); a voice
+that switches to int8 once its graphs are made in the background (`engine.background_int8`)
+says so in the next `describe` (`InfoAnswer`).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from wyoming.event import Event
 from wyoming.info import Attribution, Info, TtsProgram, TtsVoice, TtsVoiceSpeaker
 from wyoming.tts import SynthesizeVoice
 
@@ -22,7 +26,15 @@ from engine import OutputOptions, Speaker, __version__
 if TYPE_CHECKING:
     from .presets import PresetVoice
 
-__all__ = ["LANGUAGE", "STYLE_SEPARATOR", "Resolved", "VoiceCatalog", "build_info"]
+__all__ = [
+    "LANGUAGE",
+    "STYLE_SEPARATOR",
+    "InfoAnswer",
+    "Resolved",
+    "VoiceCatalog",
+    "build_info",
+    "describe_speaker",
+]
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -175,6 +187,29 @@ class VoiceCatalog:
         return Resolved(speaker, style or self.style_for(speaker), output=self.output)
 
 
+def describe_speaker(name: str, speaker: Speaker) -> str:
+    """A voice's description: what it is and the arithmetic it runs now."""
+    return f"{name}: {speaker.description}, runs {speaker.precision}"
+
+
+class InfoAnswer:
+    """The `info` event for `describe`, built again only when a voice's precision changed
+    (a voice switches to int8 once, between requests, when its background graphs pass)."""
+
+    def __init__(self, catalog: VoiceCatalog, *, streaming: bool) -> None:
+        self._catalog = catalog
+        self._streaming = streaming
+        self._key: tuple[str, ...] | None = None
+        self._event: Event | None = None
+
+    def event(self) -> Event:
+        key = tuple(s.precision for s in self._catalog.speakers.values())
+        if self._event is None or key != self._key:
+            self._event = build_info(self._catalog, streaming=self._streaming).event()
+            self._key = key
+        return self._event
+
+
 def build_info(catalog: VoiceCatalog, *, streaming: bool) -> Info:
     """The `info` answer: one TTS program; each speaker a voice (styles as Wyoming speakers),
     plus one voice per speaker × style."""
@@ -182,10 +217,11 @@ def build_info(catalog: VoiceCatalog, *, streaming: bool) -> Info:
     for name, speaker in catalog.speakers.items():
         attribution = Attribution(name=speaker.attribution_name, url=speaker.attribution_url)
         version = speaker.version or __version__
+        described = describe_speaker(name, speaker)
         voices.append(
             TtsVoice(
                 name=name,
-                description=f"{name}: {speaker.description}",
+                description=described,
                 attribution=attribution,
                 installed=True,
                 version=version,
@@ -197,7 +233,7 @@ def build_info(catalog: VoiceCatalog, *, streaming: bool) -> Info:
             voices.append(
                 TtsVoice(
                     name=style_voice_name(name, style),
-                    description=f"{name}: {speaker.description} [{style}]",
+                    description=f"{described} [{style}]",
                     attribution=attribution,
                     installed=True,
                     version=version,

@@ -21,12 +21,21 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
-from engine import TTS, Speaker, __version__, limit_malloc_arenas, reload_user_dictionary
+from engine import (
+    TTS,
+    Speaker,
+    __version__,
+    aivm_voices_in_dir,
+    aivm_voices_of_file,
+    is_aivm_source,
+    limit_malloc_arenas,
+    reload_user_dictionary,
+)
 
 from .admission import Admission
 from .events import EventLimits
 from .handler import HayakoeHandler, ServerContext
-from .info import VoiceCatalog, build_info
+from .info import InfoAnswer, VoiceCatalog
 from .memory import IdleHeapTrim
 from .presets import output_options, resolve_presets
 from .settings import Settings
@@ -35,7 +44,7 @@ from .zeroconf import ZeroconfAdvertiser
 if TYPE_CHECKING:
     from .web.app import WebServer
 
-__all__ = ["HayakoeServer", "build_speakers", "run_server"]
+__all__ = ["HayakoeServer", "build_speakers", "prepare_tts", "run_server"]
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -53,12 +62,39 @@ def build_tts(settings: Settings) -> TTS:
         options=settings.engine,
     )
     for spec in settings.voices:
-        tts.load(spec.name, source=spec.source)
+        for name, source in _expand(spec.name, spec.source, settings):
+            tts.load(name, source=source)
+    for folder in settings.voice_dirs:
+        found, _bad = aivm_voices_in_dir(folder, taken=tts.registered)  # bad files are logged
+        for name, source in found:
+            tts.load(name, source=source)
     return tts
 
 
-def build_speakers(settings: Settings) -> dict[str, Speaker]:
-    """Load every configured voice (the slow part: downloads, sessions, warm-up).
+def _expand(name: str, source: str | None, settings: Settings) -> list[tuple[str, str | None]]:
+    """One registration per voice: an AivisHub file with several speakers is one voice per
+    speaker (`NAME-<speaker>`); a file that cannot be read stays one registration, which
+    fails at load with the file and the reason, leaving the other voices served."""
+    if not is_aivm_source(source):
+        return [(name, source)]
+    try:
+        return list(
+            aivm_voices_of_file(
+                source,
+                name,
+                cache_dir=settings.cache_dir,
+                token=settings.hf_token,
+                offline=settings.engine.offline,
+            )
+        )
+    except Exception as exc:  # noqa: BLE001 - reported again, with the voice, by prepare
+        _LOGGER.debug("Voice %s: %s", name, exc)
+        return [(name, source)]
+
+
+def prepare_tts(settings: Settings) -> TTS:
+    """Load every configured voice (the slow part: downloads, sessions, warm-up); int8
+    graphs still to be made are made in the background (`TTS.close` stops that).
 
     A voice that cannot be loaded (a corrupt file, a source out of reach) is left out with an
     error in the log naming the reason, and the others are served; when none can be loaded,
@@ -68,14 +104,22 @@ def build_speakers(settings: Settings) -> dict[str, Speaker]:
         tts.watch_user_dictionaries(settings.user_dicts)
     tts.prepare(warmup=settings.warmup, compile=settings.use_compile, skip_failed=True)
     if not tts.speakers:
+        tts.close()
         raise next(iter(tts.failed.values()))
-    return tts.speakers
+    return tts
+
+
+def build_speakers(settings: Settings) -> dict[str, Speaker]:
+    """`prepare_tts`'s speakers."""
+    return prepare_tts(settings).speakers
 
 
 def _default_voice(settings: Settings, speakers: Mapping[str, Speaker]) -> str:
     """`--default-voice`, or the first voice that loaded when that one could not be."""
     if settings.default_voice in speakers or not speakers:
         return settings.default_voice
+    if not settings.default_voice:  # only --voice-dir: the first voice that loaded
+        return next(iter(speakers))
     fallback = ([v.name for v in settings.voices if v.name in speakers] or list(speakers))[0]
     _LOGGER.error(
         "Default voice %s could not be loaded; requests that name no voice get %s",
@@ -106,7 +150,7 @@ class HayakoeServer:
         )
         self.context = ServerContext(
             catalog=catalog,
-            info_event=build_info(catalog, streaming=settings.streaming).event(),
+            info=InfoAnswer(catalog, streaming=settings.streaming),
             samples_per_chunk=settings.samples_per_chunk,
             max_text_length=settings.max_text_length,
             limits=EventLimits(
@@ -291,8 +335,8 @@ async def run_server(settings: Settings) -> int:
 
         ensure_dictionary_file(settings.http.dictionary)  # read like --user-dict, so it must be
     _LOGGER.info("Loading voices: %s", ", ".join(v.name for v in settings.voices))
-    speakers = await asyncio.to_thread(build_speakers, settings)
-    server = HayakoeServer(settings, speakers)
+    tts = await asyncio.to_thread(prepare_tts, settings)
+    server = HayakoeServer(settings, tts.speakers)
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -316,6 +360,7 @@ async def run_server(settings: Settings) -> int:
         await asyncio.wait({waiter, stopper}, return_when=asyncio.FIRST_COMPLETED)
         if stopper.done():
             _LOGGER.info("Shutting down")
+            tts.close()  # background int8 work stops; the drain never waits for it
             stop.clear()
             drained = asyncio.create_task(server.drain())
             again = asyncio.create_task(stop.wait())
@@ -325,6 +370,7 @@ async def run_server(settings: Settings) -> int:
             drained.cancel()
             again.cancel()
     finally:
+        tts.close()
         waiter.cancel()
         stopper.cancel()
         await server.stop()

@@ -68,7 +68,11 @@ class Settings:
     zeroconf_interfaces: tuple[str, ...] = ()
     """Addresses of the interfaces zeroconf uses; empty: all (tests pass 127.0.0.1)."""
     voices: tuple[VoiceSpec, ...] = (VoiceSpec(EMBEDDED_VOICE_NAME),)
+    voice_dirs: tuple[Path, ...] = ()
+    """Folders whose every .aivmx/.aivm file is served (AivisHub voices, `--voice-dir`)."""
     default_voice: str = EMBEDDED_VOICE_NAME
+    """The voice of requests that name none; "" when only --voice-dir gives voices (then
+    the first voice that loads)."""
     default_style: str | None = None
     samples_per_chunk: int = 1024
     streaming: bool = True
@@ -189,6 +193,13 @@ def add_voice_arguments(p: argparse.ArgumentParser) -> None:
         "(default: on unless $WYOMING_HAYAKOE_RELEASE_MEMORY=0)",
     )
     e.add_argument(
+        "--overlap",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="prepare the next sentence (BERT, encoder, durations, flow) on a second thread "
+        "while one is decoded; same audio (default: on unless $WYOMING_HAYAKOE_OVERLAP=0)",
+    )
+    e.add_argument(
         "--offline",
         action=argparse.BooleanOptionalAction,
         default=None,
@@ -202,6 +213,26 @@ def add_voice_arguments(p: argparse.ArgumentParser) -> None:
             "decoder arithmetic of CPU voices: int8 (about 2-3x faster, checked against fp32), "
             "fp32, or auto: int8 where the voice's int8 graphs passed the fidelity gate "
             "(default: $WYOMING_HAYAKOE_PRECISION, else auto)"
+        ),
+    )
+    e.add_argument(
+        "--quantize-in-background",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="when a voice's int8 graphs must be made first: serve it in fp32 at once and "
+        "make them in the background at low priority, switching to int8 between requests; "
+        "--no-quantize-in-background waits for them before serving "
+        "(default: on unless $WYOMING_HAYAKOE_QUANTIZE_IN_BACKGROUND=0)",
+    )
+    e.add_argument(
+        "--first-clause",
+        type=_non_negative_int("--first-clause"),
+        default=None,
+        metavar="CHARS",
+        help=(
+            "text streamed in deltas: the first audio may start at a clause mark (、) once "
+            "this many characters arrived, not only at a sentence end; 0: sentences only "
+            "(default: $WYOMING_HAYAKOE_FIRST_CLAUSE, else 12)"
         ),
     )
     e.add_argument(
@@ -304,6 +335,15 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NAME[=SOURCE]",
         help="voice to load (repeatable): a name, or NAME=SOURCE (hf://user/repo, "
         f"s3://bucket/prefix, file:///path, /path); default: {EMBEDDED_VOICE_NAME}",
+    )
+    p.add_argument(
+        "--voice-dir",
+        action="append",
+        default=[],
+        type=Path,
+        metavar="DIR",
+        help="serve every AivisHub voice file (.aivmx, .aivm) in DIR, named from its manifest "
+        "(repeatable); a NAME=FILE.aivmx --voice works too",
     )
     p.add_argument(
         "--default-voice", help="voice used when a request names none (default: the first --voice)"
@@ -409,7 +449,11 @@ def settings_from_args(
             )
         if all(v.name != default_voice for v in voices):
             voices.append(VoiceSpec(default_voice))
-    if not voices:
+    voice_dirs = tuple(args.voice_dir)
+    for d in voice_dirs:
+        if not d.is_dir():
+            raise SettingsError(f"--voice-dir {str(d)!r}: not a folder")
+    if not voices and not voice_dirs:
         voices.append(VoiceSpec(EMBEDDED_VOICE_NAME))
     zeroconf_name = args.zeroconf
     if zeroconf_name is not None:
@@ -424,7 +468,7 @@ def settings_from_args(
     http = http_settings_from_args(args)
     user_dicts = list(args.user_dict)
     if http is not None and http.dictionary is not None and http.dictionary not in user_dicts:
-        user_dicts.append(http.dictionary)  # the page's words win over the other files'
+        user_dicts.insert(0, http.dictionary)  # first: the files given as --user-dict win
     for preset in presets:  # a preset's voice is loaded like --default-voice's
         if all(v.name != preset.voice for v in voices):
             voices.append(VoiceSpec(preset.voice))
@@ -433,7 +477,8 @@ def settings_from_args(
         zeroconf_name=zeroconf_name,
         zeroconf_interfaces=tuple(args.zeroconf_interface),
         voices=tuple(voices),
-        default_voice=default_voice or voices[0].name,
+        voice_dirs=voice_dirs,
+        default_voice=default_voice or (voices[0].name if voices else ""),
         default_style=(args.default_style or "").strip() or None,
         samples_per_chunk=args.samples_per_chunk,
         streaming=not args.no_streaming,
@@ -488,9 +533,12 @@ def _engine_options(args: argparse.Namespace, env: Mapping[str, str]) -> EngineO
         "first_window": args.first_window,
         "conv2d": args.conv2d,
         "release_memory": args.release_memory,
+        "overlap": args.overlap,
         "offline": args.offline,
         "precision": args.precision,
+        "quantize_in_background": args.quantize_in_background,
         "playback_guard": args.playback_guard,
+        "first_clause": args.first_clause,
     }
     return dataclasses.replace(
         EngineOptions.from_env(env), **{k: v for k, v in given.items() if v is not None}

@@ -83,7 +83,9 @@ def load_bert(
     or ``onnx/bert/fp32/bert.onnx`` with ``precision="fp32"``); ``"cuda"``/``"cuda:N"`` selects
     PyTorch (``pytorch/bert/fp32/``). `backend` (``"onnx"``/``"torch"``) overrides the choice,
     e.g. PyTorch on CPU. The tokenizer comes from ``bert/tokenizer/``. `cache_dir`: where
-    the optimised ONNX graph is kept (default: the cache root).
+    the optimised ONNX graph is kept (default: the cache root). The int8 graph's fp32
+    tables (word embeddings, folded position tables) are held in int8 too where they pass
+    their gate (`engine.bert.compact`).
     """
     if backend is None:
         backend = "torch" if str(device).startswith("cuda") else "onnx"
@@ -101,7 +103,11 @@ def load_bert(
             raise FileNotFoundError(f"BERT: {onnx_path} not found")
         try:
             return OnnxBert(
-                onnx_path, _tokenizer_dir(root, None), threads=threads, cache_dir=cache_dir
+                onnx_path,
+                _tokenizer_dir(root, None),
+                threads=threads,
+                cache_dir=cache_dir,
+                int8_tables=precision == "q8",
             )
         except (ImportError, FileNotFoundError, MemoryError):
             raise

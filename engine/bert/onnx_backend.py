@@ -69,12 +69,21 @@ def session_options(threads: int | None = None) -> ort.SessionOptions:
     return opts
 
 
+COMPACT_MIN_BYTES = 64 << 20
+"""`int8_tables` applies to graphs at least this large (the full-size int8 BERT is 452 MiB,
+its fp32 tables 174 MiB of it; a test-sized BERT's are a few MiB, not worth a derived
+file)."""
+
+
 class OnnxBert(BertFeatures):
     """BERT features from an ONNX Runtime session (one session, shared; `run` is thread-safe).
 
     `onnx_path`: the graph; `tokenizer_dir`: folder with ``vocab.txt`` (hayakoe's
     ``bert/tokenizer``). `threads`: intra-op threads (default physical cores). `cache_dir`:
-    where the graph optimised once is kept (default: the cache root).
+    where the graph optimised once is kept (default: the cache root). `int8_tables`: hold the
+    word embeddings and folded position tables in int8 (`engine.bert.compact`: made once into
+    the cache and gated on the features; graphs under `COMPACT_MIN_BYTES` and a failed gate
+    keep the file as it is).
     """
 
     def __init__(
@@ -87,6 +96,7 @@ class OnnxBert(BertFeatures):
         cache_dir: str | Path | None = None,
         max_batch_tokens: int = 16384,
         max_batch_attention: int = 1 << 20,
+        int8_tables: bool = False,
     ) -> None:
         import onnxruntime as ort
 
@@ -99,11 +109,18 @@ class OnnxBert(BertFeatures):
             max_batch_attention=max_batch_attention,
         )
         self.path = onnx_path
+        compact = None
+        if int8_tables and onnx_path.stat().st_size >= COMPACT_MIN_BYTES:
+            from .compact import compact_model  # gated; None: use the file as it is
+
+            compact = compact_model(onnx_path, tokenizer_dir, cache_dir)
+        self.int8_tables = compact is not None
+        """Whether the fp32 tables are held in int8 (`engine.bert.compact`)."""
         try:
             from ..synth.ort_cache import optimized_model  # made once: lower peak memory at start
 
             self.session = ort.InferenceSession(
-                str(optimized_model(onnx_path, cache_dir)),
+                str(compact or optimized_model(onnx_path, cache_dir)),
                 sess_options=session_options(threads),
                 providers=providers or ["CPUExecutionProvider"],
             )

@@ -74,10 +74,27 @@ def prepare_state_dict(tensors: Mapping[str, torch.Tensor]) -> dict[str, torch.T
     return {k: (v.float() if v.is_floating_point() else v) for k, v in out.items()}
 
 
-def read_tensors(path: str | Path) -> dict[str, torch.Tensor]:
-    """All tensors of a `.safetensors` or a `.pth` checkpoint (`model` entry if present)."""
+def is_safetensors(path: str | Path) -> bool:
+    """Whether `path` is a Safetensors file, by its content (an 8-byte little-endian header
+    length, then a JSON object), not its name: `.safetensors` and AivisHub's `.aivm` are."""
     path = Path(path)
-    if path.suffix == ".safetensors":
+    try:
+        size = path.stat().st_size
+        with path.open("rb") as f:
+            head = f.read(9)
+    except OSError:
+        return path.suffix == ".safetensors"
+    if len(head) < 9:
+        return False
+    n = int.from_bytes(head[:8], "little")
+    return 2 <= n <= size - 8 and head[8:9] == b"{"
+
+
+def read_tensors(path: str | Path) -> dict[str, torch.Tensor]:
+    """All tensors of a Safetensors checkpoint (`.safetensors`, `.aivm`; told by content) or
+    a `.pth` one (`model` entry if present)."""
+    path = Path(path)
+    if is_safetensors(path):
         from safetensors.torch import load_file
 
         return load_file(str(path), device="cpu")

@@ -25,6 +25,7 @@ import dataclasses
 import hashlib
 import logging
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -45,10 +46,12 @@ from ..model_files import explain_load_failure
 from ..options import EngineOptions
 from ..synth.common import SynthBackend
 from .config import load_config
+from .pending_int8 import PendingInt8
 from .voice import NeuralVoice
 
 if TYPE_CHECKING:
     from ..synth.decoder_split import SplitOnnxSynthesizer
+    from ..synth.quantize import Int8Graphs
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -166,12 +169,16 @@ def load_neural_voice(
     backend: str | None = None,
     cache_dir: Any = None,
     options: EngineOptions | None = None,
+    on_pending_int8: Callable[[PendingInt8], None] | None = None,
 ) -> NeuralVoice:
     """Load voice `name` from `src` (a `Source` or a folder) for `device`.
 
     `backend` forces "onnx" or "torch" (default: ONNX Runtime on CPU, PyTorch on CUDA);
     `compile` (PyTorch) uses torch.compile; `options` tunes threads, streaming windows and
-    memory (`EngineOptions`)."""
+    memory (`EngineOptions`). With `on_pending_int8` and `options.quantize_in_background`,
+    int8 graphs that would be made now are not: the voice comes back on fp32 and
+    `on_pending_int8` gets what making them later needs (`PendingInt8`); without it, the
+    load waits for them."""
     options = options or EngineOptions()
 
     cuda = str(device).startswith("cuda")
@@ -180,13 +187,21 @@ def load_neural_voice(
     if backend not in ("onnx", "torch"):
         raise ValueError(f"backend must be 'onnx' or 'torch', got {backend!r}")
     loc = locate_voice(name, src, "cuda" if backend == "torch" else "cpu")
+    defer = on_pending_int8 is not None and options.quantize_in_background
+    pending: list[PendingInt8] = []
+    later = pending if defer else None
     try:
-        return _load_located(name, loc, backend, device, bert, compile, cache_dir, options)
+        voice = _load_located(name, loc, backend, device, bert, compile, cache_dir, options, later)
     except (ImportError, FileNotFoundError, MemoryError):
         raise  # a missing file or module says so itself
     except Exception as exc:  # name the damaged file (read only now, on the error path)
         files = sorted(p for p in loc.directory.rglob("*") if p.is_file())
         raise explain_load_failure(f"voice {name!r}", exc, files, loc.directory) from exc
+    for job in pending:
+        job.voice = voice
+        if on_pending_int8 is not None:
+            on_pending_int8(job)
+    return voice
 
 
 def _load_located(
@@ -198,13 +213,16 @@ def _load_located(
     compile: bool,
     cache_dir: Any,
     options: EngineOptions,
+    pending: list[PendingInt8] | None = None,
 ) -> NeuralVoice:
     cuda = str(device).startswith("cuda")
     if loc.kind == "onnx":
         files = onnx_folder_files(loc.directory)
         if backend == "torch":
             _LOGGER.warning("Voice %s has only ONNX files: running it on ONNX Runtime (CPU)", name)
-        synth = _onnx_backend(files, options, name=name, bert=bert, cache_dir=cache_dir)
+        synth = _onnx_backend(
+            files, options, name=name, bert=bert, cache_dir=cache_dir, pending=pending
+        )
         config_path, style_path = files.config, files.style_vectors
     else:
         plain = plain_folder_files(loc.directory)
@@ -221,7 +239,12 @@ def _load_located(
         else:
             out = exported_onnx_dir(name, plain, cache_dir)
             synth = _onnx_backend(
-                onnx_folder_files(out), options, name=name, bert=bert, cache_dir=cache_dir
+                onnx_folder_files(out),
+                options,
+                name=name,
+                bert=bert,
+                cache_dir=cache_dir,
+                pending=pending,
             )
     _LOGGER.info("Voice %s: %s from %s", name, synth.kind, loc.directory)
     return NeuralVoice.from_files(
@@ -232,6 +255,7 @@ def _load_located(
         bert,
         source=str(loc.directory),
         first_window=options.first_window,
+        overlap=options.overlap,
     )
 
 
@@ -278,26 +302,61 @@ def voice_spec(name: str, files: OnnxFolderFiles) -> Any:
 
 
 def _with_precision(
-    files: OnnxFolderFiles, options: EngineOptions, *, name: str, bert: Any, cache_dir: Any
+    files: OnnxFolderFiles,
+    options: EngineOptions,
+    *,
+    name: str,
+    bert: Any,
+    cache_dir: Any,
+    pending: list[PendingInt8] | None = None,
 ) -> SynthBackend:
     """The voice cut at the decoder, on the decoder `options.precision` picks
-    (`engine.synth.precision`; the choice and its reason are logged)."""
-    from ..synth.precision import choose_precision
+    (`engine.synth.precision`; the choice and its reason are logged). With `pending` (a list
+    to append to), int8 graphs still to be made are left for later (`PendingInt8`)."""
+    from ..synth.precision import cache_dir_for, choose_precision, gate_thresholds
 
     cfg = load_config(files.config)
+    thresholds = (
+        gate_thresholds(options.int8_min_snr_db) if options.int8_min_snr_db is not None else None
+    )
+    spec = voice_spec(name, files)
     choice = choose_precision(
         options.precision,
         name=name,
         synthesizer=files.synthesizer,
         fp32_synth=lambda: _split_backend(files, options, cache_dir),
         bert=bert,
-        voice=voice_spec(name, files),
+        voice=spec,
         decoder_channels=cfg.model.upsample_initial_channel,
         baked_dirs=[files.directory / INT8_SUBDIR],
         cache_dir=cache_dir,
         threads=options.threads,
+        thresholds=thresholds,
+        defer=pending is not None,
     )
     _LOGGER.info("Voice %s runs %s: %s", name, choice.precision, choice.reason)
+    if choice.pending and pending is not None:
+
+        def fp32_synth(threads: int | None) -> SplitOnnxSynthesizer:
+            few = dataclasses.replace(options, threads=threads, precision="fp32")
+            return _split_backend(files, few, cache_dir)
+
+        def int8_synth(graphs: Int8Graphs) -> SynthBackend:
+            return _split_backend(files, options, cache_dir, graphs.decoder, "int8", graphs.front)
+
+        pending.append(
+            PendingInt8(
+                name=name,
+                precision=options.precision,
+                synthesizer=files.synthesizer,
+                out_dir=cache_dir_for(name, files.synthesizer, cache_dir),
+                bert=bert,
+                spec=spec,
+                fp32_synth=fp32_synth,
+                int8_synth=int8_synth,
+                thresholds=thresholds,
+            )
+        )
     if choice.precision == "int8" and choice.graphs is not None:
         graphs = choice.graphs
         return _split_backend(files, options, cache_dir, graphs.decoder, "int8", graphs.front)
@@ -311,6 +370,7 @@ def _onnx_backend(
     name: str = "",
     bert: Any = None,
     cache_dir: Any = None,
+    pending: list[PendingInt8] | None = None,
 ) -> SynthBackend:
     from ..synth.onnx_backend import OnnxSynthesizer
 
@@ -319,7 +379,12 @@ def _onnx_backend(
         if options.precision == "fp32" or bert is None:
             return _split_backend(files, options, cache_dir)
         return _with_precision(
-            files, options, name=name or files.directory.name, bert=bert, cache_dir=cache_dir
+            files,
+            options,
+            name=name or files.directory.name,
+            bert=bert,
+            cache_dir=cache_dir,
+            pending=pending,
         )
     except (ImportError, OSError, ValueError) as exc:  # SplitError is a ValueError
         _LOGGER.warning("%s: whole-sentence decoding only (%s)", files.synthesizer, exc)

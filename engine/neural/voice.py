@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ from ..bert.features import BertBackend
 from ..options import DEFAULT_FIRST_WINDOW
 from ..playback import PlaybackClock
 from ..synth.common import (
+    Latent,
     NoiseSource,
     SynthBackend,
     SynthInputs,
@@ -41,6 +43,7 @@ from ..synth.windowed import (
 )
 from ..voice_backend import AudioPiece, SynthesisOptions
 from .config import VoiceConfig, load_config
+from .overlap import Prefetch
 from .progress import RenderProgress
 
 _LOGGER = logging.getLogger(__name__)
@@ -122,6 +125,7 @@ class NeuralVoice:
         *,
         source: str = "",
         first_window: int = DEFAULT_FIRST_WINDOW,
+        overlap: bool = True,
     ) -> None:
         self.name = name
         self.config = config
@@ -147,6 +151,15 @@ class NeuralVoice:
         self.source = source
         self.window_plans: StreamingPlans | None = StreamingPlans.for_first_window(first_window)
         """Sub-sentence streaming plans (None: one piece per sentence)."""
+        self.overlap = overlap
+        """Prepare the next sentence on a background thread while one is decoded
+        (`EngineOptions.overlap`, see `render`)."""
+
+    @property
+    def precision(self) -> str:
+        """ "int8" or "fp32": the synthesizer's arithmetic now (it may be switched once,
+        between requests, by `engine.background_int8`)."""
+        return str(getattr(self.synth, "precision", "fp32"))
 
     @classmethod
     def from_files(
@@ -159,6 +172,7 @@ class NeuralVoice:
         *,
         source: str = "",
         first_window: int = DEFAULT_FIRST_WINDOW,
+        overlap: bool = True,
     ) -> NeuralVoice:
         return cls(
             name,
@@ -168,6 +182,7 @@ class NeuralVoice:
             bert,
             source=source,
             first_window=first_window,
+            overlap=overlap,
         )
 
     # -- options ---------------------------------------------------------------------
@@ -233,15 +248,66 @@ class NeuralVoice:
                 feats.update(zip(batch, out))
             yield feats.pop(i, None)
 
+    def _overlaps(self, n_sentences: int) -> bool:
+        """Whether this render runs the next sentence's BERT and front graph on a
+        background thread (`EngineOptions.overlap`): only with more than one sentence and
+        an ONNX Runtime backend cut at the decoder (`latent`/`decode`), whose output is the
+        same either way."""
+        return (
+            self.overlap
+            and n_sentences > 1
+            and getattr(self.synth, "kind", None) == "onnx"
+            and hasattr(self.synth, "latent")
+            and hasattr(self.synth, "decode")
+        )
+
     def render(self, sentences: Sequence[str], options: SynthesisOptions) -> Iterator[AudioPiece]:
         """Pieces per sentence (windows, or one), pauses at the start of following sentences
-        (see module doc)."""
+        (see module doc). With overlap on (`_overlaps`), once the first piece is ready the
+        sentences after the current one are prepared (BERT, front graph) one ahead on a
+        background thread (`engine.neural.overlap.Prefetch`), stopped when this generator
+        is closed."""
         style_vec, params = self._check(options)
         sentences = list(sentences)
         if not sentences:
             return
         analyses = self._analyses(sentences)
         noise = NoiseSource(options.seed)
+        features = self._features(analyses)
+
+        def prepare(i: int, front: bool) -> _Prepared:
+            """Sentence `i`'s synthesizer inputs (None: nothing to say) and, with `front`,
+            its latent. Called in sentence order (BERT batches come from `features`)."""
+            feat = next(features)
+            if feat is None:
+                return _Prepared(None, None)
+            analysis = analyses[i]
+            inputs = SynthInputs(
+                np.asarray(analysis.phone_ids, np.int64),
+                np.asarray(analysis.tone_ids, np.int64),
+                np.asarray(analysis.lang_ids, np.int64),
+                feat,
+                style_vec,
+                options.speaker_id,
+            )
+            latent = None
+            if front:
+                latent = self.synth.latent(inputs, params, noise.for_sentence(i))  # type: ignore[attr-defined]
+            return _Prepared(inputs, latent)
+
+        overlap = self._overlaps(len(analyses))
+        ahead: Prefetch[_Prepared] | None = None
+
+        def start_ahead(i: int) -> None:
+            """Before sentence `i`'s first piece goes out: prepare the rest in the background."""
+            nonlocal ahead
+            if overlap and ahead is None and i + 1 < len(analyses):
+                ahead = Prefetch(
+                    (prepare(j, True) for j in range(i + 1, len(analyses))),
+                    ahead=1,
+                    name=f"{self.name}-ahead",
+                )
+
         sr = self.sample_rate
         fixed = options.sentence_silence
         pending_pause = 0.0  # seconds owed before the next audible sentence
@@ -253,68 +319,85 @@ class NeuralVoice:
             self.config.hop_length / sr,
             MIN_PAUSE_S if fixed is None else max(0.0, float(fixed)),
         )
-        for i, (analysis, feat) in enumerate(zip(analyses, self._features(analyses))):
-            if feat is None:
-                rest, tail = progress.after(i, 0, 0, None, self._window_plan(options, started))
-                yield AudioPiece(np.zeros(0, np.float32), i, True, rest, tail)
-                continue
-            inputs = SynthInputs(
-                np.asarray(analysis.phone_ids, np.int64),
-                np.asarray(analysis.tone_ids, np.int64),
-                np.asarray(analysis.lang_ids, np.int64),
-                feat,
-                style_vec,
-                options.speaker_id,
-            )
-            plan = self._window_plan(options, started)
-            if plan is not None:  # sub-sentence streaming (engine.synth.windowed)
-                win = WindowedSentence(
-                    self.synth,
-                    inputs,
-                    params,
-                    noise.for_sentence(i),
-                    plan,
-                    sample_rate=sr,
-                    trim_lead=fixed is not None or not started,
-                    trim_trail=fixed is not None or i == last_speech,
-                    margin=int(EDGE_MARGIN_S * sr),
-                    lead_in=round(pending_pause * sr) if started and pending_pause > 0 else 0,
-                    clock=clock,
-                )
-                later = self._window_plan(options, True)
-                for samples, final in win.pieces():
-                    progress.predicted(i, win.frames)
-                    last = win.windows[-1][1] - win.windows[-1][0]
-                    rest, tail = progress.after(i, win.done, win.frames, (plan, last), later)
-                    yield AudioPiece(samples, i, final, rest, tail)
-                out = SynthOutput(np.zeros(0, np.float32), win.durations)
-                trail, cut_trail = win.trail, win.trail_cut
-                started = True
-            else:
-                out = self.synth.synthesize(inputs, params, noise.for_sentence(i))
-                audio = np.clip(out.audio, -1.0, 1.0).astype(np.float32)
-                lead, trail = silent_edges(audio, sr)
-                margin = int(EDGE_MARGIN_S * sr)
-                cut_lead = lead if (fixed is not None or not started) else 0
-                cut_trail = trail if (fixed is not None or i == last_speech) else 0
-                cut_lead = max(0, cut_lead - margin)
-                cut_trail = max(0, cut_trail - margin)
-                body = audio[cut_lead : len(audio) - cut_trail]
-                if started and pending_pause > 0:
-                    body = np.concatenate([np.zeros(round(pending_pause * sr), np.float32), body])
-                progress.predicted(i, len(audio) // self.config.hop_length)
-                rest, tail = progress.after(i, 0, 0, None, None)
-                yield AudioPiece(body, i, True, rest, tail)
-                started = True
-            if fixed is not None:
-                pending_pause = max(0.0, float(fixed))
-            else:
-                pause = MIN_PAUSE_S
-                if out.durations is not None:
-                    frames = boundary_frames(analysis.phones, out.durations)
-                    pause = max(MIN_PAUSE_S, frames * self.config.hop_length / sr)
-                pending_pause = max(0.0, pause - (trail - cut_trail) / sr)
+        try:
+            for i, analysis in enumerate(analyses):
+                sentence = ahead.take() if ahead is not None else prepare(i, False)
+                inputs = sentence.inputs
+                if inputs is None:
+                    rest, tail = progress.after(i, 0, 0, None, self._window_plan(options, started))
+                    start_ahead(i)
+                    yield AudioPiece(np.zeros(0, np.float32), i, True, rest, tail)
+                    continue
+                plan = self._window_plan(options, started)
+                if plan is not None:  # sub-sentence streaming (engine.synth.windowed)
+                    win = WindowedSentence(
+                        self.synth,
+                        inputs,
+                        params,
+                        noise.for_sentence(i),
+                        plan,
+                        sample_rate=sr,
+                        trim_lead=fixed is not None or not started,
+                        trim_trail=fixed is not None or i == last_speech,
+                        margin=int(EDGE_MARGIN_S * sr),
+                        lead_in=round(pending_pause * sr) if started and pending_pause > 0 else 0,
+                        clock=clock,
+                        latent=sentence.latent,
+                    )
+                    later = self._window_plan(options, True)
+                    for samples, final in win.pieces():
+                        progress.predicted(i, win.frames)
+                        last = win.windows[-1][1] - win.windows[-1][0]
+                        rest, tail = progress.after(i, win.done, win.frames, (plan, last), later)
+                        start_ahead(i)
+                        yield AudioPiece(samples, i, final, rest, tail)
+                    out = SynthOutput(np.zeros(0, np.float32), win.durations)
+                    trail, cut_trail = win.trail, win.trail_cut
+                    started = True
+                else:
+                    if sentence.latent is not None:  # what `synthesize` does, front done ahead
+                        lat = sentence.latent
+                        decoded = self.synth.decode(lat, lat.z)  # type: ignore[attr-defined]
+                        out = SynthOutput(np.asarray(decoded, np.float32), lat.durations)
+                    else:
+                        out = self.synth.synthesize(inputs, params, noise.for_sentence(i))
+                    audio = np.clip(out.audio, -1.0, 1.0).astype(np.float32)
+                    lead, trail = silent_edges(audio, sr)
+                    margin = int(EDGE_MARGIN_S * sr)
+                    cut_lead = lead if (fixed is not None or not started) else 0
+                    cut_trail = trail if (fixed is not None or i == last_speech) else 0
+                    cut_lead = max(0, cut_lead - margin)
+                    cut_trail = max(0, cut_trail - margin)
+                    body = audio[cut_lead : len(audio) - cut_trail]
+                    if started and pending_pause > 0:
+                        silence = np.zeros(round(pending_pause * sr), np.float32)
+                        body = np.concatenate([silence, body])
+                    progress.predicted(i, len(audio) // self.config.hop_length)
+                    rest, tail = progress.after(i, 0, 0, None, None)
+                    start_ahead(i)
+                    yield AudioPiece(body, i, True, rest, tail)
+                    started = True
+                if fixed is not None:
+                    pending_pause = max(0.0, float(fixed))
+                else:
+                    pause = MIN_PAUSE_S
+                    if out.durations is not None:
+                        frames = boundary_frames(analysis.phones, out.durations)
+                        pause = max(MIN_PAUSE_S, frames * self.config.hop_length / sr)
+                    pending_pause = max(0.0, pause - (trail - cut_trail) / sr)
+        finally:
+            if ahead is not None:
+                ahead.close()  # stops the background thread (closed early, or an error)
         self.synth.release_memory()  # idle from here: give decoder activation memory back
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    """One sentence ready for the decoder: its synthesizer inputs (None: nothing to say)
+    and, when prepared ahead, its latent (the front graph's output)."""
+
+    inputs: SynthInputs | None
+    latent: Latent | None
 
 
 def _has_speech(analysis: Any) -> bool:

@@ -221,6 +221,33 @@ class HFSource:
         )
         return target
 
+    def fetch_file(self) -> Path:
+        """The single file this source names (`hf://owner/repo/dir/FILE`), cached: the
+        cache answers first, offline only the cache answers."""
+        path = self.subdir
+        if not path:
+            raise SourceNotFoundError(self.uri, "", "the URI names a repository, not a file")
+        try:
+            cached = Path(self._snapshot([path], path, local_only=True)) / path
+        except Exception as exc:  # not cached
+            _LOGGER.debug("%s: not usable from the cache: %s", self.uri, redact(exc))
+            cached = None
+        if cached is not None and cached.is_file():
+            return cached
+        if hub_offline(self.offline):
+            raise SourceUnavailableError(
+                self.uri,
+                "",
+                f"not in the cache {self.cache_dir} and the Hub is switched off (HF_HUB_OFFLINE / "
+                "HAYAKOE_OFFLINE); run `wyoming-hayakoe download` with network access first",
+            )
+        _LOGGER.info("Downloading %s", self.uri)
+        target = Path(self._snapshot([path], path, local_only=False)) / path
+        if not target.is_file():
+            raise SourceNotFoundError(self.uri, "", "the repository has no such file")
+        _LOGGER.info("Downloaded %s (%.1f MB)", self.uri, target.stat().st_size / (1024 * 1024))
+        return target
+
     def exists(self, prefix: str) -> bool:
         """True if `prefix` is a file or a non-empty folder in the repository (the cache
         answers first; offline, only the cache answers)."""

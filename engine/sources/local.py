@@ -40,6 +40,13 @@ class LocalSource:
             detail += f"; to use the Hugging Face repository, write hf://{self._given}"
         raise SourceNotFoundError(self.uri, rel, detail)
 
+    def fetch_file(self) -> Path:
+        """The root itself when it is a file (a voice file given by its path)."""
+        if self.root.is_file():
+            return self.root
+        detail = "no such file" if not self.root.exists() else "not a file"
+        raise SourceNotFoundError(self.uri, "", detail)
+
     def exists(self, prefix: str) -> bool:
         """True if `prefix` names a file or a non-empty directory under the root."""
         rel = normalize_prefix(prefix)

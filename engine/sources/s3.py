@@ -204,6 +204,42 @@ class S3Source:
             raise error from None
         return local
 
+    def fetch_file(self) -> Path:
+        """The single object this source names (`s3://bucket/dir/FILE`), synced into its own
+        cache folder (`<FILE>.d/`, with the same manifest and marker as a folder) and
+        returned as a local file."""
+        key = self.prefix
+        if not key:
+            raise SourceNotFoundError(self.uri, "", "the URI names a bucket, not a file")
+        name = key.rsplit("/", 1)[-1]
+        local = self.cache_path.with_name(self.cache_path.name + ".d")
+        if self.offline:
+            return (
+                self._use_cache(local, "", "offline (HAYAKOE_OFFLINE / --offline)", warn=False)
+                / name
+            )
+        try:
+            response = self._call("list_objects_v2", "", Bucket=self.bucket, Prefix=key, MaxKeys=50)
+        except _Unreachable as exc:
+            return self._use_cache(local, "", exc.reason, warn=True) / name
+        item = next((i for i in response.get("Contents", []) if i["Key"] == key), None)
+        if item is None:
+            raise SourceNotFoundError(self.uri, "", f"no object s3://{self.bucket}/{key}")
+        obj = _Object(key, name, str(item.get("ETag", "")), int(item["Size"]))
+        try:
+            with _folder_lock(local):
+                self._sync(local, name, [obj])
+        except _Unreachable as exc:
+            raise SourceUnavailableError(
+                self.uri, "", f"connection lost during download: {exc.reason}; fetch again"
+            ) from None
+        except OSError as exc:
+            error = cache_write_error(exc, local)
+            if error is None:
+                raise
+            raise error from None
+        return local / name
+
     def exists(self, prefix: str) -> bool:
         """True if `prefix` is an object or has objects under it (the cache answers when the
         store cannot be reached)."""

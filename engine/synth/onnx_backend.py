@@ -174,7 +174,11 @@ class OnnxSynthesizer:
         self._synth, n = load_session(Path(synthesizer), threads)
         self._synth_inputs = {i.name for i in self._synth.get_inputs()}
         self._synth_noise = n
-        self._has_durations = len(self._synth.get_outputs()) > 1
+        names = [o.name for o in self._synth.get_outputs()]
+        # Durations only from an output that says it holds them (hayakoe's and our exports
+        # name it); any other second output (an alignment, a mask) is not frames per phone.
+        self._durations_at = names.index("durations") if "durations" in names[1:] else None
+        self._has_durations = self._durations_at is not None
         self._dp = None
         self._dp_noise = 0
         self.redraws = 0
@@ -231,8 +235,8 @@ class OnnxSynthesizer:
             self.redraws += 1
             guess = frames  # drew too little prior noise: redo with exactly enough
         durations = None
-        if self._has_durations:
-            durations = np.rint(outs[1][0]).astype(np.int64)
+        if self._durations_at is not None:
+            durations = np.rint(outs[self._durations_at][0]).astype(np.int64)
         return SynthOutput(np.asarray(outs[0][0, 0], np.float32), durations)
 
     def predict_durations(

@@ -13,6 +13,11 @@ feed-forward convolutions in the front graph) that passed the fidelity gate.
   is logged). Narrow decoders (test-sized voices) stay fp32 under ``auto``: their int8
   graphs were measured slower than fp32 (docs/synthesizer.md).
 
+With `defer`, graphs that would be made now are not: the answer is fp32 with `pending` set,
+and the caller makes them later (`engine.background_int8`, through `engine.neural.int8`)
+and asks `verdict` what to run then. A stored report is judged again against the
+thresholds asked for (its figures are kept; only the verdict may change).
+
 Every answer comes with the reason, which the loader logs.
 """
 
@@ -26,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ..options import PRECISIONS
+from .fidelity import FidelityReport, GateThresholds, judge
 from .quantize import (
     FeatureSource,
     Int8Graphs,
@@ -54,12 +60,29 @@ class PrecisionChoice:
     """"fp32" or "int8"."""
     reason: str
     graphs: Int8Graphs | None = None
+    pending: bool = False
+    """No int8 graphs yet: they are to be made later (`defer`), fp32 until then."""
 
 
 def check_precision(precision: str) -> str:
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
     return precision
+
+
+def gate_thresholds(min_snr_db: float | None = None) -> GateThresholds:
+    """The gate's thresholds, with the lowest SNR replaced when one is given."""
+    if min_snr_db is None:
+        return GateThresholds()
+    return GateThresholds(min_snr_db=float(min_snr_db))
+
+
+def rejudged(report: FidelityReport, thresholds: GateThresholds | None) -> FidelityReport:
+    """`report`'s figures judged against `thresholds` (the report itself when they are
+    the ones it was judged with, or none are given)."""
+    if thresholds is None or thresholds == report.thresholds or not report.sentences:
+        return report
+    return judge(report.voice, list(report.sentences), thresholds, report.settings)
 
 
 def cache_dir_for(name: str, synthesizer: Path, cache_dir: Any = None) -> Path:
@@ -101,9 +124,12 @@ def choose_precision(
     cache_dir: Any = None,
     threads: int | None = None,
     settings: QuantSettings | None = None,
+    thresholds: GateThresholds | None = None,
+    defer: bool = False,
 ) -> PrecisionChoice:
-    """Decide (see the module doc); makes int8 graphs into the cache when needed, with the
-    voice's fp32 `SplitOnnxSynthesizer` from `fp32_synth()` (built only then)."""
+    """Decide (see the module doc); makes int8 graphs into the cache when needed (unless
+    `defer`), with the voice's fp32 `SplitOnnxSynthesizer` from `fp32_synth()` (built only
+    then)."""
     check_precision(precision)
     if precision == "fp32":
         return PrecisionChoice("fp32", "precision fp32 asked for")
@@ -118,6 +144,13 @@ def choose_precision(
                 "makes them anyway",
             )
         out = cache_dir_for(name, synthesizer, cache_dir)
+        if defer:
+            return PrecisionChoice(
+                "fp32",
+                f"no int8 graphs yet: fp32 now, int8 graphs are made in the background into "
+                f"{out} (precision {precision}; the switch is logged)",
+                pending=True,
+            )
         _LOGGER.info(
             "Voice %s: making int8 graphs once into %s (calibration on the voice's own "
             "latents, then the fidelity gate; this takes a while)",
@@ -134,6 +167,7 @@ def choose_precision(
                 out,
                 stamp_for(Path(synthesizer), settings),
                 settings=settings,
+                thresholds=thresholds,
                 threads=threads,
             )
             del synth
@@ -142,7 +176,16 @@ def choose_precision(
                 raise
             _LOGGER.warning("Voice %s: could not make int8 graphs (%s)", name, exc)
             return PrecisionChoice("fp32", f"int8 graphs could not be made ({exc})")
-    report = graphs.report
+    return verdict(precision, name, graphs, thresholds)
+
+
+def verdict(
+    precision: str, name: str, graphs: Int8Graphs, thresholds: GateThresholds | None = None
+) -> PrecisionChoice:
+    """What a voice with int8 `graphs` runs under `precision` ("auto" or "int8"): int8 when
+    their report passes `thresholds` (default: those it was judged with), or when int8 is
+    asked for (with a warning naming the failed figures); fp32 otherwise."""
+    report = rejudged(graphs.report, thresholds)
     if report.passed:
         return PrecisionChoice("int8", f"{report.summary()} [{graphs.directory}]", graphs)
     if precision == "int8":

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..playback import PlaybackClock
+from .common import Latent
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -473,7 +474,9 @@ class WindowedSentence:
         margin: int,
         lead_in: int = 0,
         clock: PlaybackClock | None = None,
+        latent: Latent | None = None,
     ) -> None:
+        self.latent = latent
         self.synth, self.inputs, self.params, self.noise = synth, inputs, params, noise
         self.plan = plan
         self.sample_rate = sample_rate
@@ -503,7 +506,9 @@ class WindowedSentence:
     def pieces(self) -> Iterator[tuple[np.ndarray, bool]]:
         synth = self.synth
         plan, clock = self.plan, self.clock
-        latent = synth.latent(self.inputs, self.params, self.noise)  # type: ignore[attr-defined]
+        latent: Latent | None = self.latent
+        if latent is None:
+            latent = synth.latent(self.inputs, self.params, self.noise)  # type: ignore[attr-defined]
         self.durations = latent.durations
         n = self.frames = latent.frames
         left, right = synth.context  # type: ignore[attr-defined]

@@ -30,6 +30,7 @@ from .splitter import SentenceSplitter, split_sentences
 __all__ = [
     "Analysis",
     "Part",
+    "Readings",
     "SentenceSplitter",
     "TextPipeline",
     "UserDictionary",
@@ -72,6 +73,7 @@ _LAZY: dict[str, str] = {
     "is_ssml": "ssml",
     "TextPipeline": "pipeline",
     "Part": "pipeline",
+    "Readings": "pipeline",
     "sentences_of": "pipeline",
     "parse_ssml": "ssml",
 }

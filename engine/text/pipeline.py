@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 from .splitter import SentenceSplitter, split_sentences
 
 if TYPE_CHECKING:
+    from .accents import AccentPhrase
     from .ssml import Segment, SsmlParser
 
 CLAUSE_MARKS = "、，,"
@@ -40,6 +41,23 @@ class Part:
     """Speed factor (SSML `<prosody rate>`), multiplies the request's speed."""
     silence: float = 0.0
     """Seconds of exact silence (SSML `<break>`); then there are no sentences."""
+    clause: bool = False
+    """The part ends mid-sentence, at a clause mark (a stream's early first part)."""
+
+
+@dataclass(frozen=True)
+class Readings:
+    """How a text will be read: the sentences as the voice gets them (rewritten, split) and
+    their accent phrases (`engine.text.accents`), for a page that shows why a word sounds
+    wrong."""
+
+    sentences: tuple[str, ...]
+    phrases: tuple[AccentPhrase, ...]
+
+    @property
+    def text(self) -> str:
+        """The rewritten text (the sentences joined)."""
+        return "".join(self.sentences)
 
 
 def sentences_of(text: str, *, rewrite: bool = True) -> list[str]:
@@ -81,6 +99,14 @@ class TextPipeline:
         sentences = sentences_of(text, rewrite=self.rewrite)
         return [Part(tuple(sentences))] if sentences else []
 
+    def readings(self, text: str) -> Readings:
+        """`text` as it will be read: the sentences of `whole(text)` (SSML breaks and rates
+        left out) and the accent phrases OpenJTalk reads in each."""
+        from .accents import accent_phrases
+
+        sentences = tuple(s for part in self.whole(text) for s in part.sentences)
+        return Readings(sentences, tuple(p for s in sentences for p in accent_phrases(s)))
+
     # -- text in deltas --------------------------------------------------------------------
     def feed(self, delta: str) -> list[Part]:
         """The parts completed by `delta` (possibly none)."""
@@ -96,7 +122,7 @@ class TextPipeline:
             return list(self._segments(self._parser().feed(delta), final=False))
         parts = self._plain(self._splitter.feed(delta))
         if not self._parts and not parts:
-            parts = self._plain(self._early_clause())
+            parts = self._plain(self._early_clause(), clause=True)
         return parts
 
     def close(self) -> list[Part]:
@@ -132,7 +158,7 @@ class TextPipeline:
             return []
         return [self._splitter.take(cut + 1)]
 
-    def _plain(self, sentences: Iterable[str]) -> list[Part]:
+    def _plain(self, sentences: Iterable[str], *, clause: bool = False) -> list[Part]:
         """Completed sentences as one part (each rewritten and split again)."""
         prepared: list[str] = []
         for sentence in sentences:
@@ -141,7 +167,7 @@ class TextPipeline:
         if not prepared:
             return []
         self._parts += 1
-        return [Part(tuple(prepared), self._rate)]
+        return [Part(tuple(prepared), self._rate, clause=clause)]
 
     def _segments(self, segments: Iterable[Segment], *, final: bool) -> Iterator[Part]:
         """SSML segments: sentences split across segments; a rate change or a break ends

@@ -93,15 +93,34 @@ def run_service(tmp_path: Path, options: dict, *, port: int | None = None) -> Ru
     return Run(proc.returncode, proc.stderr, argv, env_rec, share, data)
 
 
+def _in_run(value: object) -> object:
+    """Paths under a run's own /share or /data folder, written from there (each run has its
+    own temporary folders)."""
+    if isinstance(value, tuple):
+        return tuple(_in_run(v) for v in value)
+    if isinstance(value, Path):
+        for root in ("share", "data"):
+            if root in value.parts:
+                i = len(value.parts) - 1 - value.parts[::-1].index(root)
+                return Path(*value.parts[i:])
+    return value
+
+
+def _option_files(settings: Settings) -> tuple[Path, ...]:
+    """The dictionary files the options name: without the web panel's own default one."""
+    page = settings.http.dictionary if settings.http is not None else None
+    return tuple(p for p in settings.user_dicts if p != page or p.name != "dictionary.csv")
+
+
 def _flatten(settings: Settings) -> dict:
     flat = {}
     for f in dataclasses.fields(settings):
         value = getattr(settings, f.name)
         if dataclasses.is_dataclass(value) and not isinstance(value, type):
             for g in dataclasses.fields(value):
-                flat[f"{f.name}.{g.name}"] = getattr(value, g.name)
+                flat[f"{f.name}.{g.name}"] = _in_run(getattr(value, g.name))
         else:
-            flat[f.name] = value
+            flat[f.name] = _in_run(value)
     return flat
 
 
@@ -177,7 +196,7 @@ CASES = {
     "user_dictionary": (
         "words.csv",
         lambda s, r: r.share / "words.csv" in s.user_dicts,
-        {"user_dicts"},
+        {"user_dicts", "http.dictionary"},  # a CSV: the web panel edits it
     ),
     "user_words": (
         [
@@ -185,8 +204,8 @@ CASES = {
             {"surface": "蛙", "reading": "カワズ"},
         ],
         lambda s, r: (
-            s.user_dicts[-1] == r.data / "user_words.json"
-            and json.loads(s.user_dicts[-1].read_text())["words"]
+            _option_files(s)[-1] == r.data / "user_words.json"
+            and json.loads(_option_files(s)[-1].read_text())["words"]
             == [
                 {"surface": "早声", "reading": "ハヤコエ", "accent": 0},
                 {"surface": "蛙", "reading": "カワズ"},
@@ -322,6 +341,19 @@ def test_voices_in_share_hayakoe_are_loaded(tmp_path):
     }
 
 
+def test_aivishub_files_in_share_hayakoe_are_served_as_a_voice_folder(tmp_path):
+    share = tmp_path / "share" / "hayakoe"
+    share.mkdir(parents=True)
+    run = run_service(tmp_path / "none", dict(DEFAULTS))
+    assert run.returncode == 0, run.stderr
+    assert "--voice-dir" not in run.argv  # no AivisHub file: no folder
+    (share / "mai.aivmx").write_bytes(b"")
+    run = run_service(tmp_path, dict(DEFAULTS))
+    assert run.returncode == 0, run.stderr
+    assert run.settings().voice_dirs == (share,)
+    assert "AivisHub voice files" in run.stderr
+
+
 def test_a_voice_named_twice_is_loaded_once_and_the_option_wins(tmp_path):
     share = tmp_path / "share" / "hayakoe"
     (share / "gamma").mkdir(parents=True)
@@ -336,7 +368,7 @@ def test_absolute_user_dictionary_path(tmp_path):
     words = tmp_path / "elsewhere.json"
     words.write_text("[]")
     run = run_service(tmp_path, dict(DEFAULTS, user_dictionary=str(words)))
-    assert run.settings().user_dicts == (words,)
+    assert _option_files(run.settings()) == (words,)
 
 
 def test_user_words_option_is_read_by_the_engine_and_a_bad_entry_is_skipped(tmp_path, caplog):
@@ -352,7 +384,7 @@ def test_user_words_option_is_read_by_the_engine_and_a_bad_entry_is_skipped(tmp_
     ]
     run = run_service(tmp_path, dict(DEFAULTS, user_words=words))
     assert run.returncode == 0, run.stderr
-    (path,) = run.settings().user_dicts
+    (path,) = _option_files(run.settings())
     good, problems = read_user_dictionary(path)
     assert [w.surface for w in good] == ["早声", "Wi-Fi 6E", '引用"符']
     assert good[0].accent == 0 and good[2].accent == 3 and good[1].accent is None
@@ -363,7 +395,31 @@ def test_user_words_option_is_read_by_the_engine_and_a_bad_entry_is_skipped(tmp_
 def test_empty_user_words_pass_no_dictionary(tmp_path):
     run = run_service(tmp_path, dict(DEFAULTS, user_words=[]))
     assert run.returncode == 0, run.stderr
-    assert run.settings().user_dicts == ()
+    assert _option_files(run.settings()) == ()
+
+
+def test_the_web_panel_is_served_to_the_ingress_proxy_on_the_ingress_port(tmp_path):
+    """config.yaml's ingress keys and the server flags the service passes agree."""
+    assert CONFIG["ingress"] is True
+    assert CONFIG["panel_icon"].startswith("mdi:") and CONFIG["panel_title"]
+    assert "share:rw" in CONFIG["map"], "the panel writes its dictionary under /share/hayakoe"
+    run = run_service(tmp_path, copy.deepcopy(DEFAULTS))
+    assert run.returncode == 0, run.stderr
+    http = run.settings().http
+    assert http is not None
+    assert http.port == CONFIG["ingress_port"]
+    assert http.host == "0.0.0.0" and http.ingress and http.allowed_peers == ("172.30.32.2",)
+    assert http.token is None  # Home Assistant's login is the gate
+    assert http.dictionary == run.share / "dictionary.csv"
+    assert http.dictionary in run.settings().user_dicts  # read like every dictionary
+
+
+def test_a_csv_user_dictionary_is_the_one_the_panel_edits(tmp_path):
+    _share_files(tmp_path / "share" / "hayakoe")
+    run = run_service(tmp_path, dict(DEFAULTS, user_dictionary="words.csv"))
+    settings = run.settings()
+    assert settings.http is not None and settings.http.dictionary == run.share / "words.csv"
+    assert settings.user_dicts == (run.share / "words.csv",)  # once
 
 
 def test_missing_chime_stops_with_a_message_naming_the_option(tmp_path):

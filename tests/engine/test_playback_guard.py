@@ -212,3 +212,15 @@ def test_generate_is_never_held() -> None:
     audio = speaker.generate("テスト。")
     done.set()
     assert audio.duration == pytest.approx(0.4)
+
+
+def test_embedded_voice_says_what_is_still_to_come(embedded: Speaker) -> None:
+    sentences = ["今日はいい天気ですね。", "散歩に行きましょう。", "さようなら。"]
+    pieces = list(embedded.voice.render(sentences, embedded.options()))
+    left = [p.remaining for p in pieces]
+    assert all(x is not None for x in left)
+    made = [p.samples.size / embedded.sample_rate for p in pieces]
+    # after the first sentence: about what the other two made (estimated from characters)
+    assert left[0] == pytest.approx(made[1] + made[2], rel=0.5)
+    assert left[0] > left[1] > left[2] == 0.0
+    assert pieces[0].tail == pytest.approx(max(left[0] - left[1], left[1]), rel=0.5)

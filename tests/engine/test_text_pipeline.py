@@ -42,6 +42,7 @@ def _digest(data: bytes) -> str:
 @pytest.mark.parametrize("case", sorted(GOLDEN))
 def test_audio_is_bit_identical_to_before_the_pipeline(embedded: Speaker, case: str) -> None:
     text, (whole, deltas, generated) = GOLDEN[case]
+    embedded = Speaker(embedded.voice, first_clause=0)  # the behaviour before: sentences only
     got_whole = b"".join(c.pcm_bytes() for c in embedded.stream(text, guard=False))
     got_deltas = b"".join(c.pcm_bytes() for c in embedded.stream(iter(_deltas(text))))
     assert _digest(got_whole) == whole
@@ -94,9 +95,45 @@ def test_deltas_must_be_text() -> None:
 def test_first_part_may_end_at_a_clause_once_long_enough() -> None:
     pipe = TextPipeline(rewrite=False, first_clause=8)
     assert pipe.feed("はい、") == []  # a clause, but too short
-    assert pipe.feed("明日の天気は晴れ、") == [Part(("はい、明日の天気は晴れ、",))]
+    assert pipe.feed("明日の天気は晴れ、") == [Part(("はい、明日の天気は晴れ、",), clause=True)]
     # only the first part: later clauses wait for their sentence to end
     assert pipe.feed("最高気温は二十度、最低気温は") == []
     assert pipe.feed("十度です。次") == [Part(("最高気温は二十度、最低気温は十度です。",))]
     off = TextPipeline(rewrite=False)
     assert off.feed("はい、明日の天気は晴れ、") == []
+
+
+@pytest.mark.parametrize(("first_clause", "early"), [(12, True), (0, False)])
+async def test_a_stream_speaks_its_first_clause_before_the_sentence_ends(
+    embedded: Speaker, first_clause: int, early: bool
+) -> None:
+    import asyncio
+
+    heard = asyncio.Event()
+    came_early: list[bool] = []
+
+    async def deltas():  # type: ignore[no-untyped-def]
+        yield "はい、明日の天気は晴れ、"
+        try:  # the rest of the sentence only once audio came (or it is clear none will)
+            await asyncio.wait_for(heard.wait(), 60 if early else 0.5)
+            came_early.append(True)
+        except asyncio.TimeoutError:
+            came_early.append(False)
+        yield "最高気温は二十度です。"
+
+    speaker = Speaker(embedded.voice, first_clause=first_clause)
+    chunks = []
+    async for chunk in speaker.astream(deltas(), guard=False):
+        chunks.append(chunk)
+        heard.set()
+    assert came_early == [early]
+    assert sum(c.duration for c in chunks) > 2.0  # the whole sentence was spoken
+
+
+def test_readings_are_what_the_voice_gets_with_accents() -> None:
+    found = TextPipeline().readings('<speak>会議は10:30です。<break time="1s"/>雨です。</speak>')
+    assert found.sentences == ("会議は10時30分です。", "雨です。")  # SSML gone, rewritten
+    assert found.text == "会議は10時30分です。雨です。"
+    kana = "".join(p.reading for p in found.phrases)
+    assert "ジュウジサンジュップン" in kana and kana.endswith("アメデス")
+    assert TextPipeline(rewrite=False).readings("10:30").text == "10:30"

@@ -50,11 +50,11 @@ class Program:
             if "Ready" in self.lines[-1]:
                 self.ready.set()
 
-    async def wait_ready(self) -> None:
+    async def wait_ready(self, timeout: float = 60) -> None:
         waiter = asyncio.create_task(self.ready.wait())
         await asyncio.wait(
             {waiter, asyncio.ensure_future(self.proc.wait())},
-            timeout=60,
+            timeout=timeout,
             return_when=asyncio.FIRST_COMPLETED,
         )
         assert self.ready.is_set(), "server did not start:\n" + self.log

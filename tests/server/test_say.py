@@ -144,6 +144,27 @@ async def test_say_plays_through_aplay_on_path(
     assert pcm == embedded.generate(TEXT, style="Calm").pcm_bytes()
 
 
+@pytest.mark.timeout(600)  # builds the session's small layout root when run alone (~1 min idle)
+async def test_say_plays_a_neural_voice_through_the_playback_guard(
+    fake_aplay: tuple[dict[str, str], Path], layout_root: Path
+) -> None:
+    """A neural voice loaded here: warmed up (its speed for the guard), then paced to the
+    player; the tests' small random-weight voice at 44.1 kHz."""
+    from tests.helpers.voices import LAYOUT_VOICE
+
+    env, record = fake_aplay
+    root = str(layout_root)
+    voice = ["--voice", f"{LAYOUT_VOICE}={root}", "--bert-source", root, "--offline"]
+    result = await run_program("say", TEXT, *voice, "--threads", "1", "--play", env=env)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+    assert json.loads(Path(f"{record}.argv").read_text()) == aplay_format(44100)
+    samples = np.frombuffer(Path(f"{record}.pcm").read_bytes(), dtype=np.int16)
+    seconds = samples.size / 44100
+    assert 1.0 < seconds < 8.0, f"{seconds:.2f} s of audio for {TEXT!r}"
+    assert float(np.sqrt(np.mean(samples.astype(np.float64) ** 2))) > 30  # random weights
+
+
 async def test_say_play_without_a_player_fails_clearly(tmp_path: Path) -> None:
     result = await run_program("say", TEXT, "--play", env={"PATH": str(tmp_path)})
     assert_one_line_failure(result, "aplay not found on PATH")
@@ -176,6 +197,11 @@ async def test_say_unknown_style_lists_the_styles(tmp_path: Path) -> None:
         (["x"], b"", "one of the arguments -o/--output --play is required"),
         (["x", "-o", "-", "--server", "tcp://127.0.0.1:9", "--speed", "2"], b"", "--speed"),
         (["x", "-o", "-", "--server", "tcp://127.0.0.1:9", "--preset", "a=b"], b"", "--preset"),
+        (
+            ["x", "--play", "--server", "tcp://127.0.0.1:9", "--playback-guard", "off"],
+            b"",
+            "--playback-guard",
+        ),
         (["x", "-o", "-", "--server", "http://127.0.0.1:9"], b"", "tcp://HOST:PORT"),
         (["x", "-o", "-", "--preset", "alarm=openjtalk-mei,loud=1"], b"", "unknown key 'loud'"),
     ],

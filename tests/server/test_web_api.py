@@ -56,7 +56,7 @@ async def page(embedded_speakers, dict_path: Path, tmp_path: Path):
     async def make(readonly: tuple[Path, ...] = (), **fields):
         fields.setdefault("dictionary", dict_path)
         http = HttpSettings(port=0, **fields)
-        user_dicts = (*readonly, dict_path)
+        user_dicts = (dict_path, *readonly)
         watch_user_dictionaries(user_dicts)
         settings = Settings(
             uri="tcp://127.0.0.1:0",
@@ -118,6 +118,9 @@ async def test_voices_lists_voices_styles_and_presets(page, embedded_speakers):
     assert voice["styles"] == speaker.styles
     assert voice["attribution"]["name"] == speaker.attribution_name
     assert voice["description"] == speaker.description
+    assert voice["precision"] is None  # the embedded voice has no int8/fp32 choice
+    rtf = speaker.real_time_factor
+    assert voice["real_time_factor"] == (None if rtf is None else round(rtf, 3))
     assert (
         data["presets"]
         == [{"name": "alarm", "voice": VOICE, "style": speaker.default_style, "description": ""}]
@@ -167,6 +170,25 @@ async def test_speak_controls_change_the_audio(page):
     assert len(quiet) == len(plain) and quiet != plain
     preset = await (await _post(client, "/api/speak", {"text": text, "voice": "alarm"})).read()
     assert len(preset) < len(plain)  # speed=1.2
+
+
+async def test_a_listener_who_leaves_mid_speech_frees_the_voice(page, embedded_speakers):
+    from tests.helpers.speakers import until_unlocked
+
+    client, state = await page()
+    text = "今日は晴れです。" * 40
+    r = await _post(client, "/api/speak", {"text": text})
+    assert r.status == 200
+    assert await r.content.readany()  # the first audio arrived
+    r.close()  # the browser tab is closed
+    await until_unlocked(embedded_speakers[VOICE], timeout=30)
+    after = await _post(client, "/api/speak", {"text": "はい。"})  # the voice is free again
+    assert after.status == 200 and await after.read()
+    for _ in range(500):  # the first request's ticket goes right after the lock
+        if state.admission.in_flight == 0:
+            break
+        await asyncio.sleep(0.01)
+    assert state.admission.in_flight == 0 and state.admission.admitted == 2
 
 
 async def test_speak_wav_download(page, embedded_speakers):
@@ -283,6 +305,7 @@ async def test_dictionary_add_edit_delete_is_live_and_on_disk(page, dict_path):
         ({"surface": "山", "reading": "ヤマ", "priority": 11}, "priority"),
         ({"surface": "山", "reading": "ヤマ", "pos": "verb"}, "pos"),
         ("山,ヤマ", "body"),
+        ({"surface": "山", "reading": "ヤマ", "path": "/tmp/elsewhere.csv"}, "path"),
     ],
 )
 async def test_dictionary_bad_entry_is_400_naming_the_field_and_writes_nothing(
@@ -295,6 +318,7 @@ async def test_dictionary_bad_entry_is_400_naming_the_field_and_writes_nothing(
     assert r.status == 400
     assert (await r.json())["field"] == field
     assert dict_path.read_bytes() == before
+    assert not Path("/tmp/elsewhere.csv").exists()
 
 
 async def test_two_concurrent_edits_never_lose_an_entry(page, dict_path):
@@ -378,6 +402,31 @@ async def test_status_counts_requests_and_keeps_warnings(page):
     assert data["memory"]["rss_bytes"] > 10_000_000
     assert data["version"]
     assert data["warnings"][0]["message"] == "the speaker at kitchen is gone"
+
+
+async def test_warnings_are_redacted_and_the_page_token_is_never_logged(
+    embedded_speakers, dict_path
+):
+    import aiohttp
+
+    from engine import redact
+
+    http = HttpSettings(port=0, dictionary=dict_path, token="page-token-4f9a8e7d")
+    server = HayakoeServer(Settings(uri="tcp://127.0.0.1:0", http=http), embedded_speakers)
+    await server.start()
+    try:
+        assert "page-token-4f9a8e7d" not in redact("GET /?token=page-token-4f9a8e7d")
+        logging.getLogger("tests.web").warning("Hub said no to hf_abcdefghijklmnopqrstuvwx")
+        assert server.web is not None
+        headers = {"Authorization": "Bearer page-token-4f9a8e7d"}
+        url = f"http://127.0.0.1:{server.web.port}/api/status"
+        async with aiohttp.ClientSession() as session, session.get(url, headers=headers) as r:
+            data = await r.json()
+        (warning,) = [w for w in data["warnings"] if w["logger"] == "tests.web"]
+        assert "hf_abcdefghijklmnopqrstuvwx" not in warning["message"]
+        assert warning["message"].startswith("Hub said no to hf_")
+    finally:
+        await server.stop()
 
 
 # -- refusals --------------------------------------------------------------------------------
@@ -497,7 +546,7 @@ def test_page_dictionary_is_read_like_user_dict(tmp_path):
     settings = parse_settings(
         ["--http", "8080", "--http-dict", str(tmp_path / "d.csv"), "--user-dict", "a.csv"]
     )
-    assert settings.user_dicts == (Path("a.csv"), tmp_path / "d.csv")
+    assert settings.user_dicts == (tmp_path / "d.csv", Path("a.csv"))  # --user-dict wins
     assert settings.http is not None and settings.http.dictionary == tmp_path / "d.csv"
     assert parse_settings([]).http is None
 

@@ -408,18 +408,27 @@ def speak_here(
             voices=voices,
             default_voice=voices[0].name,
             presets=presets,
-            warmup=False,
             debug=args.debug,
             **voice_fields(args, environ),
         )
     except (SettingsError, ValueError) as exc:
         raise UsageError(str(exc)) from None
+    # Played as it is made: the playback guard paces the audio for a player that starts at
+    # the first chunk, with this voice's speed measured by the warm-up (a voice slower than
+    # speech then plays without gaps). A file or stdout is not played in real time: no guard,
+    # no warm-up. The embedded voice reports no audio still to come, so the guard has nothing
+    # to hold it back by and its warm-up would only delay the first audio.
+    guard = isinstance(sink, PlayerSink) and settings.engine.playback_guard != "off"
+    warmup = guard and voices[0].name != EMBEDDED_VOICE_NAME
 
     tts = build_tts(settings)
     try:
         for path in settings.user_dicts:
             tts.load_user_dictionary(path)
-        tts.prepare(warmup=False, compile=settings.use_compile)
+        tts.prepare(warmup=warmup, compile=settings.use_compile)
+        # One request and out: int8 graphs missing from the cache are not made here (the
+        # server or `wyoming-hayakoe quantize` makes them); the voice speaks in fp32.
+        tts.close()
     except Exception as exc:  # noqa: BLE001 - one line naming what failed, the rest at DEBUG
         _LOGGER.debug("Loading failed", exc_info=True)
         raise SayError(f"cannot load voice {voices[0].name}: {redact(str(exc))}") from None
@@ -452,6 +461,7 @@ def speak_here(
         style=resolved.style,
         output=resolved.output,
         measure_whole=True,  # as the server's one-shot requests: one loudness for the text
+        guard=guard,
         **options,
     )
     sink.start(resolved.rate, SAMPLE_WIDTH, 1)

@@ -35,7 +35,7 @@ from typing import Any
 from aiohttp import web
 from wyoming.tts import SynthesizeVoice
 
-from engine import __version__, accent_phrases, rewrite
+from engine import TextPipeline, __version__
 
 from ..admission import Admission, AdmissionRefused
 from ..info import Resolved, VoiceCatalog
@@ -178,6 +178,20 @@ def _jsonable(value: object) -> object:
     return str(value)
 
 
+def _precision(speaker: Any) -> object:
+    """int8/fp32 (and the gate's figures) where the speaker or its voice tells."""
+    found = getattr(speaker, "precision", None)
+    if found is None:
+        found = getattr(getattr(speaker, "voice", None), "precision", None)
+    return _jsonable(found)
+
+
+def _rtf(speaker: Any) -> float | None:
+    """Seconds of synthesis per second of audio measured on this machine (None: not yet)."""
+    value = getattr(speaker, "real_time_factor", None)
+    return round(float(value), 3) if isinstance(value, (int, float)) else None
+
+
 # -- voices and audio ----------------------------------------------------------------------
 
 
@@ -195,7 +209,8 @@ async def voices(request: web.Request) -> web.Response:
                 "default_style": catalog.style_for(speaker),
                 "attribution": {"name": speaker.attribution_name, "url": speaker.attribution_url},
                 "version": speaker.version,
-                "precision": _jsonable(getattr(speaker, "precision", None)),
+                "precision": _precision(speaker),
+                "real_time_factor": _rtf(speaker),
             }
         )
     presets = [
@@ -295,9 +310,9 @@ async def reading(request: web.Request) -> web.Response:
     data = await _json_body(request)
     text = _text(state, data)
 
-    def read() -> tuple[str, list[Any]]:
-        rewritten = rewrite(text) if state.rewrite else text
-        return rewritten, accent_phrases(rewritten)
+    def read() -> tuple[str, list[Any]]:  # the pipeline the speakers use, read not spoken
+        found = TextPipeline(rewrite=state.rewrite, first_clause=0).readings(text)
+        return found.text, list(found.phrases)
 
     rewritten, phrases = await asyncio.to_thread(read)
     return web.json_response(
@@ -436,7 +451,8 @@ async def status(request: web.Request) -> web.Response:
                     "name": name,
                     "styles": speaker.styles,
                     "in_flight": admission.in_flight_for(name),
-                    "precision": _jsonable(getattr(speaker, "precision", None)),
+                    "precision": _precision(speaker),
+                    "real_time_factor": _rtf(speaker),
                 }
                 for name, speaker in state.catalog.speakers.items()
             ],

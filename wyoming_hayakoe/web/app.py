@@ -76,6 +76,9 @@ class WebServer:
 
     async def start(self) -> None:
         http = self.state.http
+        from engine import register_secret
+
+        register_secret(http.token)  # never in a log line (a URL with ?token=, say)
         logging.getLogger().addHandler(self.state.warnings)
         self._runner = web.AppRunner(build_app(self.state), access_log=None)
         await self._runner.setup()

@@ -77,6 +77,9 @@ def validate_entry(data: object) -> UserWord:
     """One entry from JSON (``surface``, ``reading``, ``accent``, ``priority``, ``pos``)."""
     if not isinstance(data, Mapping):
         raise FieldError("entry", "expected a JSON object with surface and reading")
+    unknown = sorted(set(data) - {*_FIELDS, "original"})
+    if unknown:  # e.g. a file name: the dictionary's path comes from the configuration only
+        raise FieldError(str(unknown[0]), f"{unknown[0]}: not a field of a word")
     surface = data.get("surface")
     reading = data.get("reading")
     if not isinstance(surface, str) or not surface.strip():

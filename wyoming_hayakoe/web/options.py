@@ -57,7 +57,8 @@ def add_http_arguments(parser: argparse.ArgumentParser) -> None:
         "--http-dict",
         type=Path,
         metavar="FILE",
-        help="CSV user dictionary the page edits (created when missing; read like --user-dict)",
+        help="CSV user dictionary the page edits (created when missing; read like --user-dict, "
+        "whose files win for the same word)",
     )
 
 

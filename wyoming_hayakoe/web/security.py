@@ -68,11 +68,12 @@ def _origin_ok(request: web.Request, http: HttpSettings) -> bool:
     origin = request.headers.get("Origin")
     if origin is None:
         return True  # not a browser (or a same-origin GET-like request): no cross-site risk
-    parts = urlsplit(origin)
-    host = request.host
-    if http.ingress:  # the proxy forwards the browser's host; only it can reach us here
-        host = request.headers.get("X-Forwarded-Host", host)
-    return bool(parts.netloc) and parts.netloc.lower() == host.lower()
+    netloc = urlsplit(origin).netloc.lower()
+    hosts = {request.host.lower()}
+    if http.ingress:  # Home Assistant forwards the browser's host; only it reaches us here
+        forwarded = request.headers.get("X-Forwarded-Host", "")
+        hosts.add(forwarded.split(",", 1)[0].strip().lower())
+    return bool(netloc) and netloc in hosts
 
 
 def security_middleware(http: HttpSettings) -> Middleware:

@@ -1,0 +1,303 @@
+"""The web page in a real browser, as a person uses it: Debian's chromium, headless, driven by
+Selenium through Debian's chromium-driver (nothing is downloaded), against the real program
+(``python -m wyoming_hayakoe --http ...``) on the embedded voice.
+
+Skipped, saying why, where chromium, chromium-driver or selenium is missing (`.ci/run`
+installs them). ``HAYAKOE_SCREENSHOTS=DIR`` saves the three main views there (the README's
+pictures come from ``HAYAKOE_SCREENSHOTS=docs/images``).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.net import free_port
+from tests.helpers.paths import REPO_ROOT
+from tests.helpers.program import program_env
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+DRIVER = shutil.which("chromedriver")
+if CHROMIUM is None or DRIVER is None:
+    pytest.skip(
+        "chromium and chromium-driver are not installed "
+        "(apt-get install chromium chromium-driver; .ci/run does)",
+        allow_module_level=True,
+    )
+selenium = pytest.importorskip("selenium", reason="selenium (the test extra) is not installed")
+from selenium import webdriver
+from selenium.webdriver.chrome.options import Options
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.remote.webdriver import WebDriver
+from selenium.webdriver.support.ui import WebDriverWait
+
+pytestmark = pytest.mark.slow
+
+SURNAME = "葦簀野"  # a made-up family name: OpenJTalk guesses ヨシズノ
+READING = "アシズノ"
+WAIT_S = 60
+
+
+class Server:
+    """The real program with the page on, started and restarted on the same ports."""
+
+    def __init__(self, dictionary: Path, readonly: Path) -> None:
+        self.dictionary = dictionary
+        self.readonly = readonly
+        self.port = free_port()
+        self.http_port = free_port()
+        self.proc: subprocess.Popen[str] | None = None
+        self.log: list[str] = []
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.http_port}/"
+
+    def start(self) -> None:
+        ready = threading.Event()
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "wyoming_hayakoe",
+                "--uri",
+                f"tcp://127.0.0.1:{self.port}",
+                "--http",
+                f"127.0.0.1:{self.http_port}",
+                "--http-dict",
+                str(self.dictionary),
+                "--user-dict",
+                str(self.readonly),
+                "--preset",
+                "alarm=openjtalk-mei:High,speed=1.2",
+            ],
+            cwd=REPO_ROOT,
+            env=program_env(),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        proc = self.proc
+
+        def read() -> None:
+            assert proc.stderr is not None
+            for line in proc.stderr:
+                self.log.append(line)
+                if "Ready" in line:
+                    ready.set()
+            ready.set()  # it ended: stop waiting
+
+        threading.Thread(target=read, daemon=True).start()
+        ready.wait(WAIT_S)
+        assert proc.poll() is None and any("Ready" in x for x in self.log), "".join(self.log)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                assert self.proc.wait(30) == 0, "".join(self.log)
+            finally:
+                if self.proc.poll() is None:
+                    self.proc.kill()
+                    self.proc.wait()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    folder = tmp_path_factory.mktemp("page")
+    words = folder / "user_words.json"  # as the add-on writes its user_words option
+    words.write_text(
+        '{"words": [{"surface": "鯖江", "reading": "サバエ", "accent": 1},\n'
+        '{"surface": "SwitchBot", "reading": "スイッチボット", "accent": 4}]}\n',
+        encoding="utf-8",
+    )
+    s = Server(folder / "page.csv", words)
+    s.start()
+    yield s
+    s.stop()
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebDriver]:
+    options = Options()
+    options.binary_location = CHROMIUM
+    profile = tmp_path_factory.mktemp("chromium-profile")
+    for arg in (
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--autoplay-policy=no-user-gesture-required",
+        f"--user-data-dir={profile}",
+        "--window-size=1100,900",
+    ):
+        options.add_argument(arg)
+    driver = webdriver.Chrome(service=Service(DRIVER), options=options)
+    driver.set_window_size(1100, 900)
+    yield driver
+    driver.quit()
+
+
+def _wait(driver: WebDriver, condition, message: str):
+    return WebDriverWait(driver, WAIT_S, poll_frequency=0.1).until(condition, message)
+
+
+def _open(driver: WebDriver, server: Server, view: str) -> None:
+    driver.get(server.url + "?lang=en")
+    _wait(driver, lambda d: d.find_element(By.ID, "tab-voices").text == "Voices", "page loaded")
+    _tab(driver, view)
+
+
+def _tab(driver: WebDriver, view: str) -> None:
+    driver.find_element(By.ID, f"tab-{view}").click()
+    _wait(
+        driver,
+        lambda d: d.find_element(By.ID, f"view-{view}").is_displayed(),
+        f"{view} shown",
+    )
+
+
+def _reading(driver: WebDriver) -> str:
+    return driver.find_element(By.ID, "phrases").get_attribute("data-reading") or ""
+
+
+def _screenshot(driver: WebDriver, name: str) -> None:
+    folder = os.environ.get("HAYAKOE_SCREENSHOTS")
+    if folder:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        assert driver.save_screenshot(str(Path(folder) / f"page-{name}.png"))
+
+
+def test_voice_sample_plays_to_its_end(browser: WebDriver, server: Server):
+    _open(browser, server, "voices")
+    button = _wait(
+        browser,
+        lambda d: d.find_element(By.CSS_SELECTOR, 'button.play[data-style="Neutral"]'),
+        "a play button",
+    )
+    assert browser.find_element(By.CSS_SELECTOR, "article.voice h2").text.startswith(
+        "openjtalk-mei"
+    )
+    assert "48000 Hz" in browser.find_element(By.CSS_SELECTOR, "article.voice .facts").text
+    button.click()
+    _wait(
+        browser,
+        lambda d: d.execute_script("return document.getElementById('sample-player').ended"),
+        "the sample played to its end",
+    )
+    duration = browser.execute_script("return document.getElementById('sample-player').duration")
+    assert duration > 1.0
+    _screenshot(browser, "voices")
+
+
+def test_fix_a_family_name_hear_it_and_keep_it_after_a_restart(browser: WebDriver, server: Server):
+    _open(browser, server, "try")
+    text = browser.find_element(By.ID, "text")
+    text.clear()
+    text.send_keys(f"{SURNAME}さんが、10時にWiFiを直しに来ました。")
+    _wait(browser, lambda d: "ワイファイ" in _reading(d), "the reading of the sentence")
+    rewritten = browser.find_element(By.ID, "rewritten").text
+    assert "10時" in rewritten and "ワイファイ" in rewritten  # the rewriting is shown
+    before = _reading(browser)
+    assert READING not in before
+    # the dictionary: surface, reading, accent by clicking the second mora
+    _tab(browser, "dictionary")
+    browser.find_element(By.ID, "dict-surface").send_keys(SURNAME)
+    _wait(
+        browser,
+        lambda d: "ヨシズノ" in d.find_element(By.ID, "dict-now").text,
+        "the reading before the word",
+    )
+    browser.find_element(By.ID, "dict-reading").send_keys("あしずの")
+    mora = _wait(
+        browser,
+        lambda d: d.find_element(By.CSS_SELECTOR, '#dict-accent-picker button[data-index="2"]'),
+        "the accent picker",
+    )
+    assert [
+        b.text for b in browser.find_elements(By.CSS_SELECTOR, "#dict-accent-picker button")
+    ] == ["ア", "シ", "ズ", "ノ"]
+    mora.click()
+    assert browser.find_element(By.ID, "dict-accent-value").get_attribute("data-accent") == "2"
+    _screenshot(browser, "dictionary")
+    browser.find_element(By.ID, "dict-save").click()
+    row = _wait(
+        browser,
+        lambda d: d.find_element(By.CSS_SELECTOR, f'#dict-table tr[data-surface="{SURNAME}"]'),
+        "the new word in the table",
+    )
+    assert READING in row.text
+    assert row.find_elements(By.CSS_SELECTOR, "button")  # edit, delete
+    fixed = browser.find_element(By.CSS_SELECTOR, '#dict-table tr.readonly[data-surface="鯖江"]')
+    assert "read-only · user_words.json" in fixed.text
+    assert not fixed.find_elements(By.CSS_SELECTOR, "button")
+    assert f"{SURNAME},{READING},2,5" in server.dictionary.read_text("utf-8")
+    preview = _wait(
+        browser,
+        lambda d: d.find_element(By.ID, "dict-preview").get_attribute("data-after"),
+        "the reading after the word",
+    )
+    assert preview.startswith(READING)
+    assert "ヨシズノ" in browser.find_element(By.ID, "dict-preview").text  # before → after
+    # see and hear the new reading
+    _tab(browser, "try")
+    _wait(browser, lambda d: READING in _reading(d), "the new reading")
+    browser.find_element(By.ID, "speak").click()
+    _wait(
+        browser,
+        lambda d: d.find_element(By.ID, "speak-stats").get_attribute("data-samples"),
+        "speech streamed",
+    )
+    stats = browser.find_element(By.ID, "speak-stats")
+    assert int(stats.get_attribute("data-samples")) > 48000 // 2
+    assert "first audio" in stats.text and "RTF" in stats.text
+    _wait(browser, lambda d: d.find_element(By.ID, "speak").text == "▶ Speak", "played to the end")
+    _screenshot(browser, "try")
+    # a restart: the word is still there, and still read
+    server.stop()
+    server.start()
+    _open(browser, server, "dictionary")
+    row = _wait(
+        browser,
+        lambda d: d.find_element(By.CSS_SELECTOR, f'#dict-table tr[data-surface="{SURNAME}"]'),
+        "the word after a restart",
+    )
+    assert READING in row.text
+    _tab(browser, "try")
+    text = browser.find_element(By.ID, "text")
+    text.clear()
+    text.send_keys(f"{SURNAME}さん")
+    _wait(browser, lambda d: _reading(d).startswith(READING), "the reading after a restart")
+
+
+def test_import_a_csv_with_one_bad_line(browser: WebDriver, server: Server, tmp_path: Path):
+    csv_file = tmp_path / "words.csv"
+    csv_file.write_text("surface,reading,accent,priority\n森山,モリヤマ,1,5\n林田,hayashida,1,5\n")
+    before = server.dictionary.read_bytes()
+    _open(browser, server, "dictionary")
+    upload = browser.find_element(By.ID, "dict-import")
+    browser.execute_script("arguments[0].hidden = false", upload)
+    upload.send_keys(str(csv_file))
+    item = _wait(
+        browser,
+        lambda d: d.find_element(By.CSS_SELECTOR, '#import-result li[data-line="3"]'),
+        "the bad line's error",
+    )
+    assert "line 3" in item.text and "reading" in item.text and "hayashida" in item.text
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#import-result li")) == 1
+    assert server.dictionary.read_bytes() == before  # nothing imported
+    assert not browser.find_elements(By.CSS_SELECTOR, '#dict-table tr[data-surface="森山"]')
