@@ -127,12 +127,6 @@ def test_with_the_guard_a_one_shot_answer_plays_without_gaps(board) -> None:
     assert on.first_audio_s > off.first_audio_s, _figures(board)  # the price: one wait first
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the guard counts only the sentences of the part being rendered: text in deltas "
-    "that has already arrived but is not yet rendered is not in its estimate, so a longer "
-    "sentence after a short first one still stalls once (reported to the guard's owner)",
-)
 def test_with_the_guard_a_streamed_answer_plays_without_gaps(board) -> None:
     off, on = board["heard"]["off"]["streamed"], board["heard"]["auto"]["streamed"]
     assert on.clock.gap_count == 0, _figures(board)
