@@ -112,9 +112,12 @@ class SpeedMeter:
                 self._rates[key] = old + weight * (rate - old)
 
     def rate(self, key: str) -> float | None:
-        """The current estimate for `key`, or None before any measurement."""
+        """The current estimate for `key`; before any measurement of it, the slowest other
+        one (a voice that just switched from fp32 to int8 is at most that slow); None when
+        nothing was measured."""
         with self._lock:
-            return self._rates.get(key)
+            found = self._rates.get(key)
+            return found if found is not None else max(self._rates.values(), default=None)
 
 
 DEFAULT_SECONDS_PER_CHAR = 0.13

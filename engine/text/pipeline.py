@@ -18,7 +18,7 @@ what it costs in prosody).
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from .splitter import SentenceSplitter, split_sentences
@@ -43,8 +43,9 @@ class Part:
     """Seconds of exact silence (SSML `<break>`); then there are no sentences."""
     clause: bool = False
     """The part ends mid-sentence, at a clause mark (a stream's early first part)."""
-    chars: int = 0
-    """Characters of the request's text in this part, as they arrived (before rewriting)."""
+    chars: int = field(default=0, compare=False)
+    """Characters of the request's text in this part, as they arrived (before rewriting);
+    a count for the playback guard, not part of what is said."""
 
 
 @dataclass(frozen=True)

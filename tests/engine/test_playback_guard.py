@@ -131,7 +131,10 @@ def test_speed_meter_rises_fast_falls_slowly_per_precision() -> None:
     assert down is not None and down > up - 0.3 * (up - 0.5)
     meter.observe("int8", 1.0, 0.1)  # too little audio: all start-up cost, ignored
     assert meter.rate("int8") == down
-    assert meter.rate("fp32") is None
+    assert meter.rate("fp32") == down  # not measured yet: the slowest one known
+    meter.observe("fp32", 3.0, 1.0)
+    assert meter.rate("fp32") == 3.0 and meter.rate("int8") == down
+    assert SpeedMeter().rate("int8") is None
 
 
 def test_render_progress_counts_what_is_left() -> None:
