@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from playback import PlaybackClock
+from listener import ListenerClock
 
 TEXTS: dict[str, str] = {
     # 17 characters, one sentence.
@@ -124,11 +124,11 @@ def time_stream(chunks: Any, sample_rate: int, *, first_only: bool = False) -> d
 
     `gap_s`: the silence a player would insert, starting to play the first chunk when it
     arrives and each later one as soon as both it has arrived and the previous one has
-    played (underruns, summed, however short: `playback.PlaybackClock` with no noise floor).
+    played (underruns, summed, however short: `listener.ListenerClock` with no noise floor).
     With `first_only` the stream is closed after the first chunk (time to first audio only;
     the rest is not synthesized)."""
     t0 = time.perf_counter()
-    clock = PlaybackClock(start=t0, min_gap=0.0)
+    clock = ListenerClock(start=t0, min_gap=0.0)
     for chunk in chunks:
         clock.feed(time.perf_counter(), len(chunk.data), sample_rate)
         if first_only:

@@ -200,4 +200,11 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    code = main()
+    from engine import int8_work_running
+
+    if int8_work_running():  # a cancelled step still runs: no finalization (ORT may abort)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    raise SystemExit(code)

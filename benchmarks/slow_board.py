@@ -176,8 +176,11 @@ async def one(server: Server, text: str, mode: str, pace: Pace) -> dict[str, Any
     return {"mode": mode, "chars": len(text), **heard.summary()}
 
 
-async def calibrate(servers: dict[str, Server], board: Board, pace: Pace, log: Any) -> dict:
-    """Set both servers' quota so the guard-off one-shot RTF lies in the board's range."""
+async def calibrate(
+    servers: dict[str, Server], board: Board, pace: Pace, threads: int, log: Any
+) -> dict:
+    """Set both servers' quota so the guard-off one-shot RTF lies in the board's range (a
+    quota above `threads` CPUs cannot be used: there the machine itself is too slow)."""
     off = servers["off"]
     need = await cpu_per_audio(off.port, off.proc.pid, SLOW_TEXTS[:2], VOICE_NAME)
     found: dict[str, Any] = {"cpu_per_audio_s": need, "steps": []}
@@ -207,7 +210,11 @@ async def calibrate(servers: dict[str, Server], board: Board, pace: Pace, log: A
         log(f"  {board.name}: {cpus:.3f} CPUs → RTF {rtf:.2f} (aim {board.rtf})")
         if board.low <= rtf <= board.high and abs(rtf / board.rtf - 1) < 0.15:
             break
-        cpus *= rtf / board.rtf
+        if cpus >= threads:  # the quota no longer holds it back: the machine is the limit
+            found["saturated"] = True
+            log(f"  {board.name}: RTF {rtf:.2f} with a quota it cannot use up: machine too busy")
+            break
+        cpus = min(cpus * rtf / board.rtf, float(threads))
     found.update(cpus=servers["off"].quota.cpus if servers["off"].quota else None, rtf=rtf)
     return found
 
@@ -218,7 +225,7 @@ async def run_board(board: Board, root: Path, args: argparse.Namespace, log: Any
     try:
         for s in servers.values():
             await wait_ready("127.0.0.1", s.port, timeout=1800)
-        cal = await calibrate(servers, board, pace, log)
+        cal = await calibrate(servers, board, pace, args.threads, log)
         for i in range(args.requests):
             text = SLOW_TEXTS[i % len(SLOW_TEXTS)]
             for mode in MODES:
@@ -294,9 +301,17 @@ HEADER = (
 )
 
 
+def _aim(board: Board, rtf: float) -> str:
+    """A mark where the measured RTF missed the board's range (a saturated machine)."""
+    if board.low <= rtf <= board.high:
+        return ""
+    return f" (aim {board.low:g}–{board.high:g}: missed)"
+
+
 def render(results: dict) -> str:
     lines = harness.table_head(HEADER, "ll" + "r" * (len(HEADER) - 2))
     for name, res in results["boards"].items():
+        board = Board(**res["board"])
         for mode, f in summarize(res).items():
             n = f["requests"]
             lines.append(
@@ -304,7 +319,7 @@ def render(results: dict) -> str:
                     [
                         name,
                         f"{mode} ×{n}",
-                        f"{f['rtf']:.2f}",
+                        f"{f['rtf']:.2f}{_aim(board, f['rtf'])}",
                         f"{f['audio_s']:.1f}",
                         f"{f['off_gaps']} in {f['off_requests_with_gaps']}/{n}, "
                         f"{f['off_gap_s']:.1f}",
@@ -337,10 +352,14 @@ def render(results: dict) -> str:
         q = f"{cal['cpus']:.3f} CPUs" if cal.get("cpus") else "none"
         per = summarize(res)
         noise = sum(f["noise_waits"] for f in per.values())
+        load = res.get("load_avg")
+        when = f" (ended {res['when_utc']} UTC, load average {load[0]} → {load[1]})" if load else ""
+        saturated = cal.get("saturated") or (cal.get("cpus") or 0) >= results["threads"]
+        busy = "; the machine could not give it the CPU aimed at" if saturated else ""
         notes.append(
-            f"- {name}: quota {q}; the voice needs {cal['cpu_per_audio_s']:.3f} CPU s per s of "
-            f"audio unthrottled; throttled periods {res['throttled_periods']}; "
-            f"{noise} waits under 20 ms in all."
+            f"- {name}{when}: quota {q}; the voice needs {cal['cpu_per_audio_s']:.3f} CPU s per "
+            f"s of audio unthrottled; throttled periods {res['throttled_periods']}; "
+            f"{noise} waits under 20 ms in all{busy}."
         )
     return "\n".join(lines + notes)
 
@@ -360,7 +379,21 @@ def main() -> int:
     parser.add_argument("--tokens-per-s", type=float, default=30.0)
     parser.add_argument("--chars-per-token", type=int, default=2)
     parser.add_argument("--out", type=Path, default=harness.RESULTS)
+    parser.add_argument(
+        "--update",
+        action="store_true",
+        help="keep the boards not run now from the last slow-board.json",
+    )
+    parser.add_argument(
+        "--render", action="store_true", help="only rewrite slow-board.txt from slow-board.json"
+    )
     args = parser.parse_args()
+    if args.render:
+        results = json.loads((args.out / "slow-board.json").read_text(encoding="utf-8"))
+        text = render(results)
+        (args.out / "slow-board.txt").write_text(text + "\n", encoding="utf-8")
+        print(text)
+        return 0
     names = [b.strip() for b in args.boards.split(",") if b.strip()]
     unknown = [b for b in names if b not in BOARDS]
     if unknown:
@@ -382,14 +415,19 @@ def main() -> int:
         "boards": {},
     }
     args.out.mkdir(parents=True, exist_ok=True)
+    saved = args.out / "slow-board.json"
+    if args.update and saved.is_file():  # keep the other boards of the last run
+        old = json.loads(saved.read_text(encoding="utf-8"))
+        results["boards"] = {k: v for k, v in old["boards"].items() if k not in names}
     for name in names:
         harness.log(f"board {name}")
+        load_start = [round(x, 1) for x in os.getloadavg()]
         results["boards"][name] = asyncio.run(run_board(BOARDS[name], root, args, harness.log))
+        results["boards"][name]["when_utc"] = time.strftime("%H:%M", time.gmtime())
+        results["boards"][name]["load_avg"] = [load_start, [round(x, 1) for x in os.getloadavg()]]
         results["boards"][name]["summary"] = summarize(results["boards"][name])
         results["load_avg_end"] = [round(x, 1) for x in os.getloadavg()]
-        (args.out / "slow-board.json").write_text(
-            json.dumps(results, indent=2, ensure_ascii=False), encoding="utf-8"
-        )
+        saved.write_text(json.dumps(results, indent=2, ensure_ascii=False), encoding="utf-8")
     text = render(results)
     (args.out / "slow-board.txt").write_text(text + "\n", encoding="utf-8")
     print(text)

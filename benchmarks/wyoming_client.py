@@ -1,7 +1,7 @@
 """A real Wyoming TCP client that listens to a TTS server as a person would, keeping time.
 
 `listen` sends one request and plays the answer on a real-time clock from its first audio
-chunk (`playback.PlaybackClock`): time to first audio, every gap a listener hears (a wait
+chunk (`listener.ListenerClock`): time to first audio, every gap a listener hears (a wait
 for audio after playback started; waits under 20 ms are scheduling noise, counted apart),
 when the last sample is heard, and the total time to the end event.
 
@@ -22,7 +22,7 @@ import asyncio
 import time
 from dataclasses import dataclass
 
-from playback import MIN_GAP_S, PlaybackClock
+from listener import MIN_GAP_S, ListenerClock
 from wyoming.audio import AudioChunk, AudioStart, AudioStop
 from wyoming.client import AsyncTcpClient
 from wyoming.info import Info
@@ -57,7 +57,7 @@ class Pace:
 class Listened:
     """What a real-time listener got from one request (seconds since it was sent)."""
 
-    clock: PlaybackClock
+    clock: ListenerClock
     """The playback bookkeeping: gaps, noise, audio length, chunks."""
     total_s: float
     """Until the end event (`audio-stop` one-shot, `synthesize-stopped` streamed)."""
@@ -110,7 +110,7 @@ async def listen(
     v = SynthesizeVoice(name=voice) if voice else None
     async with AsyncTcpClient(host, port) as client:
         t0 = time.perf_counter()
-        clock = PlaybackClock(start=t0, min_gap=min_gap)
+        clock = ListenerClock(start=t0, min_gap=min_gap)
         sent = [0.0]
 
         async def write() -> None:

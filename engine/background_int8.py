@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from .neural.pending_int8 import PendingInt8
     from .synth.fidelity import FidelityReport
 
-__all__ = ["BackgroundInt8", "Int8Upgrade", "lower_thread_priority"]
+__all__ = ["BackgroundInt8", "Int8Upgrade", "int8_work_running", "lower_thread_priority"]
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -58,6 +58,18 @@ FP32 = "fp32"
 FAILED = "failed"
 CANCELLED = "cancelled"
 FINAL_STATES = frozenset({INT8, FP32, FAILED, CANCELLED})
+
+
+_MAKERS: set[threading.Thread] = set()
+"""Quantization threads started and not yet ended (any worker)."""
+
+
+def int8_work_running() -> bool:
+    """Whether a quantization step is still running on a daemon thread (after `close` it
+    ends at its next check). A process that exits meanwhile should leave with `os._exit`:
+    interpreter finalization while ONNX Runtime works on a daemon thread can abort
+    ("terminate called without an active exception")."""
+    return any(t.is_alive() for t in list(_MAKERS))
 
 
 class _Cancelled(Exception):
@@ -246,8 +258,11 @@ class BackgroundInt8:
                 made["error"] = exc
             finally:
                 finished.set()
+                _MAKERS.discard(threading.current_thread())
 
-        threading.Thread(target=make, name=f"int8-make-{job.name}", daemon=True).start()
+        maker = threading.Thread(target=make, name=f"int8-make-{job.name}", daemon=True)
+        _MAKERS.add(maker)
+        maker.start()
         while not finished.wait(_POLL_S * 4):
             if self._cancel.is_set():
                 upgrade._finish(CANCELLED, "closed while making the graphs")

@@ -138,7 +138,14 @@ class OpenJTalkVoice:
             (i, k, p) for i, s in enumerate(sentences) for k, p in enumerate(split_long(s) or [""])
         ]
         lasts = {i: k for i, k, _ in plan}
-        said_chars, said_s = 0, 0.0  # for the audio still to come (the playback guard)
+        # characters in the phrases after each one, and the longest of them (the guard's
+        # audio still to come, at this call's own seconds per character)
+        chars_after, longest_after = [0] * len(plan), [0] * len(plan)
+        for n in range(len(plan) - 2, -1, -1):
+            size = len(plan[n + 1][2])
+            chars_after[n] = chars_after[n + 1] + size
+            longest_after[n] = max(longest_after[n + 1], size)
+        said_chars, said_s = 0, 0.0
         for n, (index, k, phrase) in enumerate(plan):
             audio = self._synthesize(phrase, rate, half_tones)
             said_chars, said_s = said_chars + len(phrase), said_s + audio.size / self.sample_rate
@@ -148,13 +155,13 @@ class OpenJTalkVoice:
                 audio = np.concatenate([gap, audio])
             spoken = spoken or audio.size > 0
             per_char = said_s / said_chars if said_chars else _SECONDS_PER_CHAR / rate
-            later = [len(p) * per_char for _, _, p in plan[n + 1 :]]
+            pauses = pause_s * (len(plan) - 1 - n)
             yield AudioPiece(
                 audio,
                 index,
                 k == lasts[index],
-                sum(later) + pause_s * len(later),
-                max(later, default=0.0),
+                chars_after[n] * per_char + pauses,
+                longest_after[n] * per_char,
             )
 
     # -- internals ---------------------------------------------------------------------

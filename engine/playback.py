@@ -112,9 +112,40 @@ class SpeedMeter:
                 self._rates[key] = old + weight * (rate - old)
 
     def rate(self, key: str) -> float | None:
-        """The current estimate for `key`, or None before any measurement."""
+        """The current estimate for `key`; before any measurement of it, the slowest other
+        one (a voice that just switched from fp32 to int8 is at most that slow); None when
+        nothing was measured."""
         with self._lock:
-            return self._rates.get(key)
+            found = self._rates.get(key)
+            return found if found is not None else max(self._rates.values(), default=None)
+
+
+DEFAULT_SECONDS_PER_CHAR = 0.13
+"""Seconds of speech per character of Japanese text before a request has measured its own."""
+
+
+class TextBacklog:
+    """Characters of a request's text that have arrived (text in deltas) and are not yet
+    being rendered: audio still to come that no voice has predicted yet. Thread-safe (the
+    event loop counts arrivals, the worker thread what it takes)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.arrived = 0
+        self.taken = 0
+
+    def arrive(self, chars: int) -> None:
+        with self._lock:
+            self.arrived += chars
+
+    def take(self, chars: int) -> None:
+        with self._lock:
+            self.taken += chars
+
+    @property
+    def waiting(self) -> int:
+        with self._lock:
+            return max(0, self.arrived - self.taken)
 
 
 class Chunk(Protocol):
@@ -136,9 +167,16 @@ class PlaybackGuard:
         base_rate: float | None,
         *,
         label: str = "",
+        backlog: TextBacklog | None = None,
         now: Callable[[], float] = time.perf_counter,
     ) -> None:
         self.base_rate = base_rate
+        self.backlog = backlog
+        """Text that arrived and waits for the voice (deltas): counted as audio to come."""
+        self._part_chars = 0
+        self._part_audio = 0.0
+        self._per_char = DEFAULT_SECONDS_PER_CHAR
+        self._largest = 0.0
         self.label = label
         self._now = now
         self.clock = PlaybackClock(now)
@@ -152,6 +190,10 @@ class PlaybackGuard:
         self._hold_started: float | None = None
 
     # -- what the voice reports ---------------------------------------------------------
+    def begin_part(self, chars: int) -> None:
+        """The voice starts on `chars` characters of the request's text."""
+        self._part_chars, self._part_audio = chars, 0.0
+
     def produced(
         self, audio_s: float, compute_s: float, remaining: float | None, tail: float = 0.0
     ) -> None:
@@ -163,7 +205,15 @@ class PlaybackGuard:
         else:
             self._compute += compute_s
             self._audio += audio_s
-        self.remaining = max(0.0, remaining or 0.0)
+        self._largest = max(self._largest, audio_s)
+        self._part_audio += audio_s
+        own = max(0.0, remaining or 0.0)
+        if remaining is not None and self._part_chars > 0:
+            self._per_char = (self._part_audio + own) / self._part_chars
+        waiting = self.backlog.waiting * self._per_char if self.backlog is not None else 0.0
+        if waiting > 0:  # text not given to the voice yet: its last piece will be whole
+            tail = max(tail, self._largest)
+        self.remaining = own + waiting
         self.tail = min(max(0.0, tail), self.remaining)
 
     def rate(self, *, stalled: bool = False) -> float | None:

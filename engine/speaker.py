@@ -49,7 +49,7 @@ import numpy as np
 from .audio import AudioResult
 from .fair_lock import FairLock
 from .output import OutputOptions, OutputStage
-from .playback import PlaybackGuard, SpeedMeter
+from .playback import PlaybackGuard, SpeedMeter, TextBacklog
 from .text.pipeline import Part, TextPipeline
 from .voice_backend import SynthesisOptions, Voice
 
@@ -263,13 +263,15 @@ class Speaker:
         pump: asyncio.Task[None] | None = None
 
         source: str | Iterable[str]
+        backlog: TextBacklog | None = None
         if isinstance(text, str) or not hasattr(text, "__aiter__"):
             source = text
             feed: queue.Queue[Any] | None = None
         else:
             feed = queue.Queue()
+            backlog = TextBacklog()  # counted as the deltas arrive, before the worker reads them
             source = _blocking_deltas(feed, cancel)
-            pump = asyncio.ensure_future(_pump(text, feed))  # type: ignore[arg-type]
+            pump = asyncio.ensure_future(_pump(text, feed, backlog))  # type: ignore[arg-type]
 
         def send(item: Any) -> bool:
             while not cancel.is_set():
@@ -288,7 +290,13 @@ class Speaker:
         def work() -> None:
             try:
                 chunks = self._speak(
-                    source, opts, cancel, output, measure_whole=measure_whole, guard=guarded
+                    source,
+                    opts,
+                    cancel,
+                    output,
+                    measure_whole=measure_whole,
+                    guard=guarded,
+                    backlog=backlog,
                 )
                 try:
                     for chunk in chunks:
@@ -343,16 +351,26 @@ class Speaker:
         *,
         measure_whole: bool,
         guard: bool,
+        backlog: TextBacklog | None = None,
     ) -> Generator[AudioResult, None, None]:
         """`_stream` through one request's `OutputStage`, then what the stage held back;
-        paced by a `PlaybackGuard` when `guard`."""
+        paced by a `PlaybackGuard` when `guard` (text in deltas that has arrived and waits
+        counts as audio to come: `backlog`, counted here as deltas are read unless the caller
+        counts them as they arrive)."""
         stage = OutputStage(
             output or OutputOptions(), self.sample_rate, measure_whole=measure_whole
         )
-        pacer = PlaybackGuard(self.real_time_factor, label=self.name) if guard else None
+        count = backlog is None and not isinstance(text, str)
+        if count:
+            backlog = TextBacklog()
+        pacer = (
+            PlaybackGuard(self.real_time_factor, label=self.name, backlog=backlog)
+            if guard
+            else None
+        )
 
         def chunks() -> Generator[AudioResult, None, None]:
-            yield from self._stream(text, opts, cancel, stage, pacer)
+            yield from self._stream(text, opts, cancel, stage, pacer, backlog if count else None)
             rest = stage.finish()
             if rest.size:
                 yield AudioResult(stage.rate, rest)
@@ -408,12 +426,17 @@ class Speaker:
         cancel: threading.Event | None,
         stage: OutputStage,
         pacer: PlaybackGuard | None = None,
+        arrivals: TextBacklog | None = None,
     ) -> Generator[AudioResult, None, None]:
         """The request's text through `engine.text.TextPipeline`, each `Part` rendered in
         turn: sentences in one `Voice.render` call (a pause before them unless they start
-        the request or follow a break), a break as exactly its length of zero samples."""
+        the request or follow a break), a break as exactly its length of zero samples.
+        Deltas read here are counted into `arrivals` when given."""
         pipeline = TextPipeline(rewrite=self.rewrite, first_clause=self.first_clause)
-        parts = pipeline.whole(text) if isinstance(text, str) else _parts(text, pipeline, cancel)
+        if isinstance(text, str):
+            parts: Iterable[Part] = pipeline.whole(text)
+        else:
+            parts = _parts(text, pipeline, cancel, arrivals)
         spoken = False
         clause = False  # the part before ended mid-sentence, at a clause mark
         for part in parts:
@@ -426,6 +449,10 @@ class Speaker:
                 continue
             at = dataclasses.replace(opts, speed=opts.speed * part.rate) if part.rate != 1 else opts
             pause = (CLAUSE_PAUSE if clause else self._pause_s(opts)) if spoken else None
+            if pacer is not None:
+                pacer.begin_part(part.chars)
+                if pacer.backlog is not None:
+                    pacer.backlog.take(part.chars)
             heard = yield from self._render(
                 part.sentences, at, cancel, stage, pause_before=pause, pacer=pacer
             )
@@ -499,12 +526,17 @@ _CANCEL = object()
 
 
 def _parts(
-    deltas: Iterable[str], pipeline: TextPipeline, cancel: threading.Event | None
+    deltas: Iterable[str],
+    pipeline: TextPipeline,
+    cancel: threading.Event | None,
+    arrivals: TextBacklog | None = None,
 ) -> Iterator[Part]:
     """The parts of text arriving in deltas, as each completes."""
     for delta in deltas:
         if cancel is not None and cancel.is_set():
             raise StreamCancelled()
+        if arrivals is not None and isinstance(delta, str):
+            arrivals.arrive(len(delta))
         yield from pipeline.feed(delta)
     yield from pipeline.close()
 
@@ -522,10 +554,12 @@ def _blocking_deltas(feed: queue.Queue[Any], cancel: threading.Event) -> Iterato
         yield item
 
 
-async def _pump(source: AsyncIterable[str], feed: queue.Queue[Any]) -> None:
-    """Move deltas from an async iterable to the worker's queue."""
+async def _pump(source: AsyncIterable[str], feed: queue.Queue[Any], backlog: TextBacklog) -> None:
+    """Move deltas from an async iterable to the worker's queue (counting what arrived)."""
     try:
         async for delta in source:
+            if isinstance(delta, str):
+                backlog.arrive(len(delta))
             feed.put(delta)
     except asyncio.CancelledError:
         feed.put(_CANCEL)

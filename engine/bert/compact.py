@@ -334,8 +334,9 @@ def _make(source: Path, target: Path, tokenizer_dir: Path) -> dict[str, Any]:
     reference = _features(source, ids)
     model = onnx.load(str(source))
     rep = compact_constants(model, embeddings=True, constants=True)
-    tmp = target.with_name(f".{target.name}.src.partial")
-    out = target.with_name(f".{target.name}.partial")
+    pid = os.getpid()  # names of this process's own: replicas may share a cache volume
+    tmp = target.with_name(f".{target.name}.{pid}.src.partial")
+    out = target.with_name(f".{target.name}.{pid}.partial")
     try:
         onnx.save(model, str(tmp))
         del model

@@ -73,7 +73,8 @@ def _stamp_path(target: Path) -> Path:
 def _optimize(source: Path, target: Path) -> None:
     """Write the optimised graph of `source` to `target` (child process, else here)."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.partial")
+    # a name of this process's own: replicas sharing a cache volume may start together
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.partial")
     tmp.unlink(missing_ok=True)
     try:
         subprocess.run(

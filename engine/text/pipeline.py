@@ -18,7 +18,7 @@ what it costs in prosody).
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from .splitter import SentenceSplitter, split_sentences
@@ -43,6 +43,9 @@ class Part:
     """Seconds of exact silence (SSML `<break>`); then there are no sentences."""
     clause: bool = False
     """The part ends mid-sentence, at a clause mark (a stream's early first part)."""
+    chars: int = field(default=0, compare=False)
+    """Characters of the request's text in this part, as they arrived (before rewriting);
+    a count for the playback guard, not part of what is said."""
 
 
 @dataclass(frozen=True)
@@ -161,13 +164,15 @@ class TextPipeline:
     def _plain(self, sentences: Iterable[str], *, clause: bool = False) -> list[Part]:
         """Completed sentences as one part (each rewritten and split again)."""
         prepared: list[str] = []
+        chars = 0
         for sentence in sentences:
+            chars += len(sentence)
             if sentence and sentence.strip():
                 prepared.extend(sentences_of(sentence, rewrite=self.rewrite))
         if not prepared:
             return []
         self._parts += 1
-        return [Part(tuple(prepared), self._rate, clause=clause)]
+        return [Part(tuple(prepared), self._rate, clause=clause, chars=chars)]
 
     def _segments(self, segments: Iterable[Segment], *, final: bool) -> Iterator[Part]:
         """SSML segments: sentences split across segments; a rate change or a break ends

@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 from engine import TTS, EngineOptions
-from engine.background_int8 import BackgroundInt8, lower_thread_priority
+from engine.background_int8 import BackgroundInt8, int8_work_running, lower_thread_priority
 from engine.synth.common import NoiseSource, SynthInputs, SynthParams
 from engine.synth.fidelity import GateThresholds, compare
 from engine.synth.quantize import CALIBRATION_FILE, HELDOUT_FILE, STAMP_FILE, read_sentences
@@ -204,6 +204,7 @@ def test_close_during_quantization_returns_at_once(layout_root: Path, tmp_path: 
         tts.prepare()
         upgrade = tts.int8_upgrades[LAYOUT_VOICE]
         assert gate.reached.wait(WAIT_S)  # the quantization thread is busy (held)
+        assert int8_work_running()
         closer = threading.Thread(target=tts.close, daemon=True)
         closer.start()
         closer.join(10)
@@ -216,6 +217,7 @@ def test_close_during_quantization_returns_at_once(layout_root: Path, tmp_path: 
             if t.name.startswith("int8-"):
                 t.join(WAIT_S)
                 assert not t.is_alive(), t.name
+        assert not int8_work_running()  # a process may now exit normally
         assert not list(tmp_path.glob(f"int8/*/{STAMP_FILE}"))  # nothing half-made is used
     finally:
         gate.open.set()

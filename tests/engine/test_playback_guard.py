@@ -131,7 +131,10 @@ def test_speed_meter_rises_fast_falls_slowly_per_precision() -> None:
     assert down is not None and down > up - 0.3 * (up - 0.5)
     meter.observe("int8", 1.0, 0.1)  # too little audio: all start-up cost, ignored
     assert meter.rate("int8") == down
-    assert meter.rate("fp32") is None
+    assert meter.rate("fp32") == down  # not measured yet: the slowest one known
+    meter.observe("fp32", 3.0, 1.0)
+    assert meter.rate("fp32") == 3.0 and meter.rate("int8") == down
+    assert SpeedMeter().rate("int8") is None
 
 
 def test_render_progress_counts_what_is_left() -> None:
@@ -224,3 +227,34 @@ def test_embedded_voice_says_what_is_still_to_come(embedded: Speaker) -> None:
     assert left[0] == pytest.approx(made[1] + made[2], rel=0.5)
     assert left[0] > left[1] > left[2] == 0.0
     assert pieces[0].tail == pytest.approx(max(left[0] - left[1], left[1]), rel=0.5)
+
+
+class PerSentenceVoice(SlowVoice):
+    """`pieces` pieces per sentence (so text that waits means audio to come)."""
+
+    def render(self, sentences: Sequence[str], options: SynthesisOptions) -> Iterator[AudioPiece]:
+        inner = SlowVoice(self.rate, self.pieces * len(sentences), self.piece_s)
+        yield from inner.render(sentences, options)
+
+
+async def test_text_that_arrived_and_waits_counts_as_audio_to_come() -> None:
+    # a language model faster than speech: three sentences arrive almost at once, but the
+    # first is rendered alone; the guard must count the two waiting behind it
+    speaker = Speaker(PerSentenceVoice(rate=2.0, pieces=8), rewrite=False)
+    async for _ in speaker.astream("テストです。", guard=False):  # teaches the meter
+        pass
+
+    async def deltas():  # type: ignore[no-untyped-def]
+        for sentence in ["一つ目の文です。", "二つ目の文です。", "三つ目の文です。"]:
+            yield sentence
+
+    start = time.perf_counter()
+    emits, durations = [], []
+    async for chunk in speaker.astream(deltas(), sentence_silence=0.0):
+        emits.append(time.perf_counter())
+        durations.append(chunk.duration)
+    gaps, silent = listen(emits, durations)
+    assert sum(durations) == pytest.approx(2.4, abs=0.05)  # three render calls, no pauses
+    # held for all three sentences, not for the first alone (0.8 s at 2x: 0.8 s)
+    assert emits[0] - start >= 2.4 * (2.0 - 1) * 0.8
+    assert silent < 0.05

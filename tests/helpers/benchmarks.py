@@ -1,6 +1,6 @@
 """The benchmark scripts' modules (`benchmarks/*.py`), for tests that use or check them.
 
-Benchmark modules import each other by plain name (`from playback import ...`), as they do
+Benchmark modules import each other by plain name (`from listener import ...`), as they do
 when run as scripts; this puts `benchmarks/` on the path once and imports by that name."""
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 A player starts at the first chunk with audio and plays at real time; when the next chunk
 has not arrived by the time the audio before it has played, it waits in silence (a gap)
-and goes on from the chunk's arrival. `PlaybackClock` does that bookkeeping and nothing
+and goes on from the chunk's arrival. `ListenerClock` does that bookkeeping and nothing
 else: fed (arrival time, samples, sample rate) per chunk it computes the first audio, every
 gap and when the last sample is heard, so hand-made arrival schedules can test it
 (tests/server/test_listener.py) and any client can use it: the Wyoming listener
@@ -34,7 +34,7 @@ class Gap:
 
 
 @dataclass
-class PlaybackClock:
+class ListenerClock:
     """Real-time playback of chunks as they arrive (times in seconds on any one clock)."""
 
     start: float = 0.0
