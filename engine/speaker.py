@@ -134,11 +134,12 @@ class Speaker:
         return self.voice.version
 
     @property
-    def precision(self) -> str:
-        """The arithmetic the voice runs now: "int8" or "fp32" (voices without int8 graphs,
-        the embedded one included, say "fp32"). May change once, between requests, when
-        int8 graphs made in the background pass their gate (`engine.background_int8`)."""
-        return str(getattr(self.voice, "precision", "fp32"))
+    def precision(self) -> str | None:
+        """The arithmetic the voice runs now: "int8" or "fp32"; None for a voice with no such
+        choice (the embedded HTS voice). May change once, between requests, when int8 graphs
+        made in the background pass their gate (`engine.background_int8`)."""
+        found = getattr(self.voice, "precision", None)
+        return None if found is None else str(found)
 
     @property
     def default_style(self) -> str:

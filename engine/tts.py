@@ -184,12 +184,9 @@ class TTS:
                 self._worker().submit(speaker, job, self._busy)
                 later = "; int8 graphs are being made in the background, the switch is logged"
             self._pending.clear()
+            runs = f", runs {speaker.precision}" if speaker.precision else ""
             _LOGGER.info(
-                "Voice %s ready, runs %s (styles: %s)%s",
-                reg.name,
-                speaker.precision,
-                ", ".join(speaker.styles),
-                later,
+                "Voice %s ready%s (styles: %s)%s", reg.name, runs, ", ".join(speaker.styles), later
             )
         return self
 

@@ -189,7 +189,8 @@ class VoiceCatalog:
 
 def describe_speaker(name: str, speaker: Speaker) -> str:
     """A voice's description: what it is and the arithmetic it runs now."""
-    return f"{name}: {speaker.description}, runs {speaker.precision}"
+    runs = f", runs {speaker.precision}" if speaker.precision else ""
+    return f"{name}: {speaker.description}{runs}"
 
 
 class InfoAnswer:
@@ -199,7 +200,7 @@ class InfoAnswer:
     def __init__(self, catalog: VoiceCatalog, *, streaming: bool) -> None:
         self._catalog = catalog
         self._streaming = streaming
-        self._key: tuple[str, ...] | None = None
+        self._key: tuple[str | None, ...] | None = None
         self._event: Event | None = None
 
     def event(self) -> Event:
