@@ -59,9 +59,7 @@ _LAZY = {
     "export_voice": ("engine.synth.export", "export_voice"),
     "check_export": ("engine.synth.export", "check_export"),
     # int8 graphs with their fidelity report (`wyoming-hayakoe quantize`)
-    "quantize_voice": ("engine.neural.int8", "quantize_voice"),
-    # whether int8 graphs are still being made on a daemon thread (exit with os._exit then)
-    "int8_work_running": ("engine.background_int8", "int8_work_running"),
+    "quantize_voice": ("engine.neural.quantize", "quantize_voice"),
     # AivisHub voice files (.aivmx / .aivm)
     "is_aivm_source": ("engine.aivm.files", "is_aivm_source"),
     "aivm_voices_of_file": ("engine.aivm.loader", "voices_of_file"),
@@ -122,7 +120,6 @@ __all__ = [
     "check_user_dictionary",
     "export_bert",
     "export_voice",
-    "int8_work_running",
     "parse_source",
     "pre_download",
     "quantize_voice",

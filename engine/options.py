@@ -13,7 +13,7 @@ are read here only, by `EngineOptions.from_env`, as documented defaults of the s
 | `release_memory` | `WYOMING_HAYAKOE_RELEASE_MEMORY`  | on (=0 turns it off)         |
 | `offline`        | `HAYAKOE_OFFLINE`                 | off                          |
 | `precision`      | `WYOMING_HAYAKOE_PRECISION`       | auto                         |
-| `quantize_in_background` | `WYOMING_HAYAKOE_QUANTIZE_IN_BACKGROUND` | on (=0 turns it off) |
+| `quantize_in_background` | `..._QUANTIZE_IN_BACKGROUND` | server on (=0: off); library off |
 | `playback_guard` | `WYOMING_HAYAKOE_PLAYBACK_GUARD`  | auto                         |
 | `first_clause`   | `WYOMING_HAYAKOE_FIRST_CLAUSE`    | 12 characters (0: sentences) |
 | `overlap`        | `WYOMING_HAYAKOE_OVERLAP`         | on (=0 turns it off)         |
@@ -72,15 +72,16 @@ class EngineOptions:
     precision: str = "auto"
     """Decoder arithmetic of CPU voices: "int8" (graphs calibrated on the voice, made once),
     "fp32", or "auto": int8 where the voice's int8 graphs passed the fidelity gate, fp32
-    otherwise (`engine.synth.precision`). CUDA voices always run fp32."""
-    quantize_in_background: bool = True
+    otherwise (`engine.int8.plan`). CUDA voices always run fp32."""
+    quantize_in_background: bool = False
     """When a voice's int8 graphs must be made first ("auto" or "int8" and none in the
-    cache): serve it in fp32 at once and make them in the background at low priority,
-    switching to int8 between requests when done (`engine.background_int8`); off: the voice
-    waits for them before it serves."""
+    cache): on, serve it in fp32 at once and make them in the background at low priority,
+    pausing while requests run, and switch to int8 between requests when done
+    (`engine.int8.background`; the server turns this on); off (the library's default):
+    `TTS.prepare` makes them before it returns."""
     int8_min_snr_db: float | None = None
     """The fidelity gate's lowest SNR (dB) of any held-out sentence; None: the gate's default
-    (`engine.synth.fidelity.GateThresholds`). For experiments and tests."""
+    (`engine.int8.gate.GateThresholds`). For experiments and tests."""
     playback_guard: str = "auto"
     """"auto": a stream's first audio is held back just long enough that a listener playing
     it in real time never waits, where this voice is slower than speech on this machine

@@ -137,13 +137,19 @@ class Speaker:
     def precision(self) -> str | None:
         """The arithmetic the voice runs now: "int8" or "fp32"; None for a voice with no such
         choice (the embedded HTS voice). May change once, between requests, when int8 graphs
-        made in the background pass their gate (`engine.background_int8`)."""
+        made in the background pass their gate (`engine.int8.background`)."""
         found = getattr(self.voice, "precision", None)
         return None if found is None else str(found)
 
     @property
     def default_style(self) -> str:
         return self.defaults.style
+
+    @property
+    def busy(self) -> bool:
+        """Whether a request is in flight: rendering, waiting for the lock, or part-way
+        through text that arrives in deltas (background int8 work pauses meanwhile)."""
+        return self.lock.locked() or bool(self._begun)
 
     @property
     def real_time_factor(self) -> float | None:

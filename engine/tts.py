@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .background_int8 import BackgroundInt8, Int8Upgrade
+from .int8.background import BackgroundInt8, Int8Upgrade
 from .layout import OFFICIAL_SOURCE
 from .openjtalk import EMBEDDED_VOICE_NAME, OpenJTalkVoice
 from .options import EngineOptions
@@ -27,7 +27,8 @@ from .voice_backend import Voice
 
 if TYPE_CHECKING:  # engine.bert is imported when the first neural voice is prepared
     from .bert import BertBackend
-    from .neural.pending_int8 import PendingInt8
+    from .int8.plan import Int8Job, Int8Plan
+    from .neural.build import ModelPool
 
 __all__ = ["TTS"]
 
@@ -54,10 +55,17 @@ class TTS:
     (`EngineOptions`) holds the tuning knobs: threads, streaming windows, memory, offline.
     `precision` (``"auto"``, ``"fp32"``, ``"int8"``; default: `options.precision`, "auto")
     picks the decoder arithmetic of CPU voices: "auto" runs int8 where the voice's int8
-    graphs passed the fidelity gate (`engine.synth.precision`), fp32 otherwise. Graphs that
-    must be made first are made in the background while the voice serves in fp32
-    (`engine.background_int8`; `options.quantize_in_background`, on by default): `background`
-    replaces the worker that does it, and `close` stops it.
+    graphs passed the fidelity gate (`engine.int8.plan`), fp32 otherwise.
+
+    The contract of `prepare`: it pays every heavy cost before it returns. Int8 graphs not
+    in the cache yet are made then (a progress line per step; resumed if an earlier run
+    was stopped), so a voice runs what its plan says from the first request, on a fresh
+    cache as on a warm one. Nothing runs in the background unless asked: with
+    `options.quantize_in_background` (the server's default) or a `background` worker, such
+    voices serve in fp32 at once and switch to int8 between requests once their graphs
+    pass the gate (`engine.int8.background`); that work pauses while any request is in
+    flight. `close` (or leaving a ``with`` block, or interpreter exit) cancels it, inside
+    ONNX Runtime too, and joins its threads.
     """
 
     def __init__(
@@ -86,7 +94,7 @@ class TTS:
         self._failed: dict[str, Exception] = {}
         self._bert: BertBackend | None = None
         self._background = background
-        self._pending: list[PendingInt8] = []
+        self._models: ModelPool | None = None
 
     def __repr__(self) -> str:  # no token in here
         return (
@@ -133,13 +141,22 @@ class TTS:
         return self._background.upgrades if self._background is not None else {}
 
     def close(self) -> None:
-        """Stop background work (int8 graphs being made): returns at once, never waits for
-        a quantization step; the voices keep serving as they are. Idempotent."""
+        """Stop background work (int8 graphs being made): the step running is cancelled
+        (inside ONNX Runtime too, within a fraction of a second) and its threads joined;
+        finished steps stay in the cache for the next start. The voices keep serving as
+        they are. Idempotent; also run when a ``with`` block ends and at interpreter exit."""
         if self._background is not None:
             self._background.close()
 
+    def __enter__(self) -> TTS:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def _busy(self) -> bool:
-        return any(s.lock.locked() for s in self._speakers.values())
+        """Whether any speaker has a request in flight (background work pauses)."""
+        return any(s.busy for s in self._speakers.values())
 
     @property
     def registered(self) -> list[str]:
@@ -157,12 +174,12 @@ class TTS:
         `torch.compile`. A voice that cannot be built raises, unless `skip_failed`: then
         it is logged as an error, left out of `speakers` and kept in `failed`. Chainable.
         """
+        later: dict[str, tuple[Int8Job, list[Speaker]]] = {}
         for reg in self._registered.values():
             if reg.name in self._speakers:
                 continue
-            self._pending.clear()
             try:
-                voice = self._build_voice(reg, compile=compile)
+                voice, plan, key = self._build_voice(reg, compile=compile)
                 speaker = Speaker(
                     voice,
                     rewrite=self.rewrite,
@@ -172,47 +189,46 @@ class TTS:
                 if warmup:
                     speaker.generate(_WARMUP_TEXT)
             except Exception as exc:
-                if not skip_failed:
+                from .int8.control import Cancelled
+
+                if not skip_failed or isinstance(exc, Cancelled):
                     raise
                 self._failed[reg.name] = exc
                 _LOGGER.error("Voice %s cannot be used and is left out: %s", reg.name, exc)
                 continue
             self._failed.pop(reg.name, None)
             self._speakers[reg.name] = speaker
-            later = ""
-            for job in self._pending:
-                self._worker().submit(speaker, job, self._busy)
-                later = "; int8 graphs are being made in the background, the switch is logged"
-            self._pending.clear()
+            note = ""
+            if plan is not None and plan.job is not None:
+                later.setdefault(key, (plan.job, []))[1].append(speaker)
+                note = "; int8 graphs are being made in the background, the switch is logged"
             runs = f", runs {speaker.precision}" if speaker.precision else ""
             _LOGGER.info(
-                "Voice %s ready%s (styles: %s)%s", reg.name, runs, ", ".join(speaker.styles), later
+                "Voice %s ready%s (styles: %s)%s", reg.name, runs, ", ".join(speaker.styles), note
             )
+        for job, speakers in later.values():  # every speaker of a model switches together
+            self._worker().submit(speakers, job)
         return self
 
     def _worker(self) -> BackgroundInt8:
         if self._background is None:
             self._background = BackgroundInt8(threads=max(1, self.options.intra_op_threads // 2))
+        if self._background.busy is None:
+            self._background.busy = self._busy
         return self._background
 
-    def _build_voice(self, reg: _Registration, *, compile: bool) -> Voice:
+    def _build_voice(
+        self, reg: _Registration, *, compile: bool
+    ) -> tuple[Voice, Int8Plan | None, str]:
         if reg.name == EMBEDDED_VOICE_NAME:
-            return OpenJTalkVoice()
+            return OpenJTalkVoice(), None, reg.name
         from .aivm.files import is_aivm_source
-        from .aivm.loader import load_aivm_voice
+        from .aivm.loader import describe_aivm
         from .bert import load_bert
-        from .neural.loader import load_neural_voice
+        from .neural.build import ModelPool
+        from .neural.loader import find_native, load_voice_files
         from .sources import parse_source
 
-        aivm = is_aivm_source(reg.source)
-        src = None
-        if not aivm:
-            src = parse_source(
-                reg.source or OFFICIAL_SOURCE,
-                cache_dir=self.cache_dir,
-                token=self._hf_token,
-                offline=self.options.offline,
-            )
         if self._bert is None:
             bert_src = parse_source(
                 self.bert_source,
@@ -223,26 +239,36 @@ class TTS:
             self._bert = load_bert(
                 bert_src, self.device, threads=self.options.threads, cache_dir=self.cache_dir
             )
-        if aivm:  # an AivisHub file (engine.aivm)
-            return load_aivm_voice(
+        if is_aivm_source(reg.source):  # an AivisHub file (engine.aivm)
+            files = describe_aivm(
                 reg.name,
                 reg.source or "",
-                bert=self._bert,
                 device=self.device,
                 cache_dir=self.cache_dir,
                 token=self._hf_token,
-                options=self.options,
+                offline=self.options.offline,
             )
-        return load_neural_voice(
-            reg.name,
-            src,
+        else:
+            src = parse_source(
+                reg.source or OFFICIAL_SOURCE,
+                cache_dir=self.cache_dir,
+                token=self._hf_token,
+                offline=self.options.offline,
+            )
+            files = find_native(reg.name, src, self.device, self.cache_dir)
+        if self._models is None:
+            self._models = ModelPool()
+        built = load_voice_files(
+            files,
             device=self.device,
             bert=self._bert,
             compile=compile,
             cache_dir=self.cache_dir,
             options=self.options,
-            on_pending_int8=self._pending.append if self.options.quantize_in_background else None,
+            models=self._models,
+            defer=self.options.quantize_in_background or self._background is not None,
         )
+        return built.voice, built.plan if built.first else None, built.key
 
     def pre_download(self, device: str | None = None) -> list[Path]:
         """Fetch every registered neural voice (and the BERT) into the cache, loading nothing.

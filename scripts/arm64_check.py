@@ -9,7 +9,7 @@ inside the aarch64 root (under qemu user-mode emulation).
 layout under WORK/root (the project's exporter) and synthesizes fixed sentences with fixed
 seeds through the real loading code (`load_neural_voice`, ONNX Runtime, fp32; whole
 sentences and streamed windows), saving the audio to WORK/reference-x86_64.npz. When the
-engine can make int8 graphs (`engine.synth.quantize`) it also quantizes the voice here.
+engine can make int8 graphs (`engine.int8`) it also quantizes the voice here.
 
 `neural` does the same synthesis on the machine it runs on and compares with the reference:
 same number of samples and durations, max |difference| ≤ `MAX_ABS_DIFF` and SNR ≥
@@ -100,7 +100,7 @@ def _snr_db(ref: np.ndarray, other: np.ndarray) -> float:
 
 def _int8_available() -> bool:
     try:
-        import engine.synth.quantize  # noqa: F401
+        import engine.int8.make  # noqa: F401
     except ImportError:
         return False
     return True
@@ -125,9 +125,9 @@ def prepare(work: Path) -> int:
         f"{sum(len(v) for v in ref.values()) / 44100:.1f} s → {path.name}"
     )
     if _int8_available():
-        print("int8: engine.synth.quantize present; quantizing on the host (see the shell script)")
+        print("int8: engine.int8 present; quantizing on the host (see the shell script)")
     else:
-        print("int8: engine.synth.quantize not in this checkout: int8 checks will be skipped")
+        print("int8: engine.int8 not in this checkout: int8 checks will be skipped")
     return 0
 
 
@@ -181,7 +181,7 @@ def _int8_check(work: Path) -> int:
     run here; then the voice is quantized here and must pass the fidelity gate here."""
     int8_root = work / "int8-root"
     if not _int8_available():
-        print("SKIP int8: engine.synth.quantize is not in this checkout yet")
+        print("SKIP int8: engine.int8 is not in this checkout yet")
         return 0
     if not int8_root.is_dir():
         print(f"SKIP int8 (host graphs): no {int8_root.name}/ (the host's quantize did not run)")
@@ -200,7 +200,7 @@ def _int8_check(work: Path) -> int:
 def _gate_here(work: Path) -> int:
     """Calibrate and quantize the voice on this machine (the shipped sentence sets, every
     style) and run the fidelity gate here: int8 made and judged on aarch64's own kernels."""
-    from engine.neural.int8 import quantize_voice
+    from engine.neural.quantize import quantize_voice
 
     machine = platform.machine()
     t0 = time.perf_counter()

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import importlib
 import logging
-import os
 import sys
 from collections.abc import Sequence
 
@@ -56,18 +55,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def run() -> None:
     """Console-script entry point."""
-    code = main()
-    from engine import int8_work_running
-
-    if int8_work_running():
-        # int8 graphs were still being made (stopped, but a step was running on its daemon
-        # thread): leave without interpreter finalization, which ONNX Runtime may abort.
-        _LOGGER.info("Exiting while a quantization step runs (it is made again next start)")
-        logging.shutdown()
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
-    sys.exit(code)
+    sys.exit(main())
 
 
 if __name__ == "__main__":

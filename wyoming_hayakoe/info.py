@@ -6,7 +6,7 @@ engine's speaker (``openjtalk-mei``, ``jvnv-F1-jp``), with its styles as Wyoming
 so each style is also a voice of its own: ``VOICE:STYLE`` (``jvnv-F1-jp:Happy``).
 Presets (`presets`) are voices too, by their own name (``alarm``), after the others.
 Each voice's description ends with the arithmetic it runs now (``int8`` or ``fp32``); a voice
-that switches to int8 once its graphs are made in the background (`engine.background_int8`)
+that switches to int8 once its graphs are made in the background (`engine.int8.background`)
 says so in the next `describe` (`InfoAnswer`).
 """
 

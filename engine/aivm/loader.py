@@ -23,14 +23,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from ..bert.features import BertBackend
 from ..layout import onnx_folder_files
+from ..neural.build import VoiceFiles, VoiceMeta
 from ..neural.config import load_config
 from ..neural.voice import NeuralVoice
 from ..options import EngineOptions
-from ..synth.common import Latent, NoiseSource, SynthBackend, SynthInputs, SynthOutput, SynthParams
 from .files import SPEAKER_SELECTOR, is_aivm_source, local_file, split_selector, with_speaker
 from .manifest import (
     SUFFIXES,
@@ -44,7 +42,7 @@ from .naming import Candidate, unique_names, voice_name
 
 __all__ = [
     "SPEAKER_SELECTOR",
-    "AivmVoice",
+    "describe_aivm",
     "is_aivm_source",
     "load_aivm_voice",
     "local_file",
@@ -138,72 +136,67 @@ def voices_in_dir(
     return list(zip(names, sources)), bad
 
 
-class PinnedSpeaker:
-    """A synthesizer of a multi-speaker model that always speaks as one speaker (`sid`):
-    each speaker of a file is its own voice, whatever speaker id a request carries."""
-
-    def __init__(self, inner: SynthBackend, speaker_id: int) -> None:
-        self._inner = inner
-        self.speaker_id = speaker_id
-        self.kind = inner.kind
-        self.hop_length = inner.hop_length
-        self.sample_rate = inner.sample_rate
-
-    def __getattr__(self, name: str) -> Any:
-        if name == "_inner":  # not set yet (copy/pickle)
-            raise AttributeError(name)
-        return getattr(self._inner, name)
-
-    def _pin(self, inputs: SynthInputs) -> SynthInputs:
-        return dataclasses.replace(inputs, speaker_id=self.speaker_id)
-
-    def synthesize(
-        self, inputs: SynthInputs, params: SynthParams, noise: NoiseSource
-    ) -> SynthOutput:
-        return self._inner.synthesize(self._pin(inputs), params, noise)
-
-    def predict_durations(
-        self, inputs: SynthInputs, params: SynthParams, noise: NoiseSource
-    ) -> np.ndarray | None:
-        return self._inner.predict_durations(self._pin(inputs), params, noise)
-
-    def release_memory(self) -> None:
-        self._inner.release_memory()
-
-
-class PinnedSplitSpeaker(PinnedSpeaker):
-    """`PinnedSpeaker` of a synthesizer cut at the decoder (windowed streaming)."""
-
-    def latent(self, inputs: SynthInputs, params: SynthParams, noise: NoiseSource) -> Latent:
-        split: Any = self._inner
-        result: Latent = split.latent(self._pin(inputs), params, noise)
-        return result
-
-    def latent_and_feeds(
-        self, inputs: SynthInputs, params: SynthParams, noise: NoiseSource
-    ) -> tuple[Latent, dict[str, np.ndarray]]:
-        split: Any = self._inner
-        result: tuple[Latent, dict[str, np.ndarray]] = split.latent_and_feeds(
-            self._pin(inputs), params, noise
-        )
-        return result
-
-
-class AivmVoice(NeuralVoice):
-    """A `NeuralVoice` from an AivisHub file: manifest names, license, default style."""
-
-    default_style: str
-    """The style a request that names none gets: Neutral / ノーマル, else the manifest's first."""
-    license: str | None
-    """The manifest's license text (what the creators allow)."""
-    creators: tuple[str, ...]
-
-
 def _describe(meta: AivmMetadata, speaker: AivmSpeaker) -> str:
     m = meta.manifest
     who = ", ".join(m.creators) or "unknown creators"
     model = m.name if len(m.speakers) == 1 else f"{m.name} / {speaker.name}"
     return f"{model} (AivisHub {m.version}, by {who}; license: {license_summary(m.license)})"
+
+
+def describe_aivm(
+    name: str,
+    source: str,
+    *,
+    device: str = "cpu",
+    cache_dir: Any = None,
+    token: str | None = None,
+    offline: bool = False,
+) -> VoiceFiles:
+    """Voice `name` from the AivisHub file (and speaker) `source` names, as `VoiceFiles`
+    for the one builder (`engine.neural.build`): the cached ONNX folder of the file, its
+    model key (every speaker of a file shares it: one set of sessions, one set of int8
+    graphs), the speaker pinned, its styles and what the manifest says."""
+    uri, local_id = split_selector(source)
+    path = local_file(uri, cache_dir=cache_dir, token=token, offline=offline)
+    meta = read_metadata(path)
+    speaker = _pick(meta, local_id)
+    if str(device).startswith("cuda"):
+        _LOGGER.warning("Voice %s is an AivisHub file: it runs on ONNX Runtime (CPU)", name)
+    from .store import voice_folder
+
+    folder = voice_folder(meta, cache_dir)
+    files = onnx_folder_files(folder)
+    model_cfg = load_config(files.config)
+    config = dataclasses.replace(meta.speaker_config(speaker), model=model_cfg.model)
+    styles = [s.name for s in speaker.styles]
+    m = meta.manifest
+    _LOGGER.info(
+        "Voice %s: %s, styles %s, from %s; license: %s",
+        name,
+        _describe(meta, speaker),
+        ", ".join(styles),
+        path,
+        license_summary(m.license),
+    )
+    return VoiceFiles(
+        name,
+        path,
+        onnx=files,
+        model_key=f"aivm-{m.uuid}-{m.version}",
+        speaker_id=speaker.local_id if max(1, meta.config.data.n_speakers) > 1 else None,
+        voice_config=config,
+        style_array=meta.style_vectors,
+        meta=VoiceMeta(
+            description=_describe(meta, speaker),
+            default_style=next((s for s in DEFAULT_STYLES if s in styles), styles[0]),
+            license=m.license,
+            creators=tuple(m.creators),
+            version=m.version,
+            attribution_name=", ".join(m.creators) or m.name,
+            attribution_url=HUB_URL.format(uuid=m.uuid),
+        ),
+        onnx_only=True,
+    )
 
 
 def load_aivm_voice(
@@ -216,53 +209,14 @@ def load_aivm_voice(
     token: str | None = None,
     options: EngineOptions | None = None,
 ) -> NeuralVoice:
-    """Voice `name` from the AivisHub file (and speaker) `source` names (see the module doc)."""
-    from ..neural.loader import _onnx_backend
+    """Voice `name` from the AivisHub file (and speaker) `source` names: `describe_aivm`,
+    then the one builder (int8 graphs still to be made are made now)."""
+    from ..neural.loader import load_voice_files
 
     options = options or EngineOptions()
-    uri, local_id = split_selector(source)
-    path = local_file(uri, cache_dir=cache_dir, token=token, offline=options.offline)
-    meta = read_metadata(path)
-    speaker = _pick(meta, local_id)
-    if str(device).startswith("cuda"):
-        _LOGGER.warning("Voice %s is an AivisHub file: it runs on ONNX Runtime (CPU)", name)
-    from .store import voice_folder
-
-    folder = voice_folder(meta, cache_dir)
-    files = onnx_folder_files(folder)
-    model_key = f"aivm-{meta.manifest.uuid}-{meta.manifest.version}"
-    synth: SynthBackend = _onnx_backend(
-        files, options, name=model_key, bert=bert, cache_dir=cache_dir
+    files = describe_aivm(
+        name, source, device=device, cache_dir=cache_dir, token=token, offline=options.offline
     )
-    if max(1, meta.config.data.n_speakers) > 1:
-        pinned = PinnedSplitSpeaker if hasattr(synth, "latent") else PinnedSpeaker
-        synth = pinned(synth, speaker.local_id)
-    model_cfg = load_config(files.config)
-    config = dataclasses.replace(meta.speaker_config(speaker), model=model_cfg.model)
-    voice = AivmVoice(
-        name,
-        config,
-        meta.style_vectors,
-        synth,
-        bert,
-        source=str(path),
-        first_window=options.first_window,
-        overlap=options.overlap,
-    )
-    styles = [s.name for s in speaker.styles]
-    voice.default_style = next((s for s in DEFAULT_STYLES if s in styles), styles[0])
-    voice.license = meta.manifest.license
-    voice.creators = meta.manifest.creators
-    voice.version = meta.manifest.version
-    voice.description = _describe(meta, speaker)
-    voice.attribution_name = ", ".join(meta.manifest.creators) or meta.manifest.name
-    voice.attribution_url = HUB_URL.format(uuid=meta.manifest.uuid)
-    _LOGGER.info(
-        "Voice %s: %s, styles %s, from %s; license: %s",
-        name,
-        voice.description,
-        ", ".join(styles),
-        path,
-        license_summary(meta.manifest.license),
-    )
+    built = load_voice_files(files, device="cpu", bert=bert, cache_dir=cache_dir, options=options)
+    voice: NeuralVoice = built.voice
     return voice

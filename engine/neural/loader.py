@@ -21,20 +21,15 @@ PyTorch instead.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import logging
 import os
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..bert.features import BertBackend
 from ..layout import (
-    INT8_SUBDIR,
-    OnnxFolderFiles,
-    PlainFolderFiles,
     VoiceFolderError,
     looks_onnx,
     looks_plain,
@@ -44,14 +39,8 @@ from ..layout import (
 )
 from ..model_files import explain_load_failure
 from ..options import EngineOptions
-from ..synth.common import SynthBackend
-from .config import load_config
-from .pending_int8 import PendingInt8
+from .build import VoiceFiles, build_voice
 from .voice import NeuralVoice
-
-if TYPE_CHECKING:
-    from ..synth.decoder_split import SplitOnnxSynthesizer
-    from ..synth.quantize import Int8Graphs
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -130,7 +119,7 @@ def locate_voice(name: str, src: Any, device: str = "cpu") -> VoiceLocation:
     )
 
 
-def _export_cache_dir(name: str, files: PlainFolderFiles, cache_dir: Any) -> Path:
+def _export_cache_dir(name: str, files: Any, cache_dir: Any) -> Path:
     from ..sources.cache import cache_root
 
     h = hashlib.sha256()
@@ -141,7 +130,7 @@ def _export_cache_dir(name: str, files: PlainFolderFiles, cache_dir: Any) -> Pat
     return Path(cache_root(cache_dir)) / "exported" / f"{safe}-{h.hexdigest()[:16]}"
 
 
-def exported_onnx_dir(name: str, files: PlainFolderFiles, cache_dir: Any = None) -> Path:
+def exported_onnx_dir(name: str, files: Any, cache_dir: Any = None) -> Path:
     """ONNX export of a PyTorch voice in the cache (made on first use; needs PyTorch)."""
     out = _export_cache_dir(name, files, cache_dir)
     if (out / "synthesizer.onnx").is_file() and (out / "duration_predictor.onnx").is_file():
@@ -159,6 +148,27 @@ def exported_onnx_dir(name: str, files: PlainFolderFiles, cache_dir: Any = None)
     return out
 
 
+def find_native(name: str, src: Any, device: str = "cpu", cache_dir: Any = None) -> VoiceFiles:
+    """Voice `name` in `src` (a folder path or a `Source`) as `VoiceFiles`: hayakoe's ONNX
+    form, or PyTorch weights (exported to ONNX into the cache when it is to run on the
+    CPU)."""
+    loc = locate_voice(name, src, device)
+    if loc.kind == "onnx":
+        return VoiceFiles(name, loc.directory, onnx=onnx_folder_files(loc.directory))
+    plain = plain_folder_files(loc.directory)
+    onnx = None
+    if not str(device).startswith("cuda"):
+        onnx = onnx_folder_files(exported_onnx_dir(name, plain, cache_dir))
+    return VoiceFiles(
+        name,
+        loc.directory,
+        onnx=onnx,
+        checkpoint=plain.checkpoint,
+        config=plain.config,
+        style_vectors=plain.style_vectors,
+    )
+
+
 def load_neural_voice(
     name: str,
     src: Any,
@@ -169,230 +179,40 @@ def load_neural_voice(
     backend: str | None = None,
     cache_dir: Any = None,
     options: EngineOptions | None = None,
-    on_pending_int8: Callable[[PendingInt8], None] | None = None,
 ) -> NeuralVoice:
-    """Load voice `name` from `src` (a `Source` or a folder) for `device`.
+    """Load voice `name` from `src` (a `Source` or a folder) for `device`: `find_native`,
+    then the one builder (`engine.neural.build.build_voice`; int8 graphs still to be made
+    are made now).
 
     `backend` forces "onnx" or "torch" (default: ONNX Runtime on CPU, PyTorch on CUDA);
-    `compile` (PyTorch) uses torch.compile; `options` tunes threads, streaming windows and
-    memory (`EngineOptions`). With `on_pending_int8` and `options.quantize_in_background`,
-    int8 graphs that would be made now are not: the voice comes back on fp32 and
-    `on_pending_int8` gets what making them later needs (`PendingInt8`); without it, the
-    load waits for them."""
-    options = options or EngineOptions()
-
-    cuda = str(device).startswith("cuda")
-    if backend is None:
-        backend = "torch" if cuda else "onnx"
-    if backend not in ("onnx", "torch"):
+    `compile` (PyTorch) uses torch.compile; `options` tunes threads, streaming windows,
+    memory and precision (`EngineOptions`)."""
+    if backend not in (None, "onnx", "torch"):
         raise ValueError(f"backend must be 'onnx' or 'torch', got {backend!r}")
-    loc = locate_voice(name, src, "cuda" if backend == "torch" else "cpu")
-    defer = on_pending_int8 is not None and options.quantize_in_background
-    pending: list[PendingInt8] = []
-    later = pending if defer else None
+    cuda = str(device).startswith("cuda")
+    where = "cuda" if backend == "torch" or (backend is None and cuda) else "cpu"
+    files = find_native(name, src, where, cache_dir)
+    return load_voice_files(
+        files,
+        device=device,
+        bert=bert,
+        compile=compile,
+        backend=backend,
+        cache_dir=cache_dir,
+        options=options,
+    ).voice
+
+
+def load_voice_files(files: VoiceFiles, **build: Any) -> Any:
+    """`build_voice(files, **build)`, naming the damaged file when loading fails."""
     try:
-        voice = _load_located(name, loc, backend, device, bert, compile, cache_dir, options, later)
+        return build_voice(files, **build)
     except (ImportError, FileNotFoundError, MemoryError):
         raise  # a missing file or module says so itself
     except Exception as exc:  # name the damaged file (read only now, on the error path)
-        files = sorted(p for p in loc.directory.rglob("*") if p.is_file())
-        raise explain_load_failure(f"voice {name!r}", exc, files, loc.directory) from exc
-    for job in pending:
-        job.voice = voice
-        if on_pending_int8 is not None:
-            on_pending_int8(job)
-    return voice
+        from ..int8.control import Cancelled
 
-
-def _load_located(
-    name: str,
-    loc: VoiceLocation,
-    backend: str,
-    device: str,
-    bert: BertBackend,
-    compile: bool,
-    cache_dir: Any,
-    options: EngineOptions,
-    pending: list[PendingInt8] | None = None,
-) -> NeuralVoice:
-    cuda = str(device).startswith("cuda")
-    if loc.kind == "onnx":
-        files = onnx_folder_files(loc.directory)
-        if backend == "torch":
-            _LOGGER.warning("Voice %s has only ONNX files: running it on ONNX Runtime (CPU)", name)
-        synth = _onnx_backend(
-            files, options, name=name, bert=bert, cache_dir=cache_dir, pending=pending
-        )
-        config_path, style_path = files.config, files.style_vectors
-    else:
-        plain = plain_folder_files(loc.directory)
-        config_path, style_path = plain.config, plain.style_vectors
-        if backend == "torch":
-            from ..synth.torch_backend import TorchSynthesizer
-
-            synth = TorchSynthesizer(
-                load_config(plain.config),
-                plain.checkpoint,
-                device=device if cuda else "cpu",
-                compile=compile,
-            )
-        else:
-            out = exported_onnx_dir(name, plain, cache_dir)
-            synth = _onnx_backend(
-                onnx_folder_files(out),
-                options,
-                name=name,
-                bert=bert,
-                cache_dir=cache_dir,
-                pending=pending,
-            )
-    _LOGGER.info("Voice %s: %s from %s", name, synth.kind, loc.directory)
-    return NeuralVoice.from_files(
-        name,
-        config_path,
-        style_path,
-        synth,
-        bert,
-        source=str(loc.directory),
-        first_window=options.first_window,
-        overlap=options.overlap,
-    )
-
-
-def _split_backend(
-    files: OnnxFolderFiles,
-    options: EngineOptions,
-    cache_dir: Any = None,
-    decoder: Path | None = None,
-    precision: str = "fp32",
-    front: Path | None = None,
-) -> SplitOnnxSynthesizer:
-    """The synthesizer cut at the decoder (sub-sentence streaming), with `decoder` and
-    `front` (the int8 graphs) instead of the fp32 ones when given."""
-    from ..synth.decoder_split import SplitOnnxSynthesizer
-    from ..synth.windowed import DecoderGeometry
-
-    cfg = load_config(files.config)
-    return SplitOnnxSynthesizer(
-        files.synthesizer,
-        files.duration_predictor,
-        inter_channels=cfg.model.inter_channels,
-        hop_length=cfg.hop_length,
-        sample_rate=cfg.sample_rate,
-        threads=options.threads,
-        geometry=DecoderGeometry.from_config(dataclasses.asdict(cfg.model)),
-        conv2d=options.conv2d,
-        release_memory=options.release_memory,
-        cache_dir=cache_dir,
-        decoder=decoder,
-        front=front,
-        precision=precision,
-    )
-
-
-def voice_spec(name: str, files: OnnxFolderFiles) -> Any:
-    """What int8 calibration needs to know of a voice (`engine.synth.quantize.VoiceSpec`)."""
-    import numpy as np
-
-    from ..synth.quantize import VoiceSpec
-
-    cfg = load_config(files.config)
-    vectors = np.load(files.style_vectors, allow_pickle=False).astype(np.float32)
-    return VoiceSpec(name, vectors, dict(cfg.data.style2id), max(1, cfg.data.n_speakers))
-
-
-def _with_precision(
-    files: OnnxFolderFiles,
-    options: EngineOptions,
-    *,
-    name: str,
-    bert: Any,
-    cache_dir: Any,
-    pending: list[PendingInt8] | None = None,
-) -> SynthBackend:
-    """The voice cut at the decoder, on the decoder `options.precision` picks
-    (`engine.synth.precision`; the choice and its reason are logged). With `pending` (a list
-    to append to), int8 graphs still to be made are left for later (`PendingInt8`)."""
-    from ..synth.precision import cache_dir_for, choose_precision, gate_thresholds
-
-    cfg = load_config(files.config)
-    thresholds = (
-        gate_thresholds(options.int8_min_snr_db) if options.int8_min_snr_db is not None else None
-    )
-    spec = voice_spec(name, files)
-    choice = choose_precision(
-        options.precision,
-        name=name,
-        synthesizer=files.synthesizer,
-        fp32_synth=lambda: _split_backend(files, options, cache_dir),
-        bert=bert,
-        voice=spec,
-        decoder_channels=cfg.model.upsample_initial_channel,
-        baked_dirs=[files.directory / INT8_SUBDIR],
-        cache_dir=cache_dir,
-        threads=options.threads,
-        thresholds=thresholds,
-        defer=pending is not None,
-    )
-    _LOGGER.info("Voice %s runs %s: %s", name, choice.precision, choice.reason)
-    if choice.pending and pending is not None:
-
-        def fp32_synth(threads: int | None) -> SplitOnnxSynthesizer:
-            few = dataclasses.replace(options, threads=threads, precision="fp32")
-            return _split_backend(files, few, cache_dir)
-
-        def int8_synth(graphs: Int8Graphs) -> SynthBackend:
-            return _split_backend(files, options, cache_dir, graphs.decoder, "int8", graphs.front)
-
-        pending.append(
-            PendingInt8(
-                name=name,
-                precision=options.precision,
-                synthesizer=files.synthesizer,
-                out_dir=cache_dir_for(name, files.synthesizer, cache_dir),
-                bert=bert,
-                spec=spec,
-                fp32_synth=fp32_synth,
-                int8_synth=int8_synth,
-                thresholds=thresholds,
-            )
-        )
-    if choice.precision == "int8" and choice.graphs is not None:
-        graphs = choice.graphs
-        return _split_backend(files, options, cache_dir, graphs.decoder, "int8", graphs.front)
-    return _split_backend(files, options, cache_dir)
-
-
-def _onnx_backend(
-    files: OnnxFolderFiles,
-    options: EngineOptions,
-    *,
-    name: str = "",
-    bert: Any = None,
-    cache_dir: Any = None,
-    pending: list[PendingInt8] | None = None,
-) -> SynthBackend:
-    from ..synth.onnx_backend import OnnxSynthesizer
-
-    cfg = load_config(files.config)
-    try:  # cut at the decoder: sub-sentence streaming (engine.synth.decoder_split)
-        if options.precision == "fp32" or bert is None:
-            return _split_backend(files, options, cache_dir)
-        return _with_precision(
-            files,
-            options,
-            name=name or files.directory.name,
-            bert=bert,
-            cache_dir=cache_dir,
-            pending=pending,
-        )
-    except (ImportError, OSError, ValueError) as exc:  # SplitError is a ValueError
-        _LOGGER.warning("%s: whole-sentence decoding only (%s)", files.synthesizer, exc)
-    return OnnxSynthesizer(
-        files.synthesizer,
-        files.duration_predictor,
-        inter_channels=cfg.model.inter_channels,
-        hop_length=cfg.hop_length,
-        sample_rate=cfg.sample_rate,
-        threads=options.threads,
-    )
+        if isinstance(exc, Cancelled):
+            raise
+        found = sorted(p for p in files.directory.rglob("*") if p.is_file())
+        raise explain_load_failure(f"voice {files.name!r}", exc, found, files.directory) from exc

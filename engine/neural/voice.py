@@ -148,6 +148,11 @@ class NeuralVoice:
         self.description = f"Style-Bert-VITS2 JP-Extra voice {name} ({synth.kind})"
         self.attribution_name = "Style-Bert-VITS2"
         self.attribution_url = "https://github.com/litagin02/Style-Bert-VITS2"
+        self.default_style: str | None = None
+        """The style a request that names none gets (None: Neutral, else the first)."""
+        self.license: str | None = None
+        """The voice file's license text (AivisHub files say what the creators allow)."""
+        self.creators: tuple[str, ...] = ()
         self.source = source
         self.window_plans: StreamingPlans | None = StreamingPlans.for_first_window(first_window)
         """Sub-sentence streaming plans (None: one piece per sentence)."""
@@ -158,7 +163,7 @@ class NeuralVoice:
     @property
     def precision(self) -> str:
         """ "int8" or "fp32": the synthesizer's arithmetic now (it may be switched once,
-        between requests, by `engine.background_int8`)."""
+        between requests, by `engine.int8.background`)."""
         return str(getattr(self.synth, "precision", "fp32"))
 
     @classmethod

@@ -393,7 +393,7 @@ class SplitOnnxSynthesizer(OnnxSynthesizer):
         precision: str = "fp32",
     ) -> None:
         """`decoder` and `front` replace the fp32 graphs cut from `synthesizer` (the int8
-        graphs of `engine.synth.quantize`, same inputs and outputs); `precision` names
+        graphs of `engine.int8`, same inputs and outputs); `precision` names
         them."""
         import onnxruntime as ort
 
@@ -443,6 +443,9 @@ class SplitOnnxSynthesizer(OnnxSynthesizer):
         )
         self._shrink = ort.RunOptions()
         self._shrink.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
+        self.run_options: Any = None
+        """ONNX Runtime `RunOptions` of every run of the front graph and the decoder (None:
+        the defaults); int8 calibration sets one whose `terminate` stops a run part-way."""
         self._dp_path = Path(duration_predictor) if duration_predictor is not None else None
         self._threads = threads
         self._dp = None
@@ -489,7 +492,7 @@ class SplitOnnxSynthesizer(OnnxSynthesizer):
             for k in range(self._synth_noise):
                 feeds[NOISE_INPUT.format(k)] = noise.stream(k, sizes[min(k, 1)])
             feeds = {k: v for k, v in feeds.items() if k in self._synth_inputs}
-            outs = dict(zip(names, self._synth.run(None, feeds), strict=True))
+            outs = dict(zip(names, self._synth.run(None, feeds, self.run_options), strict=True))
             frames = outs[Z_NAME].shape[-1]
             if self._synth_noise < 2 or frames <= guess:
                 break
@@ -510,10 +513,10 @@ class SplitOnnxSynthesizer(OnnxSynthesizer):
             feeds = {Z_NAME: x}
             if self._has_g and g is not None:
                 feeds[G_NAME] = g
-            return self._decoder.run(None, feeds)[0]
+            return self._decoder.run(None, feeds, self.run_options)[0]
 
         def later(sess: Any) -> Callable[[np.ndarray], np.ndarray]:
-            return lambda x: sess.run(None, {STAGE_IN: x})[0]
+            return lambda x: sess.run(None, {STAGE_IN: x}, self.run_options)[0]
 
         runs = [first] + [later(sess) for sess in self._stages[1:]]
         return StagedDecoding(

@@ -4,7 +4,7 @@
   flow coupling layer and the decoder are wrapped in `torch.compile(dynamic=True)` when the
   backend is built, and the first synthesis (the warm-up `TTS.prepare(warmup=True)` runs)
   pays the compilation.
-- `device="cpu"`: fp32 (int8 on the CPU is ONNX Runtime's: `engine.synth.quantize`; PyTorch's
+- `device="cpu"`: fp32 (int8 on the CPU is ONNX Runtime's: `engine.int8`; PyTorch's
   int8 lost on both speed and fidelity, see docs/synthesizer.md).
 
 Noise comes from `NoiseSource` (NumPy, seeded), the same draws as the ONNX backend.

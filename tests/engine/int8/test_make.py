@@ -19,7 +19,7 @@ import pytest
 
 from engine import EngineOptions, layout
 from engine.neural.loader import load_neural_voice
-from engine.synth.quantize import (
+from engine.int8.recipe import (
     CALIBRATION_FILE,
     DECODER_FILE,
     FRONT_FILE,
@@ -122,7 +122,7 @@ def test_gate_fails_on_an_outlier_channel(bad_root: Path) -> None:
 def test_auto_picks_int8_where_the_gate_passed(good_root: Path, tmp_path: Path, caplog) -> None:
     voice_dir = good_root / layout.speaker_prefix("small", "onnx")
     before = sorted(p.name for p in voice_dir.iterdir())
-    with caplog.at_level(logging.INFO, logger="engine.neural.loader"):
+    with caplog.at_level(logging.INFO, logger="engine.neural.build"):
         voice = _load(good_root, "small", "auto", tmp_path)
     assert voice.synth.precision == "int8"
     assert voice.synth.decoder_path == voice_dir / layout.INT8_SUBDIR / DECODER_FILE
@@ -137,7 +137,7 @@ def test_auto_picks_int8_where_the_gate_passed(good_root: Path, tmp_path: Path, 
 
 
 def test_auto_picks_fp32_where_the_gate_failed(bad_root: Path, tmp_path: Path, caplog) -> None:
-    with caplog.at_level(logging.INFO, logger="engine.neural.loader"):
+    with caplog.at_level(logging.INFO, logger="engine.neural.build"):
         voice = _load(bad_root, "bad", "auto", tmp_path)
     assert voice.synth.precision == "fp32"
     assert "Voice bad runs fp32: int8 fidelity of bad: FAILED (SNR" in caplog.text
@@ -194,7 +194,7 @@ def test_int8_front_is_the_flow_feed_forward_only(good_root: Path, tmp_path: Pat
     import onnx
 
     from engine.synth.common import NoiseSource, SynthInputs, SynthParams
-    from engine.synth.quantize import flow_ffn_nodes
+    from engine.int8.quantize import flow_ffn_nodes
     from engine.text import analyze
 
     int8 = _load(good_root, "small", "int8", tmp_path).synth
@@ -254,7 +254,7 @@ def test_stamp_mismatch_and_narrow_decoders(good_root: Path, tmp_path: Path, cap
 def test_int8_is_made_once_into_the_cache(tmp_path: Path, monkeypatch) -> None:
     """`precision="int8"` with no graphs anywhere makes them into the cache (not the voice
     folder), and a second load finds them there."""
-    import engine.synth.quantize as quantize
+    import engine.int8.make as quantize
 
     root = tmp_path / "root"
     src = shared_small_root() / layout.speaker_prefix("small", "onnx")
@@ -298,7 +298,7 @@ def test_precision_is_validated() -> None:
 def test_quantize_command(layout_root: Path, tmp_path: Path, monkeypatch, capsys) -> None:
     """`wyoming-hayakoe quantize SRC OUT_ROOT --name NAME` with the real (small) BERT of a
     hayakoe-layout root: graphs, report and a per-sentence table; bad input → status 2."""
-    import engine.synth.quantize as quantize
+    import engine.int8.make as quantize
     from tests.helpers.voices import LAYOUT_VOICE
     from wyoming_hayakoe.__main__ import main
 

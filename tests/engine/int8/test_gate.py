@@ -1,11 +1,11 @@
-"""The fidelity measures of the int8 gate (engine.synth.fidelity) on signals with known answers."""
+"""The fidelity measures of the int8 gate (engine.int8.gate) on signals with known answers."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from engine.synth.fidelity import (
+from engine.int8.gate import (
     FidelityReport,
     GateThresholds,
     SentenceFidelity,

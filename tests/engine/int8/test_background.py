@@ -1,4 +1,4 @@
-"""int8 graphs made in the background (`engine.background_int8`): a voice with none in the
+"""int8 graphs made in the background (`engine.int8.background`): a voice with none in the
 cache serves in fp32 as soon as `prepare` returns, switches to int8 between requests once
 its graphs pass the gate, stays fp32 (saying why) when they fail, never switches part-way
 through a request, and `close` never waits for a quantization step.
@@ -22,10 +22,10 @@ import numpy as np
 import pytest
 
 from engine import TTS, EngineOptions
-from engine.background_int8 import BackgroundInt8, int8_work_running, lower_thread_priority
+from engine.int8.background import BackgroundInt8, lower_thread_priority
 from engine.synth.common import NoiseSource, SynthInputs, SynthParams
-from engine.synth.fidelity import GateThresholds, compare
-from engine.synth.quantize import CALIBRATION_FILE, HELDOUT_FILE, STAMP_FILE, read_sentences
+from engine.int8.gate import GateThresholds, compare
+from engine.int8.recipe import CALIBRATION_FILE, HELDOUT_FILE, STAMP_FILE, read_sentences
 from tests.helpers.voices import LAYOUT_VOICE
 
 CALIBRATION = read_sentences(CALIBRATION_FILE)[:10]
@@ -174,7 +174,7 @@ def test_gate_failure_keeps_fp32_and_logs_the_figures(
     caplog: pytest.LogCaptureFixture,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import engine.synth.precision as precision
+    import engine.int8.plan as precision
 
     # `auto` makes graphs for wide decoders only; treat the test voice as wide.
     monkeypatch.setattr(precision, "AUTO_MIN_CHANNELS", 0)

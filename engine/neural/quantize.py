@@ -3,9 +3,9 @@
 What `wyoming-hayakoe quantize` runs (and Docker builds, to bake int8 voices into an image):
 find the voice as the server would (`locate_voice`; PyTorch weights are exported to ONNX into
 the cache first), load the BERT, cut the fp32 synthesizer at the decoder, then
-`engine.synth.quantize.make_int8`. The result goes either into a hayakoe-layout root
+`engine.int8.make.make_int8`. The result goes either into a hayakoe-layout root
 (`OUT_ROOT/onnx/speakers/NAME/` gets the voice's files and an `int8/` folder) or, without
-one, into the cache folder the loader looks in (`engine.synth.precision.cache_dir_for`).
+one, into the cache folder the loader looks in (`engine.int8.store.cache_dir_for`).
 """
 
 from __future__ import annotations
@@ -17,6 +17,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..int8.make import make_int8
+from ..int8.recipe import QuantSettings, stamp_for
+from ..int8.store import Int8Graphs
 from ..layout import (
     INT8_SUBDIR,
     OFFICIAL_SOURCE,
@@ -25,7 +28,6 @@ from ..layout import (
     speaker_prefix,
 )
 from ..options import EngineOptions
-from ..synth.quantize import Int8Graphs, QuantSettings, make_int8, stamp_for
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -69,9 +71,10 @@ def quantize_voice(
     """Make voice `name`'s int8 graphs (see the module doc); returns where they are and
     their fidelity report. `bert` (anything with `features`) replaces loading one from
     `bert_source`; `calibration` / `heldout` replace the shipped sentence sets (tests)."""
+    from ..int8.store import cache_dir_for
     from ..sources import parse_source
-    from ..synth.precision import cache_dir_for
-    from .loader import _split_backend, exported_onnx_dir, locate_voice, voice_spec
+    from .build import split_synthesizer, voice_spec
+    from .loader import exported_onnx_dir, locate_voice
 
     src = parse_source(str(source), cache_dir=cache_dir, token=token)
     loc = locate_voice(name, src, "cpu")
@@ -98,7 +101,7 @@ def quantize_voice(
             threads=threads,
             cache_dir=cache_dir,
         )
-    synth = _split_backend(files, EngineOptions(threads=threads, precision="fp32"), cache_dir)
+    synth = split_synthesizer(files, EngineOptions(threads=threads, precision="fp32"), cache_dir)
     say = progress or (lambda message: _LOGGER.info("%s", message))
     say(f"{name}: {files.directory} → {out_dir}")
     return make_int8(

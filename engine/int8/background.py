@@ -1,0 +1,325 @@
+"""`BackgroundInt8`: make voices' int8 graphs while they serve in fp32, then switch them.
+
+What the server asks for (`EngineOptions.quantize_in_background`, `--quantize-in-background`,
+on in the server): making a voice's int8 graphs takes minutes on a small x86 and several
+times that on a Raspberry Pi, so `TTS.prepare` leaves them to one worker per `TTS`, which
+makes the graphs of one voice at a time while the voice serves in fp32:
+
+- the making runs on its own thread whose OS priority is lowered (Linux: nice 19 for that
+  thread alone; threads ONNX Runtime starts from it inherit it), with few ONNX Runtime
+  threads, and pauses between steps while any request is in flight (`Int8Control`: every
+  step, BERT calls included, waits for `busy()` to be false), so a request never competes
+  with it for the CPU;
+- then, back on the worker thread, the gate decides (`Int8Job.choose`); when it passes (or
+  int8 was asked for), the int8 synthesizer is built and the voice switches to it at a
+  request boundary (`Speaker.at_request_boundary`), so a request never mixes precisions;
+  when it fails, the voice stays fp32 and the log gives the figures;
+- `close` cancels the work, inside ONNX Runtime too (`RunOptions.terminate`), and joins
+  both threads: a run is stopped within a fraction of a second, so a process that closes
+  (or exits: every worker is closed at interpreter exit) never ends with a signal.
+  Finished steps stay in the cache: the next start resumes from them (`engine.int8.make`).
+
+Each voice's progress is an `Int8Upgrade` (state, report, events to wait on).
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import queue
+import sys
+import threading
+import time
+import weakref
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from .control import Cancelled, Int8Control
+from .gate import FidelityReport
+from .plan import Int8Job
+
+__all__ = ["BackgroundInt8", "Int8Upgrade", "lower_thread_priority"]
+
+_LOGGER = logging.getLogger(__name__)
+
+DEFAULT_NICENESS = 19
+JOIN_TIMEOUT_S = 30.0
+"""`close` waits at most this for the threads (a cancelled run ends in well under a second;
+this bounds a pathological one, which is then logged)."""
+
+QUEUED = "queued"
+MAKING = "making"
+SWITCHING = "switching"
+INT8 = "int8"
+FP32 = "fp32"
+FAILED = "failed"
+CANCELLED = "cancelled"
+FINAL_STATES = frozenset({INT8, FP32, FAILED, CANCELLED})
+
+
+class Switchable(Protocol):
+    """What the worker switches: a speaker (`engine.speaker.Speaker`)."""
+
+    def at_request_boundary(
+        self, action: Callable[[], None], cancel: threading.Event | None = None
+    ) -> bool: ...
+
+
+@dataclass
+class Int8Upgrade:
+    """One voice's background int8 work, as it goes (read-only for callers)."""
+
+    voice: str
+    state: str = QUEUED
+    """queued → making → switching → int8; or fp32 (gate failed), failed, cancelled."""
+    reason: str = ""
+    """The gate's summary (figures and thresholds), or what went wrong."""
+    report: FidelityReport | None = None
+    seconds: float | None = None
+    """How long making the graphs took."""
+    paused_s: float = 0.0
+    """Of which, seconds paused while requests ran."""
+    ready: threading.Event = field(default_factory=threading.Event)
+    """Set when the int8 synthesizer is built and waits for a request boundary."""
+    done: threading.Event = field(default_factory=threading.Event)
+    """Set when the state is final (int8, fp32, failed or cancelled)."""
+
+    def _finish(self, state: str, reason: str = "") -> None:
+        self.state = state
+        if reason:
+            self.reason = reason
+        self.done.set()
+
+
+def lower_thread_priority(niceness: int = DEFAULT_NICENESS) -> bool:
+    """Lower the calling thread's OS priority to `niceness` (Linux: per thread; elsewhere
+    nothing is changed). True when it was applied."""
+    if niceness <= 0 or not sys.platform.startswith("linux"):
+        return False
+    try:
+        tid = threading.get_native_id()
+        os.setpriority(os.PRIO_PROCESS, tid, max(os.getpriority(os.PRIO_PROCESS, tid), niceness))
+    except (AttributeError, OSError) as exc:
+        _LOGGER.debug("Could not lower the quantization thread's priority: %s", exc)
+        return False
+    return True
+
+
+_Task = tuple[Sequence[Switchable], Int8Job, Int8Upgrade]
+
+_LIVE: weakref.WeakSet[BackgroundInt8] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_all() -> None:  # before interpreter finalization: no thread left inside ORT
+    for worker in list(_LIVE):
+        worker.close()
+
+
+class BackgroundInt8:
+    """One worker thread that upgrades voices to int8 one at a time (see the module doc).
+
+    `threads`: ONNX Runtime threads of the quantization's sessions; `niceness`: the OS
+    priority of its thread (0 leaves it); `busy`: True while a request is in flight (the
+    work pauses; default: never); `calibration` / `heldout` replace the shipped sentence
+    sets and `progress` sees every progress line (tests)."""
+
+    def __init__(
+        self,
+        *,
+        threads: int = 1,
+        niceness: int = DEFAULT_NICENESS,
+        busy: Callable[[], bool] | None = None,
+        calibration: Sequence[str] | None = None,
+        heldout: Sequence[str] | None = None,
+        progress: Callable[[str], None] | None = None,
+    ) -> None:
+        self.threads = max(1, int(threads))
+        self.niceness = niceness
+        self.busy = busy
+        self._calibration = list(calibration) if calibration is not None else None
+        self._heldout = list(heldout) if heldout is not None else None
+        self._progress = progress
+        self._closed = threading.Event()
+        self._jobs: queue.Queue[_Task] = queue.Queue()
+        self._upgrades: dict[str, Int8Upgrade] = {}
+        self._thread: threading.Thread | None = None
+        self._maker: threading.Thread | None = None
+        self._control: Int8Control | None = None
+        self._lock = threading.Lock()
+        _LIVE.add(self)
+
+    @property
+    def upgrades(self) -> dict[str, Int8Upgrade]:
+        """Every voice handed to `submit`, by name."""
+        return dict(self._upgrades)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed.is_set()
+
+    @property
+    def running(self) -> bool:
+        """Whether a thread of this worker is still alive."""
+        return any(t is not None and t.is_alive() for t in (self._thread, self._maker))
+
+    def submit(self, speakers: Sequence[Switchable], job: Int8Job) -> Int8Upgrade:
+        """Queue `job`, whose graphs `speakers` (one, or every speaker of a multi-speaker
+        file) switch to together."""
+        upgrade = Int8Upgrade(job.name)
+        self._upgrades[job.name] = upgrade
+        with self._lock:
+            if self._closed.is_set():
+                upgrade._finish(CANCELLED, "the worker is closed")
+                return upgrade
+            self._jobs.put((list(speakers), job, upgrade))
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="int8-background", daemon=True
+                )
+                self._thread.start()
+        return upgrade
+
+    def close(self, timeout: float = JOIN_TIMEOUT_S) -> bool:
+        """Cancel: nothing more is started or switched, the step running now is stopped
+        (inside ONNX Runtime too), and both threads are joined. True when they ended
+        within `timeout`. Idempotent."""
+        with self._lock:
+            self._closed.set()
+            control = self._control
+        if control is not None:
+            control.cancel()
+        self._drain("closed before it started")
+        deadline = time.monotonic() + timeout
+        for t in (self._maker, self._thread):
+            if t is not None and t is not threading.current_thread():
+                t.join(max(0.0, deadline - time.monotonic()))
+        if self.running:
+            _LOGGER.warning("Background int8 did not stop within %.0f s", timeout)
+            return False
+        return True
+
+    def _drain(self, reason: str) -> None:
+        while True:
+            try:
+                _, _, upgrade = self._jobs.get_nowait()
+            except queue.Empty:
+                return
+            upgrade._finish(CANCELLED, reason)
+
+    # -- the worker ----------------------------------------------------------------------
+    def _run(self) -> None:
+        while not self._closed.is_set():
+            try:
+                speakers, job, upgrade = self._jobs.get(timeout=0.2)
+            except queue.Empty:
+                continue
+            try:
+                self._upgrade(speakers, job, upgrade)
+            except Exception as exc:  # noqa: BLE001 - the voice keeps serving in fp32
+                _LOGGER.exception("Voice %s: background int8 failed; it stays fp32", job.name)
+                upgrade._finish(FAILED, str(exc))
+        self._drain("closed before it started")
+
+    def _say(self, message: str) -> None:
+        _LOGGER.info("Background int8: %s", message)
+        if self._progress is not None:
+            self._progress(message)
+
+    def _make(self, job: Int8Job, control: Int8Control, made: dict[str, Any]) -> None:
+        """On its own thread, at low priority."""
+        try:
+            lowered = lower_thread_priority(self.niceness)
+            self._say(
+                f"{job.name}: making int8 graphs into {job.out_dir} ({self.threads} "
+                f"thread(s){', nice ' + str(self.niceness) if lowered else ''}, pausing while "
+                "requests run); the voice serves in fp32 meanwhile"
+            )
+            made["graphs"] = job.make(
+                threads=self.threads,
+                calibration=self._calibration,
+                heldout=self._heldout,
+                progress=self._say,
+                control=control,
+            )
+        except Cancelled:
+            made["cancelled"] = True
+        except Exception as exc:  # noqa: BLE001 - reported by the worker
+            made["error"] = exc
+
+    def _upgrade(self, speakers: Sequence[Switchable], job: Int8Job, upgrade: Int8Upgrade) -> None:
+        upgrade.state = MAKING
+        start = time.monotonic()
+        made: dict[str, Any] = {}
+        control = Int8Control(self.busy)
+        with self._lock:
+            if self._closed.is_set():
+                upgrade._finish(CANCELLED, "closed before it started")
+                return
+            self._control = control
+            self._maker = threading.Thread(
+                target=self._make, args=(job, control, made), name=f"int8-make-{job.name}"
+            )
+            self._maker.daemon = True
+            self._maker.start()
+        self._maker.join()
+        self._control = None
+        upgrade.seconds = time.monotonic() - start
+        upgrade.paused_s = control.paused_s
+        if made.get("cancelled") or self._closed.is_set():
+            upgrade._finish(CANCELLED, "closed while making the graphs (finished steps are kept)")
+            return
+        if "error" in made:
+            exc = made["error"]
+            _LOGGER.error(
+                "Voice %s stays fp32: its int8 graphs could not be made (%s)", job.name, exc
+            )
+            upgrade._finish(FAILED, f"int8 graphs could not be made ({exc})")
+            return
+        graphs = made["graphs"]
+        choice = job.choose(graphs)
+        upgrade.report = graphs.report
+        upgrade.reason = choice.reason
+        if choice.precision != "int8":
+            _LOGGER.warning(
+                "Voice %s stays fp32: its int8 graphs (made in %.0f s) failed the fidelity "
+                "gate: %s",
+                job.name,
+                upgrade.seconds,
+                choice.reason,
+            )
+            upgrade._finish(FP32)
+            return
+        synth = job.build(graphs)
+        upgrade.state = SWITCHING
+        upgrade.ready.set()
+        if not _at_boundaries(list(speakers), lambda: job.install(synth), self._closed):
+            upgrade._finish(CANCELLED, "closed before the switch")
+            return
+        _LOGGER.info(
+            "Voice %s switched from fp32 to int8 between requests (graphs made in %.0f s, "
+            "%.0f s of it paused for requests): %s",
+            job.name,
+            upgrade.seconds,
+            upgrade.paused_s,
+            choice.reason,
+        )
+        upgrade._finish(INT8)
+
+
+def _at_boundaries(
+    speakers: list[Switchable], action: Callable[[], None], cancel: threading.Event
+) -> bool:
+    """Run `action` at a request boundary of every speaker at once (nested, in order)."""
+    if not speakers:
+        action()
+        return True
+    first, rest = speakers[0], speakers[1:]
+    done: list[bool] = []
+
+    def inner() -> None:
+        done.append(_at_boundaries(rest, action, cancel))
+
+    return first.at_request_boundary(inner, cancel) and all(done)

@@ -1,0 +1,160 @@
+"""The int8 recipe: how a voice's int8 graphs are made, and the stamp that says so.
+
+`QuantSettings` (calibration method, operators, per-channel weights, the decoder stages
+left in fp32, crops, the flow's feed-forward convolutions), the shipped calibration and
+held-out sentences (`data/`), the file names of one voice's int8 folder, and `Int8Stamp`:
+a hash of the source graph, the settings, the sentences, the engine version and `FORMAT`,
+so that a changed voice, recipe or engine makes new graphs and an old folder is never
+used by mistake.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+DATA = Path(__file__).resolve().parent / "data"
+CALIBRATION_FILE = DATA / "calibration_ja.txt"
+HELDOUT_FILE = DATA / "heldout_ja.txt"
+
+FORMAT = 2
+"""Bump when the recipe changes in a way the settings do not show: old graphs are remade."""
+
+DECODER_FILE = "synthesizer.decoder.int8.onnx"
+FRONT_FILE = "synthesizer.front.int8.onnx"
+REPORT_FILE = "fidelity.json"
+STAMP_FILE = "int8.stamp.json"
+
+METHODS = ("minmax", "entropy", "percentile")
+
+
+@dataclass(frozen=True)
+class QuantSettings:
+    """How the int8 graphs are made (part of the stamp)."""
+
+    method: str = "minmax"
+    """Activation range calibration: "minmax", "entropy" or "percentile" (measured in
+    docs/synthesizer.md; min-max was best and cheapest on the decoder)."""
+    op_types: tuple[str, ...] = ("Conv", "ConvTranspose")
+    """Operators given int8 kernels (the decoder is convolutions; adding Add/Mul/LeakyRelu
+    only adds requantization steps)."""
+    per_channel: bool = True
+    """One weight scale per output channel (decoder weights differ a lot between channels)."""
+    fp32_tail_stages: int = 1
+    """Upsampling stages at the end of the decoder left in fp32 (their convolutions are
+    narrow, so int8 gains little there, and their rounding reaches the audio directly):
+    measured on the full-size voice, keeping the last stage in fp32 took the audible-band
+    SNR from 13 to 26 dB and the log-mel distance from 1.2 to 0.3 dB for ~20 % of the
+    speed-up (docs/synthesizer.md)."""
+    crop_frames: int = 48
+    """Latent frames per calibration crop (one crop per sentence and style)."""
+    front_ffn: bool = True
+    """Also quantize the flow's feed-forward convolutions in the front graph
+    (`flow_ffn_nodes`). Measured on the full-size voice: the front graph ran in 0.54× the
+    time, at 50 dB SNR of the audio against the fp32 front (the flow's attention
+    convolutions as well: 0.52×, at 36 dB — not worth it; docs/synthesizer.md)."""
+    percentile: float = 99.999
+    """For method "percentile": the percentile of |activation| kept."""
+    seed: int = 20260101
+    """Noise seed of the calibration and held-out latents."""
+
+    def __post_init__(self) -> None:
+        if self.method not in METHODS:
+            raise ValueError(
+                f"quantization method must be one of {', '.join(METHODS)}, got {self.method!r}"
+            )
+        if self.crop_frames < 8:
+            raise ValueError(f"crop_frames must be at least 8, got {self.crop_frames}")
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["op_types"] = list(self.op_types)
+        return d
+
+
+def read_sentences(path: Path) -> list[str]:
+    """Non-empty, non-comment lines of a sentence file."""
+    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    return [s.strip() for s in lines if s.strip() and not s.lstrip().startswith("#")]
+
+
+def file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _engine_version() -> str:
+    from .. import __version__
+
+    return str(__version__)
+
+
+def calibration_digest() -> str:
+    """SHA-256 of the calibration and held-out sentence files."""
+    h = hashlib.sha256()
+    for p in (CALIBRATION_FILE, HELDOUT_FILE):
+        h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+@dataclass(frozen=True)
+class Int8Stamp:
+    """What int8 graphs are made from (stored as `int8.stamp.json` beside them).
+
+    Graphs match a voice when the recipe (settings, calibration texts, engine version,
+    format) is the same and the source graph is: the same size and mtime as recorded (no
+    hashing at start), else the same SHA-256 (a copied file)."""
+
+    source_sha256: str
+    """SHA-256 of the voice's `synthesizer.onnx`."""
+    source_size: int
+    source_mtime_ns: int
+    settings: dict[str, Any]
+    calibration_sha256: str
+    engine: str
+    format: int = FORMAT
+
+    def recipe(self) -> dict[str, Any]:
+        return {
+            "settings": self.settings,
+            "calibration_sha256": self.calibration_sha256,
+            "engine": self.engine,
+            "format": self.format,
+        }
+
+
+def stamp_for(source: Path, settings: QuantSettings) -> Int8Stamp:
+    """The stamp of graphs made now from `source` with `settings` (hashes `source`)."""
+    st = Path(source).stat()
+    return Int8Stamp(
+        file_sha256(Path(source)),
+        st.st_size,
+        st.st_mtime_ns,
+        settings.to_dict(),
+        calibration_digest(),
+        _engine_version(),
+    )
+
+
+def stamp_matches(found: dict[str, Any], source: Path, settings: QuantSettings) -> bool:
+    """Whether a stored stamp describes graphs of `source` made with today's recipe."""
+    want = {
+        "settings": settings.to_dict(),
+        "calibration_sha256": calibration_digest(),
+        "engine": _engine_version(),
+        "format": FORMAT,
+    }
+    if {k: found.get(k) for k in want} != want:
+        return False
+    st = Path(source).stat()
+    if found.get("source_size") == st.st_size and found.get("source_mtime_ns") == st.st_mtime_ns:
+        return True
+    return bool(
+        found.get("source_size") == st.st_size
+        and found.get("source_sha256") == file_sha256(Path(source))
+    )

@@ -1,0 +1,79 @@
+"""A synthesizer of a multi-speaker model that always speaks as one speaker.
+
+Each speaker of a multi-speaker file (an AivisHub model) is its own voice; all of them
+share one set of ONNX Runtime sessions (`engine.neural.build`), each through a
+`PinnedSpeaker` that sets the speaker id whatever a request carries.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from .common import Latent, NoiseSource, SynthBackend, SynthInputs, SynthOutput, SynthParams
+
+__all__ = ["PinnedSpeaker", "PinnedSplitSpeaker", "pin"]
+
+
+class PinnedSpeaker:
+    """`inner`, always as speaker `speaker_id`."""
+
+    def __init__(self, inner: SynthBackend, speaker_id: int) -> None:
+        self._inner = inner
+        self.speaker_id = speaker_id
+        self.kind = inner.kind
+        self.hop_length = inner.hop_length
+        self.sample_rate = inner.sample_rate
+
+    @property
+    def inner(self) -> SynthBackend:
+        return self._inner
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "_inner":  # not set yet (copy/pickle)
+            raise AttributeError(name)
+        return getattr(self._inner, name)
+
+    def _pin(self, inputs: SynthInputs) -> SynthInputs:
+        return dataclasses.replace(inputs, speaker_id=self.speaker_id)
+
+    def synthesize(
+        self, inputs: SynthInputs, params: SynthParams, noise: NoiseSource
+    ) -> SynthOutput:
+        return self._inner.synthesize(self._pin(inputs), params, noise)
+
+    def predict_durations(
+        self, inputs: SynthInputs, params: SynthParams, noise: NoiseSource
+    ) -> np.ndarray | None:
+        return self._inner.predict_durations(self._pin(inputs), params, noise)
+
+    def release_memory(self) -> None:
+        self._inner.release_memory()
+
+
+class PinnedSplitSpeaker(PinnedSpeaker):
+    """`PinnedSpeaker` of a synthesizer cut at the decoder (windowed streaming)."""
+
+    def latent(self, inputs: SynthInputs, params: SynthParams, noise: NoiseSource) -> Latent:
+        split: Any = self._inner
+        result: Latent = split.latent(self._pin(inputs), params, noise)
+        return result
+
+    def latent_and_feeds(
+        self, inputs: SynthInputs, params: SynthParams, noise: NoiseSource
+    ) -> tuple[Latent, dict[str, np.ndarray]]:
+        split: Any = self._inner
+        result: tuple[Latent, dict[str, np.ndarray]] = split.latent_and_feeds(
+            self._pin(inputs), params, noise
+        )
+        return result
+
+
+def pin(synth: SynthBackend, speaker_id: int | None) -> SynthBackend:
+    """`synth` pinned to `speaker_id` (itself when None)."""
+    if speaker_id is None:
+        return synth
+    kind = PinnedSplitSpeaker if hasattr(synth, "latent") else PinnedSpeaker
+    return kind(synth, speaker_id)
