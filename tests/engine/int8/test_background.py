@@ -1,7 +1,8 @@
 """int8 graphs made in the background (`engine.int8.background`): a voice with none in the
 cache serves in fp32 as soon as `prepare` returns, switches to int8 between requests once
 its graphs pass the gate, stays fp32 (saying why) when they fail, never switches part-way
-through a request, and `close` never waits for a quantization step.
+through a request, pauses while a request is in flight, and `close` cancels a running step
+within a second and joins its threads, leaving finished steps for the next start.
 
 Real parts throughout: the test layout's voice and BERT through `TTS`, real ONNX Runtime
 quantization into a private cache. The worker is held at its first progress line by an
@@ -23,9 +24,9 @@ import pytest
 
 from engine import TTS, EngineOptions
 from engine.int8.background import BackgroundInt8, lower_thread_priority
-from engine.synth.common import NoiseSource, SynthInputs, SynthParams
 from engine.int8.gate import GateThresholds, compare
 from engine.int8.recipe import CALIBRATION_FILE, HELDOUT_FILE, STAMP_FILE, read_sentences
+from engine.synth.common import NoiseSource, SynthInputs, SynthParams
 from tests.helpers.voices import LAYOUT_VOICE
 
 CALIBRATION = read_sentences(CALIBRATION_FILE)[:10]
@@ -36,17 +37,31 @@ WAIT_S = 600  # bounds on events; a quantization takes ~10-70 s here, depending 
 
 
 class Gate:
-    """A progress hook that holds the quantization at its first line until `open` is set."""
+    """A progress hook that holds the quantization at the first line `when` accepts (once)
+    until `open` is set; `hold=False` only signals that the line was reached."""
 
-    def __init__(self) -> None:
+    def __init__(self, when: Callable[[str], bool] = lambda line: True, hold: bool = True):
+        self.when = when
+        self.hold = hold
         self.reached = threading.Event()
         self.open = threading.Event()
         self.lines: list[str] = []
 
     def __call__(self, line: str) -> None:
         self.lines.append(line)
+        if self.reached.is_set() or not self.when(line):
+            return
         self.reached.set()
-        assert self.open.wait(WAIT_S), "the test never opened the gate"
+        if self.hold:
+            assert self.open.wait(WAIT_S), "the test never opened the gate"
+
+
+def _both(*gates: Gate) -> Callable[[str], None]:
+    def progress(line: str) -> None:
+        for g in gates:
+            g(line)
+
+    return progress
 
 
 def _tts(
@@ -83,7 +98,8 @@ def test_serves_fp32_at_once_then_switches_between_requests(
 
     caplog.set_level(logging.INFO)
     gate = Gate()
-    tts = _tts(layout_root, tmp_path, "int8", gate)
+    last = Gate(lambda line: "SNR min" in line)  # the report: every step and pause is done
+    tts = _tts(layout_root, tmp_path, "int8", _both(gate, last))
     try:
         tts.prepare()
         speaker = tts.speakers[LAYOUT_VOICE]
@@ -99,6 +115,8 @@ def test_serves_fp32_at_once_then_switches_between_requests(
         fp32_audio = speaker.generate(TEXT, seed=3).data
         fp32_stream = _pcm(speaker.stream(iter(DELTAS), seed=3))
 
+        gate.open.set()
+        assert last.reached.wait(WAIT_S)  # made and gated; the switch comes next
         # A stream of text in deltas, part-way through (first sentence rendered, waiting
         # for more text, lock released) when the int8 synthesizer is ready.
         asked_more = threading.Event()
@@ -117,7 +135,8 @@ def test_serves_fp32_at_once_then_switches_between_requests(
         )
         consumer.start()
         assert asked_more.wait(WAIT_S)
-        gate.open.set()
+        assert speaker.busy  # part-way through: in flight although the lock is free
+        last.open.set()
         assert upgrade.ready.wait(WAIT_S), upgrade.reason
         assert upgrade.state == "switching"
         assert speaker.precision == "fp32"  # not while a request is part-way through
@@ -165,6 +184,7 @@ def test_serves_fp32_at_once_then_switches_between_requests(
         assert mcd <= gate_th.max_mcd_db
     finally:
         gate.open.set()
+        last.open.set()
         tts.close()
 
 
@@ -197,31 +217,86 @@ def test_gate_failure_keeps_fp32_and_logs_the_figures(
         tts.close()
 
 
-def test_close_during_quantization_returns_at_once(layout_root: Path, tmp_path: Path) -> None:
-    gate = Gate()
-    tts = _tts(layout_root, tmp_path, "int8", gate)
-    try:
+def test_close_cancels_a_running_step_and_the_next_start_resumes(
+    layout_root: Path, tmp_path: Path
+) -> None:
+    """`close` while the quantization is inside its work (not held by the test: running
+    ONNX Runtime) ends it within seconds with both threads joined; nothing half-made is
+    used, the calibration latents made so far stay in the cache, and the next start
+    resumes from them and finishes."""
+    tts = _tts(layout_root, tmp_path, "int8")
+    tts.prepare()
+    upgrade = tts.int8_upgrades[LAYOUT_VOICE]
+    made = "int8/*/.work/*/calibration/calib-*.npz"
+    while not list(tmp_path.glob(made)):  # inside the first step, some latents made
+        assert not upgrade.done.wait(0.01), upgrade.reason
+    worker = tts._background
+    assert worker is not None and worker.running
+    assert worker.close(timeout=WAIT_S)  # returns once joined
+    assert not worker.running
+    assert not [t.name for t in threading.enumerate() if t.name.startswith("int8-")]
+    assert upgrade.done.is_set() and upgrade.state == "cancelled", upgrade.state
+    assert tts.speakers[LAYOUT_VOICE].precision == "fp32"
+    assert not list(tmp_path.glob(f"int8/*/{STAMP_FILE}"))  # nothing half-made is used
+    kept = list(tmp_path.glob(made))
+    assert kept, "the latents made before close were not kept"
+
+    again = Gate(lambda line: "kept from an earlier run" in line, hold=False)
+    tts2 = _tts(layout_root, tmp_path, "int8", again)
+    with tts2:
+        tts2.prepare()
+        up2 = tts2.int8_upgrades[LAYOUT_VOICE]
+        assert up2.done.wait(WAIT_S)
+        assert up2.state == "int8", up2.reason
+        assert again.reached.is_set(), again.lines  # resumed, not started over
+        n = int(
+            next(line for line in again.lines if "kept from" in line).split(", ")[-1].split()[0]
+        )
+        assert n >= len(kept)
+    assert list(tmp_path.glob(f"int8/*/{STAMP_FILE}"))
+    assert not list(tmp_path.glob("int8/*/.work"))  # the work folder goes once done
+
+
+def test_background_work_pauses_while_a_request_is_in_flight(
+    layout_root: Path, tmp_path: Path
+) -> None:
+    """While a request is part-way through (text in deltas, waiting for more), the maker
+    stays at a checkpoint: no progress line comes until the request ends."""
+    started = Gate(lambda line: "calibration latents" in line and "/" in line)
+    tts = _tts(layout_root, tmp_path, "int8", started)
+    with tts:
         tts.prepare()
+        speaker = tts.speakers[LAYOUT_VOICE]
         upgrade = tts.int8_upgrades[LAYOUT_VOICE]
-        assert gate.reached.wait(WAIT_S)  # the quantization thread is busy (held)
-        assert int8_work_running()
-        closer = threading.Thread(target=tts.close, daemon=True)
-        closer.start()
-        closer.join(10)
-        assert not closer.is_alive(), "close() waited for the quantization"
-        gate.open.set()  # the step ends; the next check sees the flag
+        assert started.reached.wait(WAIT_S)  # held inside the calibration step
+        asked_more = threading.Event()
+        more = threading.Event()
+
+        def deltas() -> Iterator[str]:
+            yield DELTAS[0]
+            yield DELTAS[1]
+            asked_more.set()
+            assert more.wait(WAIT_S)
+            yield DELTAS[2]
+
+        chunks: list[object] = []
+        consumer = threading.Thread(target=lambda: chunks.extend(speaker.stream(deltas())))
+        consumer.start()
+        assert asked_more.wait(WAIT_S) and speaker.busy
+        seen = len(started.lines)
+        started.open.set()
+        # The maker's next checkpoint waits for the request: it is counted as a pause.
+        deadline = threading.Event()
+        while not (
+            tts._background and tts._background._control and tts._background._control.pauses
+        ):
+            assert not deadline.wait(0.05) and consumer.is_alive()
+        assert len(started.lines) == seen  # no step went on while the request was in flight
+        more.set()
+        consumer.join(WAIT_S)
+        assert chunks
         assert upgrade.done.wait(WAIT_S)
-        assert upgrade.state == "cancelled"
-        assert tts.speakers[LAYOUT_VOICE].precision == "fp32"
-        for t in threading.enumerate():
-            if t.name.startswith("int8-"):
-                t.join(WAIT_S)
-                assert not t.is_alive(), t.name
-        assert not int8_work_running()  # a process may now exit normally
-        assert not list(tmp_path.glob(f"int8/*/{STAMP_FILE}"))  # nothing half-made is used
-    finally:
-        gate.open.set()
-        tts.close()
+        assert upgrade.state == "int8" and upgrade.paused_s > 0
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="per-thread nice is Linux's")
@@ -238,6 +313,32 @@ def test_low_priority_is_the_quantization_thread_s_alone() -> None:
     t.join(WAIT_S)
     assert seen == {"applied": 1, "nice": 19}
     assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == before
+
+
+def test_the_library_waits_for_int8_and_the_server_does_not(
+    layout_root: Path, tmp_path: Path
+) -> None:
+    """The library's default: `prepare` returns with int8 made (no thread left behind);
+    the server's settings ask for the background."""
+    from engine.int8 import make
+
+    orig = make.read_sentences
+    short = {make.CALIBRATION_FILE: CALIBRATION[:4], make.HELDOUT_FILE: HELDOUT[:1]}
+    make.read_sentences = lambda path: list(short.get(path, orig(path)))  # type: ignore[assignment]
+    try:
+        with TTS(
+            "cpu",
+            cache_dir=tmp_path,
+            bert_source=str(layout_root),
+            options=EngineOptions(threads=1, precision="int8"),
+        ).load(LAYOUT_VOICE, source=str(layout_root)) as tts:
+            tts.prepare()
+            assert tts.speakers[LAYOUT_VOICE].precision == "int8"
+            assert tts.int8_upgrades == {}
+            assert not [t for t in threading.enumerate() if t.name.startswith("int8-")]
+    finally:
+        make.read_sentences = orig  # type: ignore[assignment]
+    assert EngineOptions().quantize_in_background is False
 
 
 def test_the_old_blocking_way_through_settings() -> None:

@@ -18,7 +18,6 @@ import numpy as np
 import pytest
 
 from engine import EngineOptions, layout
-from engine.neural.loader import load_neural_voice
 from engine.int8.recipe import (
     CALIBRATION_FILE,
     DECODER_FILE,
@@ -28,6 +27,7 @@ from engine.int8.recipe import (
     STAMP_FILE,
     read_sentences,
 )
+from engine.neural.loader import load_neural_voice
 from tests.helpers.voices import FakeBert, shared_small_root, write_outlier_voice
 
 CALIBRATION = read_sentences(CALIBRATION_FILE)[:10]
@@ -193,8 +193,8 @@ def test_int8_front_is_the_flow_feed_forward_only(good_root: Path, tmp_path: Pat
     and noise give the same durations and latent length as fp32, and a latent close to it."""
     import onnx
 
-    from engine.synth.common import NoiseSource, SynthInputs, SynthParams
     from engine.int8.quantize import flow_ffn_nodes
+    from engine.synth.common import NoiseSource, SynthInputs, SynthParams
     from engine.text import analyze
 
     int8 = _load(good_root, "small", "int8", tmp_path).synth
