@@ -470,7 +470,7 @@ def settings_from_args(
     if http is not None and http.dictionary is not None and http.dictionary not in user_dicts:
         user_dicts.insert(0, http.dictionary)  # first: the files given as --user-dict win
     for preset in presets:  # a preset's voice is loaded like --default-voice's
-        if all(v.name != preset.voice for v in voices):
+        if all(v.name.casefold() != preset.voice.casefold() for v in voices):  # as `resolve`
             voices.append(VoiceSpec(preset.voice))
     return Settings(
         uri=uri,
