@@ -199,6 +199,24 @@ async def test_say_names_voices_by_the_servers_rule(tmp_path: Path, embedded: Sp
     )
 
 
+@pytest.mark.timeout(600)  # builds the session's AivisHub files when run alone
+async def test_say_builds_voices_as_the_server_does(
+    aivm_files, layout_root: Path, tmp_path: Path
+) -> None:
+    """A two-speaker AivisHub file is two voices here as in the server (`voices`), so the
+    file's name alone chooses neither: exit 2, listing the speakers' voices and styles."""
+    voice = f"duo=file://{aivm_files.multi}"
+    result = await run_program(
+        "say",
+        TEXT,
+        *("--voice", voice, "--bert-source", str(layout_root), "--offline", "--threads", "1"),
+        *("--cache-dir", str(tmp_path / "cache"), "-o", "-"),
+    )
+    assert_one_line_failure(
+        result, "unknown voice 'duo'; available: duo-alice, ", "duo-bob:Sad", code=2
+    )
+
+
 @pytest.mark.parametrize(
     "args, says",
     [
