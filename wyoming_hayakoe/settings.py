@@ -256,12 +256,33 @@ def add_voice_arguments(p: argparse.ArgumentParser) -> None:
         type=_non_negative_float("--sentence-silence"),
         help="seconds of silence between sentences",
     )
-    g.add_argument("--sdp-ratio", type=_non_negative_float("--sdp-ratio"))
-    g.add_argument("--noise", type=_non_negative_float("--noise"))
-    g.add_argument("--noise-w", type=_non_negative_float("--noise-w"))
-    g.add_argument("--style-weight", type=_non_negative_float("--style-weight"))
-    g.add_argument("--pitch-scale", type=_positive_float("--pitch-scale"))
-    g.add_argument("--intonation-scale", type=_non_negative_float("--intonation-scale"))
+    g.add_argument(
+        "--sdp-ratio",
+        type=_non_negative_float("--sdp-ratio"),
+        help="mix of the stochastic and the deterministic duration predictor, 0 to 1 "
+        "(higher: livelier rhythm)",
+    )
+    g.add_argument(
+        "--noise", type=_non_negative_float("--noise"), help="variation of the voice itself"
+    )
+    g.add_argument(
+        "--noise-w", type=_non_negative_float("--noise-w"), help="variation of phoneme lengths"
+    )
+    g.add_argument(
+        "--style-weight",
+        type=_non_negative_float("--style-weight"),
+        help="how strongly the style is applied (0: neutral)",
+    )
+    g.add_argument(
+        "--pitch-scale",
+        type=_positive_float("--pitch-scale"),
+        help="pitch factor (above 1 higher, below 1 lower)",
+    )
+    g.add_argument(
+        "--intonation-scale",
+        type=_non_negative_float("--intonation-scale"),
+        help="intonation factor (above 1 wider, below 1 flatter)",
+    )
     o = p.add_argument_group("output (every voice; presets may override)")
     o.add_argument(
         "--volume",
