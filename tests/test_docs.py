@@ -204,3 +204,50 @@ def test_link_checker_finds_what_is_broken(tmp_path):
         "missing.png: no such file",
     ]
     assert "not-a-heading" not in anchors(page)
+
+
+# --- tables --------------------------------------------------------------------------------
+
+
+def _cells(row: str) -> int:
+    """How many cells GitHub makes of a table row (a '|' splits unless escaped, in code too)."""
+    inner = row.strip()
+    inner = inner[1:] if inner.startswith("|") else inner
+    inner = inner[:-1] if inner.endswith("|") and not inner.endswith("\\|") else inner
+    return len(re.split(r"(?<!\\)\|", inner))
+
+
+def ragged_tables(path: Path) -> list[str]:
+    """'FILE:LINE: n cells, header has m' for each table row GitHub would cut or pad."""
+    problems = []
+    header: int | None = None
+    previous = ""
+    for number, line in _prose_lines(path.read_text(encoding="utf-8")):
+        if not line.lstrip().startswith("|"):
+            header = None
+        elif header is None and re.fullmatch(r"\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*", line):
+            header = _cells(previous)
+            if _cells(line) != header:
+                problems.append(f"{path.name}:{number}: delimiter row differs from the header")
+        elif header is not None and _cells(line) != header:
+            problems.append(f"{path.name}:{number}: {_cells(line)} cells, header has {header}")
+        previous = line
+    return problems
+
+
+@pytest.mark.parametrize("path", CHECKED, ids=lambda p: str(p.relative_to(REPO_ROOT)))
+def test_table_rows_have_the_header_s_cells(path):
+    problems = ragged_tables(path)
+    assert not problems, "tables that render ragged:\n" + "\n".join(problems)
+
+
+def test_table_check_counts_cells_as_github_does(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text(
+        "| a | b |\n| --- | --- |\n| `x\\|y` | z |\n| one | two | three |\n\n"
+        "| c |\n| --- |\n| `p|q` |\n"
+    )
+    assert ragged_tables(page) == [
+        "page.md:4: 3 cells, header has 2",
+        "page.md:8: 2 cells, header has 1",
+    ]
