@@ -73,16 +73,17 @@ def _timed(run: Callable[[], Iterator[Any]]) -> dict[str, float]:
 
 
 class CpuClock:
-    """A stand-in for the `time` module in `engine.synth.windowed`: `perf_counter` is this
-    process's CPU time over the decoder's threads, i.e. the clock of the same process with its
-    cores to itself. On a shared, loaded machine (where decoding is slower than real time in
-    wall-clock terms, so windows grow fast) it makes the window sizes those of an idle
-    machine (decoding faster than real time: windows sized just in time for playback)."""
+    """A pacing clock (`engine.pacing.Clock`, given to the speaker): this process's CPU time
+    over the decoder's threads, i.e. the clock of the same process with its cores to itself.
+    On a shared, loaded machine (where decoding is slower than real time in wall-clock terms,
+    so windows grow fast) it makes the window sizes those of an idle machine (decoding faster
+    than real time: windows sized just in time for playback); the listener the windows are
+    sized for plays on the same clock."""
 
     def __init__(self, threads: int) -> None:
         self.threads = max(1, threads)
 
-    def perf_counter(self) -> float:
+    def now(self) -> float:
         return time.process_time() / self.threads
 
 
@@ -161,10 +162,9 @@ def main() -> None:
         for _ in speaker.stream(TEXTS[key], **OPTIONS):
             pass
     if args.clock == "cpu":
-        import engine.synth.windowed as windowed
         from engine.options import EngineOptions
 
-        windowed.time = CpuClock(EngineOptions().intra_op_threads)  # type: ignore[assignment]
+        speaker.clock = CpuClock(EngineOptions().intra_op_threads)
         print("(window schedule: playback clock = CPU time / threads, see CpuClock)")
     measure(speaker, texts, args.reps, "idle")
     if not args.no_busy:

@@ -216,22 +216,23 @@ def phase_wyoming(root: Path, reps: int) -> dict:
 
 # ----------------------------------------------------------------------------- report ---
 
-README = REPO / "README.md"
+README = REPO / "docs" / "measurements.md"
+"""Where `--update-readme` puts the table (the README links to it)."""
 _START, _END = "<!-- bench:start -->", "<!-- bench:end -->"
 
 
 def update_readme(md: str, chart: Path) -> None:
-    """Replace the block between the bench markers of README.md with `md` and the chart."""
+    """Replace the block between the bench markers of docs/measurements.md with `md`, chart."""
     text = README.read_text(encoding="utf-8")
     if _START not in text or _END not in text:
-        log("README.md has no bench markers; not updated")
+        log(f"{README.relative_to(REPO)} has no bench markers; not updated")
         return
     rel = os.path.relpath(chart, README.parent)
     block = f"{_START}\n{md.strip()}\n\n![benchmark chart]({rel})\n{_END}"
     head, rest = text.split(_START, 1)
     _, tail = rest.split(_END, 1)
     README.write_text(head + block + tail, encoding="utf-8")
-    log("README.md updated")
+    log(f"{README.relative_to(REPO)} updated")
 
 
 def main() -> int:
@@ -270,7 +271,7 @@ def main() -> int:
     parser.add_argument(
         "--update-readme",
         action="store_true",
-        help="put the table and chart into README.md (between the bench markers)",
+        help="put the table and chart into docs/measurements.md (between the bench markers)",
     )
     args = parser.parse_args()
     if args.texts:

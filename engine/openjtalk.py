@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .voice_backend import AudioPiece, SynthesisOptions
+from .voice_backend import AudioPiece, ListenerView, SynthesisOptions
 
 __all__ = ["DEFAULT_SENTENCE_PAUSE", "EMBEDDED_VOICE_NAME", "STYLES", "OpenJTalkVoice"]
 
@@ -128,8 +128,14 @@ class OpenJTalkVoice:
         self.sample_rate: int = int(self._engine.get_sampling_frequency())
 
     # -- Voice -------------------------------------------------------------------------
-    def render(self, sentences: Sequence[str], options: SynthesisOptions) -> Iterator[AudioPiece]:
-        """Yield one piece per phrase (sentences longer than `MAX_PHRASE_CHARS` give several)."""
+    def render(
+        self,
+        sentences: Sequence[str],
+        options: SynthesisOptions,
+        listener: ListenerView | None = None,
+    ) -> Iterator[AudioPiece]:
+        """Yield one piece per phrase (sentences longer than `MAX_PHRASE_CHARS` give several;
+        their sizes do not depend on `listener`)."""
         rate, half_tones = self._knobs(options)
         pause = options.sentence_silence
         pause_s = DEFAULT_SENTENCE_PAUSE if pause is None else max(0.0, float(pause))

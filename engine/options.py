@@ -85,7 +85,7 @@ class EngineOptions:
     playback_guard: str = "auto"
     """"auto": a stream's first audio is held back just long enough that a listener playing
     it in real time never waits, where this voice is slower than speech on this machine
-    (`engine.playback`); "off": audio goes out as soon as it is made."""
+    (`engine.pacing`); "off": audio goes out as soon as it is made."""
     overlap: bool = True
     """While a sentence is decoded, run BERT and the front graph of the next one on a
     background thread (`engine.neural.overlap`; ONNX Runtime voices, the same audio). On 2

@@ -13,9 +13,11 @@ into float audio (`engine.voice_backend.Voice.render`):
 - per-request output shaping (`engine.output`: volume with a limiter, loudness, lead/tail
   silence, output rate, chime), one `OutputStage` per request; default: none,
 - async wrappers that never run synthesis on the event loop,
-- the playback guard (`engine.playback`): on a machine slower than speech a stream's first
-  audio is held back just long enough that a real-time listener never waits; the voice's
-  speed is measured here, on every request, per precision.
+- pacing (`engine.pacing`): one `RequestPacing` per request owns its listener model (the
+  voice's decoder windows are sized from it) and its playback guard: on a machine slower
+  than speech a stream's first audio is held back just long enough that a real-time
+  listener never waits; the voice's speed is measured here, on every request, per
+  precision, on the speaker's `clock`.
 
 Locking: for a whole text the lock is held while the voice renders it (from the first
 chunk until the stream ends or is closed). For text that arrives in deltas it is taken per
@@ -32,7 +34,6 @@ import dataclasses
 import logging
 import queue
 import threading
-import time
 from collections.abc import (
     AsyncGenerator,
     AsyncIterable,
@@ -49,7 +50,7 @@ import numpy as np
 from .audio import AudioResult
 from .fair_lock import FairLock
 from .output import OutputOptions, OutputStage
-from .playback import PlaybackGuard, SpeedMeter, TextBacklog
+from .pacing import SYSTEM_CLOCK, Clock, PacingReport, RequestPacing, SpeedMeter
 from .text.pipeline import Part, TextPipeline
 from .voice_backend import SynthesisOptions, Voice
 
@@ -89,6 +90,7 @@ class Speaker:
         defaults: SynthesisOptions | None = None,
         playback_guard: bool = True,
         first_clause: int = 0,
+        clock: Clock | None = None,
     ) -> None:
         self.voice = voice
         self.rewrite = rewrite
@@ -97,12 +99,18 @@ class Speaker:
         self._begun: set[int] = set()  # requests that rendered a part and have not ended
         self._ended = threading.Condition()
         self.playback_guard = playback_guard
-        """Streams hold back first audio where it would outrun synthesis (`engine.playback`)."""
+        """Streams hold back first audio where it would outrun synthesis (`engine.pacing`)."""
         self.first_clause = first_clause
         """Characters a stream's first part holds before it may end at a clause mark
         (`engine.text.pipeline`; 0: sentences only)."""
         self.speed = SpeedMeter()
         """This voice's measured real-time factor on this machine, per precision."""
+        self.clock: Clock = clock if clock is not None else SYSTEM_CLOCK
+        """The time pacing reads: the voice's work is timed on it, the listener plays on it
+        (`engine.pacing`; a simulated one in tests)."""
+        self.last_pacing: PacingReport | None = None
+        """How the last request that ran to its end was paced (first audio, holds, gaps
+        of the modelled listener)."""
 
     # -- description -------------------------------------------------------------------
     @property
@@ -226,7 +234,7 @@ class Speaker:
         is measured on the first sentence (held back until it is complete) and kept for the
         stream, or over the whole text when `measure_whole` (then nothing comes until the end).
         `guard` (default: `playback_guard`) paces the chunks for a listener that plays them
-        in real time from the first one (`engine.playback`).
+        in real time from the first one (`engine.pacing`).
         """
         opts = self.options(**options)
         return self._speak(
@@ -270,15 +278,15 @@ class Speaker:
         pump: asyncio.Task[None] | None = None
 
         source: str | Iterable[str]
-        backlog: TextBacklog | None = None
+        pacing: RequestPacing | None = None
         if isinstance(text, str) or not hasattr(text, "__aiter__"):
             source = text
             feed: queue.Queue[Any] | None = None
         else:
             feed = queue.Queue()
-            backlog = TextBacklog()  # counted as the deltas arrive, before the worker reads them
+            pacing = self._pacing(guarded)  # counts deltas as they arrive, before the worker
             source = _blocking_deltas(feed, cancel)
-            pump = asyncio.ensure_future(_pump(text, feed, backlog))  # type: ignore[arg-type]
+            pump = asyncio.ensure_future(_pump(text, feed, pacing))  # type: ignore[arg-type]
 
         def send(item: Any) -> bool:
             while not cancel.is_set():
@@ -303,7 +311,7 @@ class Speaker:
                     output,
                     measure_whole=measure_whole,
                     guard=guarded,
-                    backlog=backlog,
+                    pacing=pacing,
                 )
                 try:
                     for chunk in chunks:
@@ -358,48 +366,48 @@ class Speaker:
         *,
         measure_whole: bool,
         guard: bool,
-        backlog: TextBacklog | None = None,
+        pacing: RequestPacing | None = None,
     ) -> Generator[AudioResult, None, None]:
-        """`_stream` through one request's `OutputStage`, then what the stage held back;
-        paced by a `PlaybackGuard` when `guard` (text in deltas that has arrived and waits
-        counts as audio to come: `backlog`, counted here as deltas are read unless the caller
-        counts them as they arrive)."""
+        """`_stream` through one request's `OutputStage`, then what the stage held back,
+        through the request's `pacing` (made here unless the caller made it to count text
+        deltas as they arrive; then `guard` is the one it was made with): held back by its
+        playback guard when `guard`."""
         stage = OutputStage(
             output or OutputOptions(), self.sample_rate, measure_whole=measure_whole
         )
-        count = backlog is None and not isinstance(text, str)
-        if count:
-            backlog = TextBacklog()
-        pacer = (
-            PlaybackGuard(self.real_time_factor, label=self.name, backlog=backlog)
-            if guard
-            else None
-        )
+        count = pacing is None and not isinstance(text, str)  # deltas counted as read
+        if pacing is None:
+            pacing = self._pacing(guard)
+        paced = pacing
 
         def chunks() -> Generator[AudioResult, None, None]:
-            yield from self._stream(text, opts, cancel, stage, pacer, backlog if count else None)
+            yield from self._stream(text, opts, cancel, stage, paced, count)
             rest = stage.finish()
             if rest.size:
                 yield AudioResult(stage.rate, rest)
 
         try:
-            if pacer is None:
-                yield from chunks()
-                return
-            yield from pacer.pace(chunks())
+            yield from pacing.pace(chunks())
         finally:
             if id(stage) in self._begun:
                 with self._ended:
                     self._begun.discard(id(stage))
                     self._ended.notify_all()
-        if pacer.holds:
+        report = self.last_pacing = pacing.report()
+        if report.holds:
             _LOGGER.info(
                 "%s speaks slower than real time here (%.2fx): audio held back %.1f s in all "
                 "so that it plays without gaps (--playback-guard)",
                 self.name,
-                pacer.rate() or 0.0,
-                pacer.held_s,
+                report.rate or 0.0,
+                report.held_s,
             )
+
+    def _pacing(self, guard: bool) -> RequestPacing:
+        """A request's pacing, on this speaker's clock, from the speed measured so far."""
+        return RequestPacing(
+            self.clock, base_rate=self.real_time_factor, guard=guard, label=self.name
+        )
 
     def _guarded(self, guard: bool | None) -> bool:
         return self.playback_guard if guard is None else guard
@@ -432,18 +440,18 @@ class Speaker:
         opts: SynthesisOptions,
         cancel: threading.Event | None,
         stage: OutputStage,
-        pacer: PlaybackGuard | None = None,
-        arrivals: TextBacklog | None = None,
+        pacing: RequestPacing,
+        count_arrivals: bool = False,
     ) -> Generator[AudioResult, None, None]:
         """The request's text through `engine.text.TextPipeline`, each `Part` rendered in
         turn: sentences in one `Voice.render` call (a pause before them unless they start
         the request or follow a break), a break as exactly its length of zero samples.
-        Deltas read here are counted into `arrivals` when given."""
+        Deltas read here are told to `pacing` as they arrive when `count_arrivals`."""
         pipeline = TextPipeline(rewrite=self.rewrite, first_clause=self.first_clause)
         if isinstance(text, str):
             parts: Iterable[Part] = pipeline.whole(text)
         else:
-            parts = _parts(text, pipeline, cancel, arrivals)
+            parts = _parts(text, pipeline, cancel, pacing if count_arrivals else None)
         spoken = False
         clause = False  # the part before ended mid-sentence, at a clause mark
         for part in parts:
@@ -456,12 +464,9 @@ class Speaker:
                 continue
             at = dataclasses.replace(opts, speed=opts.speed * part.rate) if part.rate != 1 else opts
             pause = (CLAUSE_PAUSE if clause else self._pause_s(opts)) if spoken else None
-            if pacer is not None:
-                pacer.begin_part(part.chars)
-                if pacer.backlog is not None:
-                    pacer.backlog.take(part.chars)
+            pacing.begin_part(part.chars)
             heard = yield from self._render(
-                part.sentences, at, cancel, stage, pause_before=pause, pacer=pacer
+                part.sentences, at, cancel, stage, pause_before=pause, pacing=pacing
             )
             spoken, clause = spoken or heard, part.clause
 
@@ -473,11 +478,11 @@ class Speaker:
         stage: OutputStage,
         *,
         pause_before: float | None,
-        pacer: PlaybackGuard | None = None,
+        pacing: RequestPacing,
     ) -> Generator[AudioResult, None, bool]:
         """Voice.render under the lock; int16 chunks (through `stage`). Returns whether any
-        sound was made. The time spent inside the voice teaches `speed`, and each piece is
-        reported to `pacer`."""
+        sound was made. The time spent inside the voice (on `clock`) teaches `speed`, and
+        each piece is reported to `pacing`, which the voice sees as its listener."""
         sr = self.sample_rate
         heard = False
         compute = audio = 0.0
@@ -485,12 +490,12 @@ class Speaker:
         self._begun.add(id(stage))  # part-way through: no switch until this request ends
         key = self._speed_key()  # under the lock: the precision cannot change while it runs
         try:
-            pieces = self.voice.render(sentences, opts)
+            pieces = self.voice.render(sentences, opts, listener=pacing)
             try:
                 while True:
-                    t0 = time.perf_counter()
+                    t0 = self.clock.now()
                     piece = next(pieces, None)
-                    spent = time.perf_counter() - t0
+                    spent = self.clock.now() - t0
                     if piece is None:
                         break
                     samples = np.asarray(piece.samples, dtype=np.float32).reshape(-1)
@@ -500,8 +505,7 @@ class Speaker:
                         gap = np.zeros(int(round(pause_before * sr)), np.float32)
                         samples = np.concatenate([gap, samples])
                     heard = heard or samples.size > 0
-                    if pacer is not None:
-                        pacer.produced(samples.size / sr, spent, piece.remaining, piece.tail)
+                    pacing.produced(samples.size / sr, spent, piece.remaining, piece.tail)
                     chunk = stage.push(samples, final=piece.final)
                     if chunk.size or stage.passthrough:  # a held-back piece yields nothing
                         yield AudioResult(stage.rate, chunk)
@@ -536,14 +540,15 @@ def _parts(
     deltas: Iterable[str],
     pipeline: TextPipeline,
     cancel: threading.Event | None,
-    arrivals: TextBacklog | None = None,
+    arrivals: RequestPacing | None = None,
 ) -> Iterator[Part]:
-    """The parts of text arriving in deltas, as each completes."""
+    """The parts of text arriving in deltas, as each completes (each delta told to
+    `arrivals` as it is read)."""
     for delta in deltas:
         if cancel is not None and cancel.is_set():
             raise StreamCancelled()
         if arrivals is not None and isinstance(delta, str):
-            arrivals.arrive(len(delta))
+            arrivals.arrived(len(delta))
         yield from pipeline.feed(delta)
     yield from pipeline.close()
 
@@ -561,12 +566,13 @@ def _blocking_deltas(feed: queue.Queue[Any], cancel: threading.Event) -> Iterato
         yield item
 
 
-async def _pump(source: AsyncIterable[str], feed: queue.Queue[Any], backlog: TextBacklog) -> None:
-    """Move deltas from an async iterable to the worker's queue (counting what arrived)."""
+async def _pump(source: AsyncIterable[str], feed: queue.Queue[Any], pacing: RequestPacing) -> None:
+    """Move deltas from an async iterable to the worker's queue (telling `pacing` what
+    arrived)."""
     try:
         async for delta in source:
             if isinstance(delta, str):
-                backlog.arrive(len(delta))
+                pacing.arrived(len(delta))
             feed.put(delta)
     except asyncio.CancelledError:
         feed.put(_CANCEL)

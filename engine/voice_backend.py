@@ -54,9 +54,21 @@ class AudioPiece:
     remaining: float | None = None
     """Seconds of audio this render call will still yield after this piece, as far as the
     voice knows now (predicted durations; estimates for sentences not reached yet); None:
-    the voice cannot tell. Read by the playback guard (`engine.playback`)."""
+    the voice cannot tell. Read by the request's pacing (`engine.pacing`)."""
     tail: float = 0.0
     """Seconds in the largest single piece still to come (audio arrives piece by piece)."""
+
+
+class ListenerView(Protocol):
+    """The listener of the request a voice renders for, as the voice may see it: the clock
+    the request is paced on, and the seconds of audio the listener can still play before it
+    needs audio not made yet (what a decoder may spend on its next piece without a gap).
+    `engine.pacing.RequestPacing` (through `Speaker`) and `engine.pacing.Listener` (a
+    direct caller that plays pieces as they come) provide it."""
+
+    def now(self) -> float: ...
+
+    def in_hand(self) -> float: ...
 
 
 @runtime_checkable
@@ -86,8 +98,15 @@ class Voice(Protocol):
         """Seconds of silence between batches of sentences rendered separately (text arriving
         in deltas); None leaves the choice to `Speaker` (`DEFAULT_STREAM_PAUSE`)."""
 
-    def render(self, sentences: Sequence[str], options: SynthesisOptions) -> Iterator[AudioPiece]:
+    def render(
+        self,
+        sentences: Sequence[str],
+        options: SynthesisOptions,
+        listener: ListenerView | None = None,
+    ) -> Iterator[AudioPiece]:
         """Yield audio for `sentences` in order, including any pause the voice wants
         between sentences (at the start of the following sentence's first piece). The
-        generator may be closed early; it must then release what it holds."""
+        generator may be closed early; it must then release what it holds. `listener` is
+        the request's (`Speaker` passes it; None: the caller plays the pieces as they come);
+        a voice that makes pieces of a size it chooses may size them from it."""
         ...

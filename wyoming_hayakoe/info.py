@@ -23,12 +23,19 @@ from wyoming.tts import SynthesizeVoice
 
 from engine import OutputOptions, Speaker, __version__
 
+from .resolve import (
+    PresetTarget,
+    Resolution,
+    VoiceNames,
+    resolve_name,
+    style_voice_name,
+)
+
 if TYPE_CHECKING:
     from .presets import PresetVoice
 
 __all__ = [
     "LANGUAGE",
-    "STYLE_SEPARATOR",
     "InfoAnswer",
     "Resolved",
     "VoiceCatalog",
@@ -38,15 +45,9 @@ __all__ = [
 
 _LOGGER = logging.getLogger(__name__)
 
-STYLE_SEPARATOR = ":"
 LANGUAGE = "ja"  # Home Assistant matches languages exactly
 PROGRAM_NAME = "hayakoe"
 PROGRAM_URL = "https://github.com/wyoming-hayakoe/wyoming-hayakoe"
-
-
-def style_voice_name(voice: str, style: str) -> str:
-    """The Wyoming voice name that selects `style` of `voice`."""
-    return f"{voice}{STYLE_SEPARATOR}{style}"
 
 
 @dataclass(frozen=True)
@@ -105,86 +106,52 @@ class VoiceCatalog:
             return self.default_style
         return speaker.default_style
 
-    def _find(self, name: str) -> Speaker | None:
-        found = self.speakers.get(name)
-        if found is None:  # forgive case differences
-            folded = name.casefold()
-            found = next((s for n, s in self.speakers.items() if n.casefold() == folded), None)
-        return found
-
-    @staticmethod
-    def _find_style(speaker: Speaker, style: str) -> str | None:
-        if style in speaker.styles:
-            return style
-        folded = style.casefold()
-        return next((s for s in speaker.styles if s.casefold() == folded), None)
+    def names(self) -> VoiceNames:
+        """The names the rule (`wyoming_hayakoe.resolve`) knows: voices, styles, presets."""
+        return VoiceNames(
+            {name: tuple(speaker.styles) for name, speaker in self.speakers.items()},
+            {p.name: PresetTarget(p.voice, p.style) for p in self.presets.values()},
+        )
 
     def voice_names(self) -> list[str]:
-        names: list[str] = []
-        for name, speaker in self.speakers.items():
-            names.append(name)
-            names.extend(style_voice_name(name, style) for style in speaker.styles)
-        names.extend(self.presets)
-        return names
+        """Every voice name served: voices, ``VOICE:STYLE``, presets."""
+        return self.names().all()
 
-    def _find_preset(self, name: str) -> PresetVoice | None:
-        found = self.presets.get(name)
-        if found is None:
-            folded = name.casefold()
-            found = next((p for n, p in self.presets.items() if n.casefold() == folded), None)
-        return found
+    def lookup(self, name: str | None, style: str | None = None) -> Resolution:
+        """The rule applied to these voices (problems kept, fallbacks filled in)."""
+        return resolve_name(self.names(), name, style, default=self.default_voice)
 
     def resolve(self, voice: SynthesizeVoice | None) -> Resolved:
-        """Map a request's voice onto a speaker and style; unknown names fall back to the
-        defaults with a warning that lists what is available (speech beats silence)."""
-        name = (voice.name or "").strip() if voice is not None else ""
-        wanted_style = (voice.speaker or "").strip() if voice is not None else ""
-        speaker: Speaker | None = None
-        style: str | None = None
-        preset = self._find_preset(name) if name and self.presets else None
-        if preset is not None:
-            speaker, style = preset.speaker, preset.style
-        if name and speaker is None:
-            speaker = self._find(name)
-            if speaker is None and STYLE_SEPARATOR in name:
-                base, _, style_part = name.rpartition(STYLE_SEPARATOR)
-                speaker = self._find(base)
-                if speaker is not None:
-                    style = self._find_style(speaker, style_part)
-                    if style is None:
-                        _LOGGER.warning(
-                            "Voice %s has no style %r (styles: %s); using %s",
-                            speaker.name,
-                            style_part,
-                            ", ".join(speaker.styles),
-                            self.style_for(speaker),
-                        )
-            if speaker is None:
-                _LOGGER.warning(
-                    "Unknown voice %r; using %s. Available voices: %s",
-                    name,
-                    self.default_voice,
-                    ", ".join(self.voice_names()),
-                )
-        if speaker is None:
-            speaker = self.speakers[self.default_voice]
-        if wanted_style:  # an explicit Wyoming speaker wins over the name's style
-            found = self._find_style(speaker, wanted_style)
-            if found is None:
-                _LOGGER.warning(
-                    "Voice %s has no style (speaker) %r (styles: %s); using %s",
-                    speaker.name,
-                    wanted_style,
-                    ", ".join(speaker.styles),
-                    style or self.style_for(speaker),
-                )
-            else:
-                style = found
-        if preset is not None:
-            return Resolved(
-                speaker, style or preset.style, preset.options, preset.output, preset.name
+        """Wyoming's request → speaker and style; a name that matches nothing falls back to
+        the default voice (an unknown style: the voice's default style) with a warning that
+        lists what is available (Home Assistant caches voice lists: speech beats silence)."""
+        found = self.lookup(voice.name if voice else None, voice.speaker if voice else None)
+        for problem in found.problems:
+            fallback = found.voice if problem.kind == "voice" else found.style
+            _LOGGER.warning(
+                "%s; using %s",
+                _capitalised(str(problem)),
+                fallback or self.style_for(self.speakers[found.voice]),
             )
-        return Resolved(speaker, style or self.style_for(speaker), output=self.output)
+        return self._resolved(found)
+
+    def resolve_exact(self, name: str | None, style: str | None = None) -> Resolved:
+        """The page's and ``say``'s request → speaker and style; `UnknownNameError` (naming
+        the asked name and the available ones) when the name or style matches nothing."""
+        return self._resolved(self.lookup(name, style).exact())
+
+    def _resolved(self, found: Resolution) -> Resolved:
+        speaker = self.speakers[found.voice]
+        if found.preset is not None:
+            preset = self.presets[found.preset]
+            return Resolved(
+                speaker, found.style or preset.style, preset.options, preset.output, preset.name
+            )
+        return Resolved(speaker, found.style or self.style_for(speaker), output=self.output)
+
+
+def _capitalised(text: str) -> str:
+    return text[:1].upper() + text[1:]
 
 
 def describe_speaker(name: str, speaker: Speaker) -> str:

@@ -36,6 +36,7 @@ from .flags import (
     _volume,
     _wav_file,
 )
+from .resolve import STYLE_SEPARATOR, UnknownNameError, VoiceNames, resolve_name
 
 __all__ = [
     "PRESET_KEYS",
@@ -48,8 +49,6 @@ __all__ = [
 ]
 
 _LOGGER = logging.getLogger(__name__)
-
-STYLE_SEPARATOR = ":"
 
 _SYNTHESIS_KEYS: dict[str, Callable[[str], Callable[[str], Any]]] = {
     "speed": _positive_float,
@@ -185,6 +184,8 @@ class PresetVoice:
     """A preset checked against the loaded voices: what a request for it gets."""
 
     name: str
+    voice: str
+    """The loaded voice that speaks it (its key among the speakers)."""
     speaker: Speaker
     style: str
     options: Mapping[str, Any] = field(default_factory=dict)
@@ -240,20 +241,20 @@ def resolve_presets(
         label = f"--preset {preset.name!r}"
         if preset.name.casefold() in reserved:
             raise PresetError(f"{label}: the name is already a voice; choose another")
-        speaker = speakers.get(preset.voice)
-        if speaker is None:
-            raise PresetError(
-                f"{label}: voice {preset.voice!r} is not loaded (loaded: {', '.join(speakers)})"
-            )
-        if preset.style is None:
-            style = default_style(speaker) if default_style else speaker.default_style
-        elif preset.style in speaker.styles:
-            style = preset.style
+        if not speakers:
+            raise PresetError(f"{label}: no voice is loaded")
+        names = VoiceNames({n: tuple(s.styles) for n, s in speakers.items()})
+        try:  # the names requests use (`resolve`): case-insensitive
+            found = resolve_name(
+                names, preset.voice, preset.style, default=next(iter(speakers))
+            ).exact()
+        except UnknownNameError as exc:
+            raise PresetError(f"{label}: {exc}") from None
+        speaker = speakers[found.voice]
+        if found.style is not None:
+            style = found.style
         else:
-            styles = ", ".join(speaker.styles)
-            raise PresetError(
-                f"{label}: voice {speaker.name} has no style {preset.style!r} (styles: {styles})"
-            )
+            style = default_style(speaker) if default_style else speaker.default_style
         try:
             out = output_options(output.merged(preset.output), chimes)
         except ValueError as exc:  # a chime that is not a WAV file, ...
@@ -264,6 +265,7 @@ def resolve_presets(
         )
         resolved[preset.name] = PresetVoice(
             name=preset.name,
+            voice=found.voice,
             speaker=speaker,
             style=style,
             options={**synthesis.as_options(), **preset.synthesis.as_options()},

@@ -1,4 +1,5 @@
-"""The server's life: build the voices from `Settings`, listen, advertise, shut down cleanly.
+"""The server's life: serve the voices `voices` builds from `Settings`, listen, advertise,
+shut down cleanly.
 
 `HayakoeServer` runs in any event loop (tests start it in-process on port 0);
 `run_server` is what the command line runs (signals, logging).
@@ -21,112 +22,25 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
-from engine import (
-    TTS,
-    Speaker,
-    __version__,
-    aivm_voices_in_dir,
-    aivm_voices_of_file,
-    is_aivm_source,
-    limit_malloc_arenas,
-    reload_user_dictionary,
-)
+from engine import Speaker, __version__, limit_malloc_arenas, reload_user_dictionary
 
 from .admission import Admission
 from .events import EventLimits
 from .handler import HayakoeHandler, ServerContext
-from .info import InfoAnswer, VoiceCatalog
+from .info import InfoAnswer
 from .memory import IdleHeapTrim
-from .presets import output_options, resolve_presets
 from .settings import Settings
+from .voices import build_catalog, prepare_tts
 from .zeroconf import ZeroconfAdvertiser
 
 if TYPE_CHECKING:
     from .web.app import WebServer
 
-__all__ = ["HayakoeServer", "build_speakers", "prepare_tts", "run_server"]
+__all__ = ["HayakoeServer", "run_server"]
 
 _LOGGER = logging.getLogger(__name__)
 
 _STOP_GRACE_S = 5.0
-
-
-def build_tts(settings: Settings) -> TTS:
-    """A `TTS` with every configured voice registered (nothing loaded yet)."""
-    tts = TTS(
-        settings.device,
-        cache_dir=settings.cache_dir,
-        bert_source=settings.bert_source,
-        hf_token=settings.hf_token,
-        rewrite=settings.rewrite,
-        options=settings.engine,
-    )
-    for spec in settings.voices:
-        for name, source in _expand(spec.name, spec.source, settings):
-            tts.load(name, source=source)
-    for folder in settings.voice_dirs:
-        found, _bad = aivm_voices_in_dir(folder, taken=tts.registered)  # bad files are logged
-        for name, source in found:
-            tts.load(name, source=source)
-    return tts
-
-
-def _expand(name: str, source: str | None, settings: Settings) -> list[tuple[str, str | None]]:
-    """One registration per voice: an AivisHub file with several speakers is one voice per
-    speaker (`NAME-<speaker>`); a file that cannot be read stays one registration, which
-    fails at load with the file and the reason, leaving the other voices served."""
-    if not is_aivm_source(source):
-        return [(name, source)]
-    try:
-        return list(
-            aivm_voices_of_file(
-                source,
-                name,
-                cache_dir=settings.cache_dir,
-                token=settings.hf_token,
-                offline=settings.engine.offline,
-            )
-        )
-    except Exception as exc:  # noqa: BLE001 - reported again, with the voice, by prepare
-        _LOGGER.debug("Voice %s: %s", name, exc)
-        return [(name, source)]
-
-
-def prepare_tts(settings: Settings) -> TTS:
-    """Load every configured voice (the slow part: downloads, sessions, warm-up); int8
-    graphs still to be made are made in the background (`TTS.close` stops that).
-
-    A voice that cannot be loaded (a corrupt file, a source out of reach) is left out with an
-    error in the log naming the reason, and the others are served; when none can be loaded,
-    the first voice's error is raised (the server does not start)."""
-    tts = build_tts(settings)
-    if settings.user_dicts:
-        tts.watch_user_dictionaries(settings.user_dicts)
-    tts.prepare(warmup=settings.warmup, compile=settings.use_compile, skip_failed=True)
-    if not tts.speakers:
-        tts.close()
-        raise next(iter(tts.failed.values()))
-    return tts
-
-
-def build_speakers(settings: Settings) -> dict[str, Speaker]:
-    """`prepare_tts`'s speakers."""
-    return prepare_tts(settings).speakers
-
-
-def _default_voice(settings: Settings, speakers: Mapping[str, Speaker]) -> str:
-    """`--default-voice`, or the first voice that loaded when that one could not be."""
-    if settings.default_voice in speakers or not speakers:
-        return settings.default_voice
-    if not settings.default_voice:  # only --voice-dir: the first voice that loaded
-        return next(iter(speakers))
-    fallback = ([v.name for v in settings.voices if v.name in speakers] or list(speakers))[0]
-    _LOGGER.error(
-        "Default voice %s could not be loaded; requests that name no voice get %s",
-        settings.default_voice,
-        fallback,
-    )
-    return fallback
 
 
 class HayakoeServer:
@@ -134,20 +48,7 @@ class HayakoeServer:
 
     def __init__(self, settings: Settings, speakers: Mapping[str, Speaker]) -> None:
         self.settings = settings
-        catalog = VoiceCatalog(
-            speakers,
-            _default_voice(settings, speakers),
-            settings.default_style,
-            output=output_options(settings.output),
-        )
-        catalog.presets = resolve_presets(  # raises PresetError, naming the preset
-            settings.presets,
-            speakers,
-            synthesis=settings.synthesis,
-            output=settings.output,
-            default_style=catalog.style_for,
-            taken=catalog.voice_names(),
-        )
+        catalog = build_catalog(settings, speakers)  # raises PresetError, naming the preset
         self.context = ServerContext(
             catalog=catalog,
             info=InfoAnswer(catalog, streaming=settings.streaming),

@@ -256,12 +256,33 @@ def add_voice_arguments(p: argparse.ArgumentParser) -> None:
         type=_non_negative_float("--sentence-silence"),
         help="seconds of silence between sentences",
     )
-    g.add_argument("--sdp-ratio", type=_non_negative_float("--sdp-ratio"))
-    g.add_argument("--noise", type=_non_negative_float("--noise"))
-    g.add_argument("--noise-w", type=_non_negative_float("--noise-w"))
-    g.add_argument("--style-weight", type=_non_negative_float("--style-weight"))
-    g.add_argument("--pitch-scale", type=_positive_float("--pitch-scale"))
-    g.add_argument("--intonation-scale", type=_non_negative_float("--intonation-scale"))
+    g.add_argument(
+        "--sdp-ratio",
+        type=_non_negative_float("--sdp-ratio"),
+        help="mix of the stochastic and the deterministic duration predictor, 0 to 1 "
+        "(higher: livelier rhythm)",
+    )
+    g.add_argument(
+        "--noise", type=_non_negative_float("--noise"), help="variation of the voice itself"
+    )
+    g.add_argument(
+        "--noise-w", type=_non_negative_float("--noise-w"), help="variation of phoneme lengths"
+    )
+    g.add_argument(
+        "--style-weight",
+        type=_non_negative_float("--style-weight"),
+        help="how strongly the style is applied (0: neutral)",
+    )
+    g.add_argument(
+        "--pitch-scale",
+        type=_positive_float("--pitch-scale"),
+        help="pitch factor (above 1 higher, below 1 lower)",
+    )
+    g.add_argument(
+        "--intonation-scale",
+        type=_non_negative_float("--intonation-scale"),
+        help="intonation factor (above 1 wider, below 1 flatter)",
+    )
     o = p.add_argument_group("output (every voice; presets may override)")
     o.add_argument(
         "--volume",
@@ -470,7 +491,7 @@ def settings_from_args(
     if http is not None and http.dictionary is not None and http.dictionary not in user_dicts:
         user_dicts.insert(0, http.dictionary)  # first: the files given as --user-dict win
     for preset in presets:  # a preset's voice is loaded like --default-voice's
-        if all(v.name != preset.voice for v in voices):
+        if all(v.name.casefold() != preset.voice.casefold() for v in voices):  # as `resolve`
             voices.append(VoiceSpec(preset.voice))
     return Settings(
         uri=uri,

@@ -1,5 +1,5 @@
 """How much audio a render call still has to make, as it goes (for `AudioPiece.remaining`
-and `AudioPiece.tail`, read by the playback guard in `engine.playback`).
+and `AudioPiece.tail`, read by the request's pacing in `engine.pacing`).
 
 A sentence's length is exact once its durations are predicted (the front graph runs before
 its decoder); a sentence not reached yet is estimated from its number of phone ids at the

@@ -27,7 +27,7 @@ import numpy as np
 
 from ..bert.features import BertBackend
 from ..options import DEFAULT_FIRST_WINDOW
-from ..playback import PlaybackClock
+from ..pacing import Listener
 from ..synth.common import (
     Latent,
     NoiseSource,
@@ -37,11 +37,12 @@ from ..synth.common import (
     SynthParams,
 )
 from ..synth.windowed import (
+    DecodeSpeed,
     StreamingPlans,
     WindowedSentence,
     WindowPlan,
 )
-from ..voice_backend import AudioPiece, SynthesisOptions
+from ..voice_backend import AudioPiece, ListenerView, SynthesisOptions
 from .config import VoiceConfig, load_config
 from .overlap import Prefetch
 from .progress import RenderProgress
@@ -266,12 +267,19 @@ class NeuralVoice:
             and hasattr(self.synth, "decode")
         )
 
-    def render(self, sentences: Sequence[str], options: SynthesisOptions) -> Iterator[AudioPiece]:
+    def render(
+        self,
+        sentences: Sequence[str],
+        options: SynthesisOptions,
+        listener: ListenerView | None = None,
+    ) -> Iterator[AudioPiece]:
         """Pieces per sentence (windows, or one), pauses at the start of following sentences
-        (see module doc). With overlap on (`_overlaps`), once the first piece is ready the
-        sentences after the current one are prepared (BERT, front graph) one ahead on a
-        background thread (`engine.neural.overlap.Prefetch`), stopped when this generator
-        is closed."""
+        (see module doc). Decoder windows are sized from `listener` (the request's, from
+        `Speaker`; None: a caller that plays each piece as it comes, modelled here by a
+        `Listener` of this call). With overlap on (`_overlaps`), once the first piece is
+        ready the sentences after the current one are prepared (BERT, front graph) one ahead
+        on a background thread (`engine.neural.overlap.Prefetch`), stopped when this
+        generator is closed."""
         style_vec, params = self._check(options)
         sentences = list(sentences)
         if not sentences:
@@ -318,7 +326,9 @@ class NeuralVoice:
         pending_pause = 0.0  # seconds owed before the next audible sentence
         started = False
         last_speech = max((i for i, a in enumerate(analyses) if _has_speech(a)), default=-1)
-        clock = PlaybackClock()  # windowed decoding: audio queued ahead of the listener
+        own = Listener() if listener is None else None  # plays what this call yields
+        hears = listener if listener is not None else own
+        speed = DecodeSpeed()  # the decoder's speed, from one sentence's windows to the next
         progress = RenderProgress(
             [len(a.phone_ids) if _has_speech(a) else 0 for a in analyses],
             self.config.hop_length / sr,
@@ -346,11 +356,14 @@ class NeuralVoice:
                         trim_trail=fixed is not None or i == last_speech,
                         margin=int(EDGE_MARGIN_S * sr),
                         lead_in=round(pending_pause * sr) if started and pending_pause > 0 else 0,
-                        clock=clock,
+                        listener=hears,
+                        speed=speed,
                         latent=sentence.latent,
                     )
                     later = self._window_plan(options, True)
                     for samples, final in win.pieces():
+                        if own is not None:
+                            own.hand_out(len(samples) / sr)
                         progress.predicted(i, win.frames)
                         last = win.windows[-1][1] - win.windows[-1][0]
                         rest, tail = progress.after(i, win.done, win.frames, (plan, last), later)

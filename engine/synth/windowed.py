@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..playback import PlaybackClock
+from ..voice_backend import ListenerView
 from .common import Latent
 
 _LOGGER = logging.getLogger(__name__)
@@ -213,11 +213,12 @@ class WindowPlan:
     largest: int = 512
     min_tail: int = 16
     adaptive: bool = False
-    """When streaming (`WindowedSentence`): size each window after the first by the audio
-    handed out but not yet played (`PlaybackClock`) and the measured decoding speed, so it
-    is ready before that audio runs out (at least `first`, at most `largest` frames); when
-    decoding is slower than real time, grow by `growth` (fewer windows, less repeated
-    context: gaps cannot be avoided there, so finish sooner)."""
+    """When streaming to a listener (`WindowedSentence` with a `ListenerView`): size each
+    window after the first by the audio the listener has in hand and the measured decoding
+    speed, so it is ready before that audio runs out (at least `first`, at most `largest`
+    frames); when decoding is slower than real time, grow by `growth` (fewer windows, less
+    repeated context: gaps cannot be avoided there, so finish sooner). Without a listener
+    windows grow by `growth`."""
     min_growth: float = 1.5
     """Adaptive windows grow at least by this factor within a sentence: every window
     boundary costs some recomputed context (and a few runtime calls), so windows that stay
@@ -400,10 +401,11 @@ class StagedDecoding:
 class StreamingPlans:
     """Window plans for the first sentence of a render call and for the sentences after it.
 
-    Adaptive plans start small (latency) and then size each window from the audio already
-    queued ahead of a real-time player (`PlaybackClock`, shared across the sentences of a
-    request) and the measured decoding speed: as large as can be decoded before that audio
-    runs out (less repeated context), never smaller than `first`."""
+    Adaptive plans start small (latency) and then size each window from the audio the
+    request's listener has in hand (`ListenerView.in_hand`, the request's one listener
+    model: `engine.pacing`) and the measured decoding speed (`DecodeSpeed`, shared across
+    the sentences of a render call): as large as can be decoded before that audio runs out
+    (less repeated context), never smaller than `first`."""
 
     first: WindowPlan = WindowPlan(first=24, growth=2.0, largest=512, min_tail=16, adaptive=True)
     later: WindowPlan = WindowPlan(first=24, growth=2.0, largest=512, min_tail=16, adaptive=True)
@@ -444,7 +446,19 @@ def _silent_run(audio: np.ndarray, sample_rate: int, peak: float, from_end: bool
 
 
 SAFETY = 0.9
-"""Fraction of the audio already ahead of the player that the next window may take to decode."""
+"""Fraction of the audio the listener has in hand that the next window may take to decode."""
+
+
+@dataclass
+class DecodeSpeed:
+    """How fast the decoder ran its last window: one per render call, shared by its
+    sentences (`WindowedSentence`), so a sentence's first window after the first sentence is
+    sized from the speed already measured."""
+
+    per_frame: float | None = None
+    """Seconds to decode one frame (context included); None before the first window."""
+    last_size: int = 0
+    """Frames in the last window."""
 
 
 class WindowedSentence:
@@ -455,9 +469,11 @@ class WindowedSentence:
     ready: leading silence (if `trim_lead`) is cut from the first window against that
     window's peak, trailing silence (if `trim_trail`) from the last window against the
     sentence's peak, each keeping `margin` samples. `lead_in` samples of silence go before
-    the first piece. After `pieces()` is exhausted, `durations` (frames per phone id, or
-    None) and `trail` / `trail_cut` (trailing silent samples measured in the last window /
-    removed) are set.
+    the first piece. Windows are timed on `listener`'s clock and sized from what it has in
+    hand (`WindowPlan.adaptive`; None: nobody listens, windows grow by the plan), with the
+    decoding speed kept in `speed`. After `pieces()` is exhausted, `durations` (frames per
+    phone id, or None) and `trail` / `trail_cut` (trailing silent samples measured in the
+    last window / removed) are set.
     """
 
     def __init__(
@@ -473,7 +489,8 @@ class WindowedSentence:
         trim_trail: bool,
         margin: int,
         lead_in: int = 0,
-        clock: PlaybackClock | None = None,
+        listener: ListenerView | None = None,
+        speed: DecodeSpeed | None = None,
         latent: Latent | None = None,
     ) -> None:
         self.latent = latent
@@ -483,7 +500,8 @@ class WindowedSentence:
         self.trim_lead, self.trim_trail = trim_lead, trim_trail
         self.margin = margin
         self.lead_in = lead_in
-        self.clock = clock if clock is not None else PlaybackClock()
+        self.listener = listener
+        self.speed = speed if speed is not None else DecodeSpeed()
         self.windows: list[tuple[int, int]] = []
         self.durations: np.ndarray | None = None
         self.frames = 0  # latent frames of the sentence (known once `pieces()` started)
@@ -493,19 +511,22 @@ class WindowedSentence:
 
     def _next_size(self, previous: int, context: int, frame_s: float) -> int:
         """Frames for the next window (see `WindowPlan.adaptive`)."""
-        plan, clock = self.plan, self.clock
-        if not plan.adaptive or clock.per_frame is None:
+        plan, speed, listener = self.plan, self.speed, self.listener
+        if not plan.adaptive or speed.per_frame is None or listener is None:
             return plan.grown(previous) if previous else plan.first
-        if clock.per_frame >= frame_s:  # slower than real time: favour throughput
-            return plan.grown(previous or clock.last_size or plan.first)
-        budget = int(clock.ahead() * SAFETY / clock.per_frame) - context
+        if speed.per_frame >= frame_s:  # slower than real time: favour throughput
+            return plan.grown(previous or speed.last_size or plan.first)
+        if speed.per_frame <= 0.0:  # a clock too coarse to see the window's time
+            return plan.largest
+        budget = int(listener.in_hand() * SAFETY / speed.per_frame) - context
         if previous:
             budget = max(budget, math.ceil(previous * plan.min_growth))
         return max(plan.first, min(plan.largest, budget))
 
     def pieces(self) -> Iterator[tuple[np.ndarray, bool]]:
         synth = self.synth
-        plan, clock = self.plan, self.clock
+        plan, speed = self.plan, self.speed
+        now = self.listener.now if self.listener is not None else time.perf_counter
         latent: Latent | None = self.latent
         if latent is None:
             latent = synth.latent(self.inputs, self.params, self.noise)  # type: ignore[attr-defined]
@@ -529,15 +550,15 @@ class WindowedSentence:
         size = self._next_size(0, overlap, frame_s)
         while start < n:
             end = plan.end_of(start, size, n)
-            t0 = time.perf_counter()
+            t0 = now()
             if staged is not None:
                 audio = staged.audio_until(end)
                 computed = end - start
             else:
                 audio = decode_window(latent.z, decode, (left, right), start, end, hop)
                 computed = min(n, end + right) - max(0, start - left)
-            clock.per_frame = (time.perf_counter() - t0) / max(1, computed)
-            clock.last_size = end - start
+            speed.per_frame = (now() - t0) / max(1, computed)
+            speed.last_size = end - start
             self.windows.append((start, end))
             audio = np.clip(np.asarray(audio, np.float32), -1.0, 1.0)
             peak = max(peak, float(np.abs(audio).max()) if audio.size else 0.0)
@@ -553,9 +574,8 @@ class WindowedSentence:
             body = audio[lo:hi]
             if start == 0 and self.lead_in > 0:
                 body = np.concatenate([np.zeros(self.lead_in, np.float32), body])
-            clock.hand_out(len(body) / sr)
             self.done = end
             yield body, last
             start = end
-            size = self._next_size(clock.last_size, overlap, frame_s)
+            size = self._next_size(speed.last_size, overlap, frame_s)
         _LOGGER.debug("sentence decoded in windows %s", self.windows)

@@ -122,6 +122,10 @@ def test_the_import_graph_is_read() -> None:
     )
     assert "engine" in graph["wyoming_hayakoe.server"]
     assert graph["engine.layout"] == set(), "engine/layout.py must stay a leaf"
+    pacing = {m for m in graph if m == "engine.pacing" or m.startswith("engine.pacing.")}
+    assert "engine.pacing.listener" in graph["engine.pacing.guard"]
+    for module in sorted(pacing):
+        assert graph[module] <= pacing, f"{module} must import only engine.pacing (a leaf)"
 
 
 def test_a_planted_cycle_is_found() -> None:

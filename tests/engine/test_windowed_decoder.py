@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
+from typing import Any
 
 import numpy as np
 import pytest
@@ -503,18 +504,73 @@ def test_release_memory_setting_keeps_the_audio(small_root, monkeypatch):
     np.testing.assert_array_equal(a.audio, c.audio)
 
 
-def test_playback_clock_counts_queued_audio_and_stalls():
-    import time
+class _TimedDecoder:
+    """A stand-in decoder for window sizing: silence, `cost` simulated seconds per latent
+    frame decoded (context included) on `clock`."""
 
-    from engine.playback import PlaybackClock
+    context = (13, 13)
+    hop_length = 512
 
-    clock = PlaybackClock()
-    assert clock.ahead() == 0.0  # nothing handed out yet
-    clock.hand_out(0.02)
-    time.sleep(0.06)  # the player ran dry 40 ms ago and waits
-    assert clock.ahead() == 0.0
-    clock.hand_out(1.0)  # resumes with this piece: a full second is ahead again
-    assert 0.9 < clock.ahead() <= 1.0
+    def __init__(self, clock: Any, frames: int, cost: float) -> None:
+        self.clock, self.frames, self.cost = clock, frames, cost
+
+    def latent(self, inputs: Any, params: Any, noise: Any) -> Any:
+        from engine.synth.common import Latent
+
+        return Latent(np.zeros((1, 4, self.frames), np.float32), None, None)
+
+    def decode(self, latent: Any, z: np.ndarray) -> np.ndarray:
+        self.clock.advance(self.cost * z.shape[-1])
+        return np.zeros(z.shape[-1] * self.hop_length, np.float32)
+
+
+class _InHand:
+    """A listener (`ListenerView`) with a fixed amount of audio in hand."""
+
+    def __init__(self, clock: Any, seconds: float) -> None:
+        self.clock, self.seconds = clock, seconds
+
+    def now(self) -> float:
+        return self.clock.now()
+
+    def in_hand(self) -> float:
+        return self.seconds
+
+
+ADAPTIVE = WindowPlan(first=24, growth=2.0, largest=512, min_tail=16, adaptive=True)
+
+
+def _windows(cost: float, listener_s: float | None, frames: int = 400) -> list[tuple[int, int]]:
+    from engine.synth.windowed import WindowedSentence
+    from tests.helpers.sim_clock import SimulatedClock
+
+    clock = SimulatedClock()
+    synth = _TimedDecoder(clock, frames, cost)
+    listener = None if listener_s is None else _InHand(clock, listener_s)
+    ws = WindowedSentence(
+        synth, None, None, None, ADAPTIVE, sample_rate=44100, trim_lead=False,
+        trim_trail=False, margin=0, listener=listener,
+    )  # fmt: skip
+    pieces = list(ws.pieces())
+    assert sum(len(p) for p, _ in pieces) == frames * 512
+    return ws.windows
+
+
+def test_adaptive_windows_follow_the_listener_and_the_decoders_speed():
+    """Windows after the first are as large as the decoder (timed on the listener's clock)
+    can make before the audio the listener has in hand runs out, at least 1.5x the last."""
+    fast = 0.001  # s per frame: about 12x faster than real time (frame: 11.6 ms)
+    # a second in hand: 0.9 s / 1 ms = 900 frames less 26 of context, capped at 512
+    assert _windows(fast, 1.0) == [(0, 24), (24, 400)]
+    # 0.1 s in hand: 90 frames less the context, then at least 1.5x the window before
+    assert _windows(fast, 0.1) == [(0, 24), (24, 88), (88, 184), (184, 328), (328, 400)]
+    # nothing in hand: the least growth
+    assert _windows(fast, 0.0) == [(0, 24), (24, 60), (60, 114), (114, 195), (195, 317), (317, 400)]
+    # slower than real time: the plan's growth (fewer windows, less repeated context)
+    slow = [(0, 24), (24, 72), (72, 168), (168, 360), (360, 400)]
+    assert _windows(0.02, 1.0) == slow
+    # nobody listening: the plan's own windows
+    assert _windows(fast, None) == ADAPTIVE.windows(400) == slow
 
 
 # ------------------------------------------------------------- staged (stage by stage) ---

@@ -266,7 +266,7 @@ def test_the_program_refuses_presets_it_cannot_serve_at_start(tmp_path) -> None:
     cases = [
         (
             (f"--preset=alarm={MEI}:Shouting",),
-            "--preset 'alarm': voice openjtalk-mei has no style 'Shouting'",
+            "--preset 'alarm': unknown style 'Shouting' of voice openjtalk-mei; available: ",
         ),
         ((f"--preset={MEI}={MEI},volume=2",), f"--preset '{MEI}': the name is already a voice"),
         (

@@ -46,9 +46,9 @@ def assert_speech(samples: np.ndarray, rate: int) -> None:
     assert rms > 300, f"audio is (nearly) silent: RMS {rms:.1f}"
 
 
-def assert_one_line_failure(result: Finished, *words: str) -> None:
-    """Exit status 1 and one line on stderr that says `words`."""
-    assert result.returncode == 1, result.stderr
+def assert_one_line_failure(result: Finished, *words: str, code: int = 1) -> None:
+    """Exit status `code` and one line on stderr that says `words`."""
+    assert result.returncode == code, result.stderr
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
     for word in words:
@@ -181,12 +181,58 @@ async def test_say_play_without_a_sound_device_fails_clearly(
     assert_one_line_failure(result, "cannot play", "exit status 1", "audio open error")
 
 
-async def test_say_unknown_style_lists_the_styles(tmp_path: Path) -> None:
-    out = tmp_path / "x.wav"
+async def test_say_names_voices_by_the_servers_rule(tmp_path: Path, embedded: Speaker) -> None:
+    """Case-insensitive ``VOICE:STYLE`` and presets, as Wyoming and the page take them."""
+    out = tmp_path / "calm.wav"
     result = await run_program(
-        "say", TEXT, "--voice", f"{EMBEDDED_VOICE_NAME}:Sleepy", "-o", str(out)
+        "say", TEXT, "--voice", f"{EMBEDDED_VOICE_NAME}:CALM", "-o", str(out)
     )
-    assert_one_line_failure(result, "'Sleepy'", "Neutral, Bright, Calm, High, Low")
+    assert result.returncode == 0, result.stderr
+    assert (
+        read_wav(out.read_bytes())[3].tobytes() == embedded.generate(TEXT, style="Calm").pcm_bytes()
+    )
+    low = "alarm=openjtalk-mei:low"  # the preset's style, found case-insensitively
+    result = await run_program("say", TEXT, "--preset", low, "--style", "HIGH", "-o", str(out))
+    assert result.returncode == 0, result.stderr  # a style apart wins over the preset's
+    assert (
+        read_wav(out.read_bytes())[3].tobytes() == embedded.generate(TEXT, style="High").pcm_bytes()
+    )
+
+
+@pytest.mark.timeout(600)  # builds the session's AivisHub files when run alone
+async def test_say_builds_voices_as_the_server_does(
+    aivm_files, layout_root: Path, tmp_path: Path
+) -> None:
+    """A two-speaker AivisHub file is two voices here as in the server (`voices`), so the
+    file's name alone chooses neither: exit 2, listing the speakers' voices and styles."""
+    voice = f"duo=file://{aivm_files.multi}"
+    result = await run_program(
+        "say",
+        TEXT,
+        *("--voice", voice, "--bert-source", str(layout_root), "--offline", "--threads", "1"),
+        *("--cache-dir", str(tmp_path / "cache"), "-o", "-"),
+    )
+    assert_one_line_failure(
+        result, "unknown voice 'duo'; available: duo-alice, ", "duo-bob:Sad", code=2
+    )
+
+
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        (["--voice", f"{EMBEDDED_VOICE_NAME}:Sleepy"], "unknown style 'Sleepy' of voice"),
+        (["--style", "Sleepy"], "unknown style 'Sleepy' of voice"),
+        (["--preset", "alarm=openjtalk-mei:Sleepy"], "--preset 'alarm': unknown style 'Sleepy'"),
+    ],
+)
+async def test_say_refuses_an_unknown_style_listing_the_styles(
+    tmp_path: Path, args: list[str], says: str
+) -> None:
+    """Unlike the server (which falls back), `say` stops: exit 2, the asked name and what
+    exists on one line, nothing written."""
+    out = tmp_path / "x.wav"
+    result = await run_program("say", TEXT, *args, "-o", str(out))
+    assert_one_line_failure(result, says, "available: Neutral, Bright, Calm, High, Low", code=2)
     assert not out.exists() and list(tmp_path.iterdir()) == []
 
 
@@ -234,14 +280,31 @@ async def test_say_via_a_server_writes_the_same_wav(
 async def test_say_via_a_server_unknown_voice_lists_the_voices(start_server) -> None:
     server = await start_server()
     uri = f"tcp://127.0.0.1:{server.port}"
+    label = f"127.0.0.1:{server.port}"
     result = await run_program("say", TEXT, "--server", uri, "--voice", "nosuch", "-o", "-")
     assert_one_line_failure(
-        result, "unknown voice 'nosuch'", EMBEDDED_VOICE_NAME, f"{EMBEDDED_VOICE_NAME}:Calm"
+        result,
+        f"unknown voice 'nosuch' on {label}; available: {EMBEDDED_VOICE_NAME}, ",
+        f"{EMBEDDED_VOICE_NAME}:Calm",
+        code=2,
     )
     result = await run_program(
         "say", TEXT, "--server", uri, "--voice", EMBEDDED_VOICE_NAME, "--style", "x", "-o", "-"
     )
-    assert_one_line_failure(result, "unknown style 'x'", "Neutral, Bright, Calm, High, Low")
+    assert_one_line_failure(
+        result, "unknown style 'x'", label, "Neutral, Bright, Calm, High, Low", code=2
+    )
+
+
+async def test_say_via_a_server_names_voices_by_the_servers_rule(
+    start_server, embedded: Speaker
+) -> None:
+    server = await start_server()
+    uri = f"tcp://127.0.0.1:{server.port}"
+    voice = f"{EMBEDDED_VOICE_NAME.upper()}:calm"
+    result = await run_program("say", TEXT, "--server", uri, "--voice", voice, "-o", "-")
+    assert result.returncode == 0, result.stderr
+    assert read_wav(result.stdout)[3].tobytes() == embedded.generate(TEXT, style="Calm").pcm_bytes()
 
 
 async def test_say_reports_the_servers_error(start_server) -> None:

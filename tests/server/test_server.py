@@ -116,8 +116,33 @@ async def test_unknown_voice_or_style_falls_back_with_a_warning(
         )
     assert wy.pcm(unknown_voice) == wy.pcm(unknown_style) == wy.pcm(unknown_speaker) == expected
     text = caplog.text
-    assert "jvnv-F9-jp" in text and f"{MEI}:Bright" in text  # names what is available
-    assert "Angry" in text and "Sad" in text and "Calm" in text
+    assert "Unknown voice 'jvnv-F9-jp'" in text and f"{MEI}:Bright" in text  # what exists
+    assert f"using {MEI}" in text
+    assert f"Unknown style 'Angry' of voice {MEI}" in text and "Sad" in text and "Calm" in text
+
+
+async def test_voice_names_are_case_insensitive_styles_and_presets_included(
+    start_server, wy, embedded, caplog
+) -> None:
+    """The rule (`wyoming_hayakoe.resolve`) over Wyoming: every spelling below is the same
+    choice as the exact one, without a warning."""
+    from wyoming_hayakoe.presets import parse_presets
+
+    server = await start_server(presets=parse_presets([f"alarm={MEI}:High"]))
+    calm = embedded.generate("こんにちは。", style="Calm").pcm_bytes()
+    high = embedded.generate("こんにちは。", style="High").pcm_bytes()
+    low = embedded.generate("こんにちは。", style="Low").pcm_bytes()
+    with caplog.at_level(logging.WARNING, logger="wyoming_hayakoe"):
+        for voice, expected in [
+            (SynthesizeVoice(name=f"{MEI.upper()}:calm"), calm),
+            (SynthesizeVoice(name=MEI.upper(), speaker="CALM"), calm),
+            (SynthesizeVoice(name=f"{MEI}:High", speaker="calm"), calm),  # speaker wins
+            (SynthesizeVoice(name="ALARM"), high),
+            (SynthesizeVoice(name="alarm", speaker="low"), low),
+        ]:
+            events = await _synthesize(wy, server, "こんにちは。", voice)
+            assert wy.pcm(events) == expected, voice
+    assert caplog.records == []
 
 
 async def test_streaming_speaks_each_sentence_as_it_completes(start_server, wy, embedded) -> None:

@@ -274,7 +274,7 @@ def test_user_dictionary_flag_reaches_the_engine(tmp_path) -> None:
     import numpy as np
 
     from engine.text import clear_user_dictionary
-    from wyoming_hayakoe.server import build_speakers
+    from wyoming_hayakoe.voices import build_speakers
 
     path = tmp_path / "words.json"
     path.write_text(

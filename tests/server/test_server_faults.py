@@ -16,7 +16,7 @@ from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, Synthesize
 
 from engine import Speaker
 from engine.openjtalk import OpenJTalkVoice
-from engine.voice_backend import AudioPiece, SynthesisOptions
+from engine.voice_backend import AudioPiece, ListenerView, SynthesisOptions
 from tests.helpers.speakers import until_unlocked
 
 pytestmark = pytest.mark.timeout(180)
@@ -35,8 +35,13 @@ class CountingVoice:
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
 
-    def render(self, sentences: Sequence[str], options: SynthesisOptions) -> Iterator[AudioPiece]:
-        for piece in self.inner.render(sentences, options):
+    def render(
+        self,
+        sentences: Sequence[str],
+        options: SynthesisOptions,
+        listener: ListenerView | None = None,
+    ) -> Iterator[AudioPiece]:
+        for piece in self.inner.render(sentences, options, listener):
             self.rendered += 1
             yield piece
 

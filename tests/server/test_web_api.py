@@ -140,10 +140,28 @@ async def test_sample_is_a_cached_wav(page, embedded_speakers):
     admitted = state.admission.admitted
     again = await (await client.get("/api/sample", params={"voice": VOICE, "style": style})).read()
     assert again == first and state.admission.admitted == admitted  # from the cache
+    same = await client.get("/api/sample", params={"voice": f"{VOICE.upper()}:{style.lower()}"})
+    assert await same.read() == first  # the Wyoming rule: case-insensitive, VOICE:STYLE
+
+
+async def test_unknown_voice_or_style_is_refused_listing_what_exists(page, embedded_speakers):
+    """Unlike Wyoming (which falls back to the default voice), the page says what is wrong."""
+    client, state = await page()
+    styles = embedded_speakers[VOICE].styles
     r = await client.get("/api/sample", params={"voice": "nobody"})
-    assert r.status == 400 and (await r.json())["field"] == "voice"
-    r = await client.get("/api/sample", params={"voice": VOICE, "style": "Nope"})
+    assert r.status == 400
+    data = await r.json()
+    assert data["field"] == "voice" and data["available"] == state.catalog.voice_names()
+    assert data["available"] == [VOICE, *(f"{VOICE}:{s}" for s in styles), "alarm"]
+    assert data["error"] == f"unknown voice 'nobody'; available: {', '.join(data['available'])}"
+    r = await _post(client, "/api/speak", {"text": "あ", "voice": f"{VOICE}:Nope"})
+    assert r.status == 400
+    data = await r.json()
+    assert data["field"] == "style" and data["available"] == styles
+    assert data["error"].startswith(f"unknown style 'Nope' of voice {VOICE}; available: ")
+    r = await client.get("/api/sample", params={"voice": "alarm", "style": "Nope"})
     assert r.status == 400 and (await r.json())["field"] == "style"
+    assert state.admission.admitted == 0  # nothing was spoken
 
 
 async def test_speak_streams_pcm_equal_to_the_engine(page, embedded_speakers):
@@ -207,7 +225,9 @@ async def test_speak_wav_download(page, embedded_speakers):
         ({"text": 5}, 400, "text"),
         ({"text": "あ" * 2001}, 413, "text"),
         ({"text": "あ", "voice": "nobody"}, 400, "voice"),
+        ({"text": "あ", "voice": 5}, 400, "voice"),
         ({"text": "あ", "style": "Nope"}, 400, "style"),
+        ({"text": "あ", "style": ["Calm"]}, 400, "style"),
         ({"text": "あ", "speed": 9}, 400, "speed"),
         ({"text": "あ", "pitch": "high"}, 400, "pitch"),
         ({"text": "あ", "intonation": -1}, 400, "intonation"),

@@ -6,8 +6,9 @@
     wyoming-hayakoe say "起きて" --server tcp://speaker.local:10200 --voice alarm --play
 
 Either the command loads the voice itself (the server's voice, engine, synthesis and output
-flags, parsed by `wyoming_hayakoe.settings`/`presets`, so a voice speaks here exactly as the
-server would make it speak for a one-shot request), or it asks a running server
+flags, parsed by `wyoming_hayakoe.settings`/`presets`, the voices built by the server's
+`wyoming_hayakoe.voices`, so a voice speaks here exactly as the server would make it speak
+for a one-shot request), or it asks a running server
 (``--server``): a plain Wyoming client that sends one ``synthesize`` and writes or plays the
 audio as it arrives (the server's options and presets are its own there; ``--voice`` names
 any voice it serves, ``VOICE:STYLE`` or a preset).
@@ -17,16 +18,23 @@ starts with the first audio; ``-o FILE`` writes the WAV as the audio arrives (to
 file renamed at the end: an alarm never finds half a file); ``-o -`` writes the WAV to
 stdout once it is complete (a WAV header holds its length and a pipe cannot be rewound).
 
+Voice names follow the server's rule (`wyoming_hayakoe.resolve`: case-insensitive,
+``VOICE:STYLE``, presets), checked against the voice loaded here or the server's
+``describe``; unlike the server, which speaks an unknown name with its default voice,
+``say`` refuses it.
+
 Exit status, for cron jobs and systemd timers: 0 when the audio was written or played, 2 for
-bad arguments (argparse's own) or no text, 1 for anything else, with one line on stderr
-naming what failed (the server that refused the connection, the unknown voice with the
-available ones, the player that is missing or could not open a sound device).
+bad arguments (argparse's own), no text, or a voice, style or preset that names nothing (one
+line on stderr: the asked name and the available ones), 1 for anything else, with one line
+on stderr naming what failed (the server that refused the connection, the player that is
+missing or could not open a sound device).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import io
 import logging
 import os
@@ -50,13 +58,15 @@ from wyoming.tts import Synthesize, SynthesizeVoice
 
 from engine import EMBEDDED_VOICE_NAME, RedactingFilter, redact
 
+from ..presets import PresetError
+from ..resolve import STYLE_SEPARATOR, UnknownNameError, VoiceNames, resolve_name
+
 _LOGGER = logging.getLogger(__name__)
 
 PROG = "wyoming-hayakoe say"
 PLAYER = "aplay"
 """The ALSA player `--play` runs (alsa-utils)."""
 DEFAULT_TIMEOUT_S = 120.0
-STYLE_SEPARATOR = ":"
 SAMPLE_WIDTH = 2
 """The engine's audio: 16-bit mono."""
 
@@ -268,7 +278,7 @@ def build_parser() -> argparse.ArgumentParser:
         description=(
             "Speak TEXT once: to a WAV file, to stdout or to the sound card, with a voice "
             "loaded here or by asking a running server (--server). Exit status: 0 done, "
-            "1 failed (one line on stderr says what), 2 bad arguments."
+            "1 failed (one line on stderr says what), 2 bad arguments or an unknown voice."
         ),
     )
     parser.add_argument(
@@ -373,19 +383,18 @@ def speak_here(
     sink: AudioSink,
     environ: Mapping[str, str],
 ) -> float:
-    """Load the voice (as the server would) and speak; returns the seconds of audio."""
+    """Load the voice (as the server would) and speak; returns the seconds of audio.
+    `UnknownNameError` when the voice, preset or style names nothing loaded."""
     from ..flags import SettingsError, VoiceSpec
-    from ..info import VoiceCatalog
-    from ..presets import output_options, parse_presets, resolve_presets
-    from ..server import build_tts
+    from ..presets import parse_presets
     from ..settings import Settings, voice_fields
+    from ..voices import build_catalog, prepare_tts
 
     try:
         spec = VoiceSpec.parse(request.voice) if request.voice else None
         presets = parse_presets([args.preset] if args.preset else [])
     except SettingsError as exc:
         raise UsageError(str(exc)) from None
-    style = request.style
     if presets:
         preset = presets[0]
         if spec is not None and spec.name != preset.voice:
@@ -394,67 +403,41 @@ def speak_here(
                 f"{spec.name!r}"
             )
         voices = (VoiceSpec(preset.voice, spec.source if spec else None),)
-        name = preset.name
+        asked = preset.name
     else:
         spec = spec or VoiceSpec(EMBEDDED_VOICE_NAME)
-        voice_name = spec.name
-        if STYLE_SEPARATOR in voice_name:  # VOICE:STYLE, as the server names styles
-            voice_name, _, named_style = voice_name.rpartition(STYLE_SEPARATOR)
-            style = style or named_style
-        voices = (VoiceSpec(voice_name, spec.source),)
-        name = voice_name
+        asked = spec.name
+        load = spec.name  # VOICE:STYLE loads VOICE; the name is resolved once it is loaded
+        if STYLE_SEPARATOR in load:
+            load = load.rpartition(STYLE_SEPARATOR)[0] or load
+        voices = (VoiceSpec(load, spec.source),)
+    # Played as it is made: the playback guard paces the audio for a player that starts at
+    # the first chunk, with this voice's speed measured by the warm-up (a voice slower than
+    # speech then plays without gaps). A file or stdout is not played in real time: no guard,
+    # no warm-up. The embedded voice reports no audio still to come, so the guard has nothing
+    # to hold it back by and its warm-up would only delay the first audio.
     try:
         settings = Settings(
             voices=voices,
-            default_voice=voices[0].name,
+            default_voice="",  # the first voice that loads (a multi-speaker file: several)
             presets=presets,
             debug=args.debug,
             **voice_fields(args, environ),
         )
     except (SettingsError, ValueError) as exc:
         raise UsageError(str(exc)) from None
-    # Played as it is made: the playback guard paces the audio for a player that starts at
-    # the first chunk, with this voice's speed measured by the warm-up (a voice slower than
-    # speech then plays without gaps). A file or stdout is not played in real time: no guard,
-    # no warm-up. The embedded voice reports no audio still to come, so the guard has nothing
-    # to hold it back by and its warm-up would only delay the first audio.
     guard = isinstance(sink, PlayerSink) and settings.engine.playback_guard != "off"
-    warmup = guard and voices[0].name != EMBEDDED_VOICE_NAME
-
-    tts = build_tts(settings)
+    settings = dataclasses.replace(settings, warmup=guard and voices[0].name != EMBEDDED_VOICE_NAME)
     try:
-        for path in settings.user_dicts:
-            tts.load_user_dictionary(path)
-        tts.prepare(warmup=warmup, compile=settings.use_compile)
         # One request and out: int8 graphs missing from the cache are not made here (the
         # server or `wyoming-hayakoe quantize` makes them); the voice speaks in fp32.
+        tts = prepare_tts(settings, watch_dictionaries=False, skip_failed=False)
         tts.close()
     except Exception as exc:  # noqa: BLE001 - one line naming what failed, the rest at DEBUG
         _LOGGER.debug("Loading failed", exc_info=True)
         raise SayError(f"cannot load voice {voices[0].name}: {redact(str(exc))}") from None
-    speakers = tts.speakers
-    catalog = VoiceCatalog(speakers, voices[0].name, output=output_options(settings.output))
-    try:
-        catalog.presets = resolve_presets(
-            settings.presets,
-            speakers,
-            synthesis=settings.synthesis,
-            output=settings.output,
-            default_style=catalog.style_for,
-            taken=catalog.voice_names(),
-        )
-    except SettingsError as exc:
-        raise SayError(str(exc)) from None
-    speaker = speakers[voices[0].name]
-    if style is not None:
-        found = next((s for s in speaker.styles if s.casefold() == style.casefold()), None)
-        if found is None:
-            raise SayError(
-                f"unknown style {style!r} of voice {speaker.name}; "
-                f"available: {', '.join(speaker.styles)}"
-            )
-        style = found
-    resolved = catalog.resolve(SynthesizeVoice(name=name, speaker=style))
+    catalog = build_catalog(settings, tts.speakers)  # the server's voices: PresetError
+    resolved = catalog.resolve_exact(asked, request.style)  # the page's rule: UnknownNameError
     options = {**settings.synthesis.as_options(), **resolved.options}
     chunks = resolved.speaker.stream(
         request.text,
@@ -476,7 +459,7 @@ def speak_here(
         raise
     except Exception as exc:  # noqa: BLE001 - one line naming what failed
         _LOGGER.debug("Synthesis failed", exc_info=True)
-        raise SayError(f"synthesis failed with {speaker.name}: {exc}") from None
+        raise SayError(f"synthesis failed with {resolved.speaker.name}: {exc}") from None
     finally:
         close = getattr(chunks, "close", None)
         if close is not None:  # releases the speaker's lock at once
@@ -588,21 +571,15 @@ class WyomingConnection:
             yield event
 
 
-def _check_server_voice(info_voices: Mapping[str, list[str]], request: Request, label: str) -> None:
-    """`SayError` listing what the server serves when it has no such voice or style."""
+def _check_server_voice(info: Info, request: Request, label: str) -> None:
+    """`UnknownNameError` listing what the server serves when the voice or style names
+    nothing there (the rule the server applies, `wyoming_hayakoe.resolve`)."""
     if request.voice is None:
         return
-    found = next((v for v in info_voices if v.casefold() == request.voice.casefold()), None)
-    if found is None:
-        raise SayError(
-            f"unknown voice {request.voice!r} on {label}; available: {', '.join(info_voices)}"
-        )
-    styles = info_voices[found]
-    if request.style and styles and request.style.casefold() not in {s.casefold() for s in styles}:
-        raise SayError(
-            f"unknown style {request.style!r} of voice {found} on {label}; "
-            f"available: {', '.join(styles)}"
-        )
+    names = VoiceNames.from_info(info)
+    if not names.voices:
+        raise SayError(f"{label} serves no voices")
+    resolve_name(names, request.voice, request.style, default=next(iter(names.voices))).exact(label)
 
 
 def speak_via_server(
@@ -617,8 +594,7 @@ def speak_via_server(
             info = next((Info.from_event(e) for e in conn.events() if Info.is_type(e.type)), None)
         if info is None:
             raise SayError(f"{label} closed the connection without describing itself")
-        voices = {v.name: [s.name for s in (v.speakers or [])] for p in info.tts for v in p.voices}
-        _check_server_voice(voices, request, label)
+        _check_server_voice(info, request, label)
 
     voice = (
         SynthesizeVoice(name=request.voice, speaker=request.style)
@@ -705,6 +681,11 @@ def run(
             seconds = speak_here(args, request, sink, environ)
     except UsageError as exc:
         parser.error(str(exc))  # exits 2
+    except (UnknownNameError, PresetError) as exc:  # refused, with what exists: exit 2
+        if sink is not None:
+            sink.abort()
+        print(f"say: {exc}", file=sys.stderr)
+        return 2
     except SayError as exc:
         if sink is not None:
             sink.abort()

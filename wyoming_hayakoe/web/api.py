@@ -14,7 +14,10 @@
 | GET /api/status | voices, memory, requests, queue, version, last warnings |
 
 Synthesis goes through the Wyoming server's `Admission` (same queue bounds) and the same
-`VoiceCatalog`, so the page hears what Home Assistant hears.
+`VoiceCatalog`, so the page hears what Home Assistant hears. Voice names follow the same rule
+(`wyoming_hayakoe.resolve`: case-insensitive, ``VOICE:STYLE``, presets), except that a name or
+style that matches nothing is refused (400, ``field`` ``voice`` or ``style``, ``available``:
+the names that exist) where Wyoming falls back to the default voice.
 """
 
 from __future__ import annotations
@@ -33,12 +36,12 @@ from pathlib import Path
 from typing import Any
 
 from aiohttp import web
-from wyoming.tts import SynthesizeVoice
 
 from engine import TextPipeline, __version__
 
 from ..admission import Admission, AdmissionRefused
 from ..info import Resolved, VoiceCatalog
+from ..resolve import UnknownNameError
 from .dictionary import (
     FieldError,
     ImportError_,
@@ -92,14 +95,22 @@ STATE = web.AppKey("state", WebState)
 
 
 class BadRequest(ValueError):
-    def __init__(self, field: str, message: str, status: int = 400) -> None:
+    def __init__(
+        self, field: str, message: str, status: int = 400, available: list[str] | None = None
+    ) -> None:
         super().__init__(message)
         self.field = field
         self.status = status
+        self.available = available
 
 
-def _error(field: str, message: str, status: int = 400) -> web.Response:
-    return web.json_response({"error": message, "field": field}, status=status)
+def _error(
+    field: str, message: str, status: int = 400, available: list[str] | None = None
+) -> web.Response:
+    body: dict[str, Any] = {"error": message, "field": field}
+    if available is not None:
+        body["available"] = available
+    return web.json_response(body, status=status)
 
 
 async def _json_body(request: web.Request) -> dict[str, Any]:
@@ -124,20 +135,17 @@ def _text(state: WebState, data: Mapping[str, Any]) -> str:
 
 
 def _resolve(state: WebState, voice: object, style: object) -> Resolved:
-    catalog = state.catalog
-    if voice in (None, ""):
-        voice = catalog.default_voice
-    known = isinstance(voice, str) and (voice in catalog.speakers or voice in catalog.presets)
-    if not known or not isinstance(voice, str):
-        raise BadRequest("voice", f"voice: no voice or preset named {voice!r}")
-    if voice in catalog.presets:
-        return catalog.resolve(SynthesizeVoice(name=voice))
-    speaker = catalog.speakers[voice]
-    if style in (None, ""):
-        style = None
-    elif not isinstance(style, str) or style not in speaker.styles:
-        raise BadRequest("style", f"style: {voice} has no style {style!r}")
-    return catalog.resolve(SynthesizeVoice(name=voice, speaker=style))
+    """The voice rule (`wyoming_hayakoe.resolve`) without Wyoming's fallback: a name or
+    style that matches nothing is a 400 naming it, with the available names."""
+    if voice is not None and not isinstance(voice, str):
+        raise BadRequest("voice", f"voice: a name, got {voice!r}")
+    if style is not None and not isinstance(style, str):
+        raise BadRequest("style", f"style: a name, got {style!r}")
+    try:
+        return state.catalog.resolve_exact(voice, style)
+    except UnknownNameError as exc:
+        unknown = exc.unknown
+        raise BadRequest(unknown.kind, str(exc), available=list(unknown.available)) from None
 
 
 def _controls(data: Mapping[str, Any]) -> dict[str, float]:
@@ -472,7 +480,7 @@ async def errors_middleware(request: web.Request, handler: Any) -> web.StreamRes
     try:
         return await handler(request)
     except BadRequest as exc:
-        return _error(exc.field, str(exc), exc.status)
+        return _error(exc.field, str(exc), exc.status, exc.available)
     except FieldError as exc:
         return _error(exc.field, str(exc))
 

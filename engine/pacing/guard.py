@@ -1,5 +1,5 @@
-"""Playback without gaps on machines slower than speech: the listener's clock, this voice's
-measured speed, and the guard that holds back a request's first audio.
+"""`PlaybackGuard`: playback without gaps on machines slower than speech, by holding back a
+request's first audio.
 
 A listener (Home Assistant's media player, `aplay`) starts playing at the first chunk and
 then plays in real time; when the next audio is not there yet it waits, and the sentence
@@ -22,18 +22,20 @@ dry (the estimate was too low, or text from a language model arrives slower than
 is the same as one that has not started: the next audio is held by the same rule, so a
 gap happens once, not once per piece.
 
-`r` comes from a `SpeedMeter` per speaker (one estimate per precision, learned from the
-warm-up and from every request, rising fast when the machine gets busier and falling
-slowly), and, within a request, from the request's own pace once it has made enough audio.
+`ahead` comes from the request's `Listener` (`engine.pacing.listener`), `r` from the
+speaker's `SpeedMeter` (`engine.pacing.speed`) and, within a request, from the request's own
+pace once it has made enough audio. Text that arrived in deltas and waits for the voice counts
+as audio to come at the request's own seconds per character (`waiting_chars`, counted by
+`engine.pacing.request.RequestPacing`).
 """
 
 from __future__ import annotations
 
 import logging
-import threading
-import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from typing import Protocol, TypeVar
+
+from .listener import Listener
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -46,106 +48,8 @@ MAX_NEED_S = 30.0
 most about this long and may pause later, instead of starting only after minutes."""
 LIVE_MIN_S = 0.8
 """Seconds of a request's own audio (after its first piece) before its pace is trusted."""
-METER_MIN_AUDIO_S = 0.3
-"""Render calls with less audio than this teach the meter nothing (all overhead)."""
-RISE, FALL = 0.5, 0.2
-"""Weights of a new measurement in the meter's moving average, when it is slower / faster."""
-
-
-class PlaybackClock:
-    """How much audio handed out is still ahead of a real-time player that starts with the
-    first piece (and waits, without skipping, when a piece comes late). The windowed decoder
-    shares one per request with the decoding speed last measured (`per_frame`,
-    `last_size`); the playback guard keeps one per request for what it has sent."""
-
-    def __init__(self, now: Callable[[], float] = time.perf_counter) -> None:
-        self._now = now
-        self.start: float | None = None  # when the player would have started (shifted by stalls)
-        self.handed_out = 0.0  # seconds of audio handed out
-        self.stalls = 0  # times the player ran dry after it started
-        self.stalled_s = 0.0  # seconds it waited in all
-        self.per_frame: float | None = None  # seconds to decode one frame (with context)
-        self.last_size = 0  # frames in the last window
-
-    @property
-    def started(self) -> bool:
-        return self.start is not None
-
-    def ahead(self) -> float:
-        """Seconds of audio handed out but not yet played (0 if the player is waiting)."""
-        if self.start is None:
-            return 0.0
-        ahead = self.handed_out - (self._now() - self.start)
-        if ahead < 0:  # the player ran dry and waited: it resumes with the next piece
-            self.start -= ahead
-            self.stalls += 1
-            self.stalled_s -= ahead
-            ahead = 0.0
-        return ahead
-
-    def hand_out(self, seconds: float) -> None:
-        self.ahead()  # account for any stall first
-        if self.start is None:
-            self.start = self._now()
-        self.handed_out += seconds
-
-
-class SpeedMeter:
-    """Synthesis seconds per second of audio (the real-time factor) of one voice on this
-    machine, one estimate per precision. Thread-safe."""
-
-    def __init__(self) -> None:
-        self._rates: dict[str, float] = {}
-        self._lock = threading.Lock()
-
-    def observe(self, key: str, compute_s: float, audio_s: float) -> None:
-        """One render call's work: `compute_s` seconds for `audio_s` seconds of audio."""
-        if audio_s < METER_MIN_AUDIO_S or compute_s <= 0:
-            return
-        rate = compute_s / audio_s
-        with self._lock:
-            old = self._rates.get(key)
-            if old is None:
-                self._rates[key] = rate
-            else:
-                weight = RISE if rate > old else FALL
-                self._rates[key] = old + weight * (rate - old)
-
-    def rate(self, key: str) -> float | None:
-        """The current estimate for `key`; before any measurement of it, the slowest other
-        one (a voice that just switched from fp32 to int8 is at most that slow); None when
-        nothing was measured."""
-        with self._lock:
-            found = self._rates.get(key)
-            return found if found is not None else max(self._rates.values(), default=None)
-
-
 DEFAULT_SECONDS_PER_CHAR = 0.13
 """Seconds of speech per character of Japanese text before a request has measured its own."""
-
-
-class TextBacklog:
-    """Characters of a request's text that have arrived (text in deltas) and are not yet
-    being rendered: audio still to come that no voice has predicted yet. Thread-safe (the
-    event loop counts arrivals, the worker thread what it takes)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.arrived = 0
-        self.taken = 0
-
-    def arrive(self, chars: int) -> None:
-        with self._lock:
-            self.arrived += chars
-
-    def take(self, chars: int) -> None:
-        with self._lock:
-            self.taken += chars
-
-    @property
-    def waiting(self) -> int:
-        with self._lock:
-            return max(0, self.arrived - self.taken)
 
 
 class Chunk(Protocol):
@@ -159,27 +63,19 @@ C = TypeVar("C", bound=Chunk)
 
 
 class PlaybackGuard:
-    """One request's pacing (see the module doc). The speaker reports each piece the voice
-    makes (`produced`) and passes its output chunks through `pace`."""
+    """One request's hold-back rule (see the module doc), deciding against `listener`. The
+    request's pacing (`engine.pacing.request.RequestPacing`) reports each piece the voice
+    makes (`produced`) and passes the output chunks through `pace`."""
 
-    def __init__(
-        self,
-        base_rate: float | None,
-        *,
-        label: str = "",
-        backlog: TextBacklog | None = None,
-        now: Callable[[], float] = time.perf_counter,
-    ) -> None:
+    def __init__(self, base_rate: float | None, listener: Listener, *, label: str = "") -> None:
         self.base_rate = base_rate
-        self.backlog = backlog
-        """Text that arrived and waits for the voice (deltas): counted as audio to come."""
         self._part_chars = 0
         self._part_audio = 0.0
         self._per_char = DEFAULT_SECONDS_PER_CHAR
         self._largest = 0.0
         self.label = label
-        self._now = now
-        self.clock = PlaybackClock(now)
+        self.listener = listener
+        """The request's listener: what the guard has sent is handed to it."""
         self.remaining = 0.0  # seconds the voice says are still to come
         self.tail = 0.0  # seconds in the largest piece still to come
         self._first: tuple[float, float] | None = None  # (compute, audio) of the first piece
@@ -195,11 +91,16 @@ class PlaybackGuard:
         self._part_chars, self._part_audio = chars, 0.0
 
     def produced(
-        self, audio_s: float, compute_s: float, remaining: float | None, tail: float = 0.0
+        self,
+        audio_s: float,
+        compute_s: float,
+        remaining: float | None,
+        tail: float = 0.0,
+        waiting_chars: int = 0,
     ) -> None:
         """The voice made `audio_s` seconds in `compute_s` seconds; `remaining` seconds are
         still to come in this call (None: unknown, taken as none), the largest piece of them
-        `tail` seconds."""
+        `tail` seconds; `waiting_chars` characters of text arrived and wait for the voice."""
         if self._first is None:
             self._first = (compute_s, audio_s)
         else:
@@ -210,7 +111,7 @@ class PlaybackGuard:
         own = max(0.0, remaining or 0.0)
         if remaining is not None and self._part_chars > 0:
             self._per_char = (self._part_audio + own) / self._part_chars
-        waiting = self.backlog.waiting * self._per_char if self.backlog is not None else 0.0
+        waiting = waiting_chars * self._per_char
         if waiting > 0:  # text not given to the voice yet: its last piece will be whole
             tail = max(tail, self._largest)
         self.remaining = own + waiting
@@ -248,11 +149,11 @@ class PlaybackGuard:
         for chunk in chunks:
             held.append(chunk)
             held_s += chunk.duration
-            ahead = self.clock.ahead()
-            need = self.needed(stalled=self.clock.started and ahead <= 0.0)
+            ahead = self.listener.ahead()
+            need = self.needed(stalled=self.listener.started and ahead <= 0.0)
             if ahead + held_s < need:
                 if self._hold_started is None:
-                    self._hold_started = self._now()
+                    self._hold_started = self.listener.now()
                     self.holds += 1
                 continue
             yield from self._release(held, held_s)
@@ -262,7 +163,7 @@ class PlaybackGuard:
 
     def _release(self, held: list[C], held_s: float) -> Iterator[C]:
         if self._hold_started is not None:
-            waited = self._now() - self._hold_started
+            waited = self.listener.now() - self._hold_started
             self.held_s += waited
             self._hold_started = None
             _LOGGER.debug(
@@ -272,5 +173,5 @@ class PlaybackGuard:
                 self.rate() or 0.0,
                 self.remaining,
             )
-        self.clock.hand_out(held_s)
+        self.listener.hand_out(held_s)
         yield from held

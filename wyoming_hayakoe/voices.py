@@ -1,0 +1,131 @@
+"""The served voices from `Settings`: the `TTS` with every voice registered, loaded, and the
+`VoiceCatalog` (default voice, presets) that requests are resolved against.
+
+One builder for the server and for ``wyoming-hayakoe say`` (which loads its voice here so
+that it speaks exactly as the server would); it imports nothing of the listening code.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+
+from engine import TTS, Speaker, aivm_voices_in_dir, aivm_voices_of_file, is_aivm_source
+
+from .info import VoiceCatalog
+from .presets import output_options, resolve_presets
+from .settings import Settings
+
+__all__ = ["build_catalog", "build_speakers", "build_tts", "default_voice", "prepare_tts"]
+
+_LOGGER = logging.getLogger(__name__)
+
+
+def build_tts(settings: Settings) -> TTS:
+    """A `TTS` with every configured voice registered (nothing loaded yet)."""
+    tts = TTS(
+        settings.device,
+        cache_dir=settings.cache_dir,
+        bert_source=settings.bert_source,
+        hf_token=settings.hf_token,
+        rewrite=settings.rewrite,
+        options=settings.engine,
+    )
+    for spec in settings.voices:
+        for name, source in _expand(spec.name, spec.source, settings):
+            tts.load(name, source=source)
+    for folder in settings.voice_dirs:
+        found, _bad = aivm_voices_in_dir(folder, taken=tts.registered)  # bad files are logged
+        for name, source in found:
+            tts.load(name, source=source)
+    return tts
+
+
+def _expand(name: str, source: str | None, settings: Settings) -> list[tuple[str, str | None]]:
+    """One registration per voice: an AivisHub file with several speakers is one voice per
+    speaker (`NAME-<speaker>`); a file that cannot be read stays one registration, which
+    fails at load with the file and the reason, leaving the other voices served."""
+    if not is_aivm_source(source):
+        return [(name, source)]
+    try:
+        return list(
+            aivm_voices_of_file(
+                source,
+                name,
+                cache_dir=settings.cache_dir,
+                token=settings.hf_token,
+                offline=settings.engine.offline,
+            )
+        )
+    except Exception as exc:  # noqa: BLE001 - reported again, with the voice, by prepare
+        _LOGGER.debug("Voice %s: %s", name, exc)
+        return [(name, source)]
+
+
+def prepare_tts(
+    settings: Settings, *, watch_dictionaries: bool = True, skip_failed: bool = True
+) -> TTS:
+    """Load every configured voice (the slow part: downloads, sessions, warm-up); int8
+    graphs still to be made are made in the background (`TTS.close` stops that).
+
+    The server's way (the defaults): the user dictionaries are watched (reloaded when they
+    change), and a voice that cannot be loaded (a corrupt file, a source out of reach) is
+    left out with an error in the log naming the reason while the others are served; when
+    none can be loaded, the first voice's error is raised (the server does not start).
+    One request and out (``say``): `watch_dictionaries` False loads the dictionaries once,
+    `skip_failed` False raises the first voice that cannot be loaded."""
+    tts = build_tts(settings)
+    if watch_dictionaries and settings.user_dicts:
+        tts.watch_user_dictionaries(settings.user_dicts)
+    elif settings.user_dicts:
+        for path in settings.user_dicts:
+            tts.load_user_dictionary(path)
+    try:
+        tts.prepare(warmup=settings.warmup, compile=settings.use_compile, skip_failed=skip_failed)
+    except BaseException:
+        tts.close()
+        raise
+    if not tts.speakers:
+        tts.close()
+        raise next(iter(tts.failed.values()))
+    return tts
+
+
+def build_speakers(settings: Settings) -> dict[str, Speaker]:
+    """`prepare_tts`'s speakers."""
+    return prepare_tts(settings).speakers
+
+
+def default_voice(settings: Settings, speakers: Mapping[str, Speaker]) -> str:
+    """`--default-voice`, or the first voice that loaded when that one could not be."""
+    if settings.default_voice in speakers or not speakers:
+        return settings.default_voice
+    if not settings.default_voice:  # only --voice-dir: the first voice that loaded
+        return next(iter(speakers))
+    fallback = ([v.name for v in settings.voices if v.name in speakers] or list(speakers))[0]
+    _LOGGER.error(
+        "Default voice %s could not be loaded; requests that name no voice get %s",
+        settings.default_voice,
+        fallback,
+    )
+    return fallback
+
+
+def build_catalog(settings: Settings, speakers: Mapping[str, Speaker]) -> VoiceCatalog:
+    """The loaded speakers as the served voices: the default voice and style, the output
+    flags, and the presets checked against the speakers (`PresetError` names the preset)."""
+    catalog = VoiceCatalog(
+        speakers,
+        default_voice(settings, speakers),
+        settings.default_style,
+        output=output_options(settings.output),
+    )
+    catalog.presets = resolve_presets(
+        settings.presets,
+        speakers,
+        synthesis=settings.synthesis,
+        output=settings.output,
+        default_style=catalog.style_for,
+        taken=catalog.voice_names(),
+    )
+    return catalog
