@@ -220,8 +220,9 @@ def add_voice_arguments(p: argparse.ArgumentParser) -> None:
         action=argparse.BooleanOptionalAction,
         default=None,
         help="when a voice's int8 graphs must be made first: serve it in fp32 at once and "
-        "make them in the background at low priority, switching to int8 between requests; "
-        "--no-quantize-in-background waits for them before serving "
+        "make them in the background at low priority, pausing while requests run, and switch "
+        "to int8 between requests; --no-quantize-in-background makes them before serving; "
+        "`say` always makes them before it speaks "
         "(default: on unless $WYOMING_HAYAKOE_QUANTIZE_IN_BACKGROUND=0)",
     )
     e.add_argument(

@@ -66,7 +66,8 @@ def prepare_tts(
     settings: Settings, *, watch_dictionaries: bool = True, skip_failed: bool = True
 ) -> TTS:
     """Load every configured voice (the slow part: downloads, sessions, warm-up); int8
-    graphs still to be made are made in the background (`TTS.close` stops that).
+    graphs still to be made are made in the background when the settings ask for it (the
+    server's default; `TTS.close` stops that), else before this returns.
 
     The server's way (the defaults): the user dictionaries are watched (reloaded when they
     change), and a voice that cannot be loaded (a corrupt file, a source out of reach) is

@@ -427,10 +427,15 @@ def speak_here(
     except (SettingsError, ValueError) as exc:
         raise UsageError(str(exc)) from None
     guard = isinstance(sink, PlayerSink) and settings.engine.playback_guard != "off"
-    settings = dataclasses.replace(settings, warmup=guard and voices[0].name != EMBEDDED_VOICE_NAME)
+    settings = dataclasses.replace(
+        settings,
+        warmup=guard and voices[0].name != EMBEDDED_VOICE_NAME,
+        # One request and out: the library's contract, not the server's background work.
+        # int8 graphs missing from the cache are made once, here (progress on stderr; a
+        # stopped run resumes), so this and every later `say` runs what the plan says.
+        engine=dataclasses.replace(settings.engine, quantize_in_background=False),
+    )
     try:
-        # One request and out: int8 graphs missing from the cache are not made here (the
-        # server or `wyoming-hayakoe quantize` makes them); the voice speaks in fp32.
         tts = prepare_tts(settings, watch_dictionaries=False, skip_failed=False)
         tts.close()
     except Exception as exc:  # noqa: BLE001 - one line naming what failed, the rest at DEBUG
