@@ -302,7 +302,7 @@ def build_voice(
             onnx = files.onnx
             if onnx is None:  # PyTorch weights on the CPU: exported once into the cache
                 from ..layout import onnx_folder_files
-                from .loader import exported_onnx_dir
+                from .exported import exported_onnx_dir
 
                 onnx = onnx_folder_files(exported_onnx_dir(files.name, files, cache_dir))
             synth, plan = _onnx_model(key, onnx, options, bert, cache_dir, defer, progress)

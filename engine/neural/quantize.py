@@ -74,7 +74,8 @@ def quantize_voice(
     from ..int8.store import cache_dir_for
     from ..sources import parse_source
     from .build import split_synthesizer, voice_spec
-    from .loader import exported_onnx_dir, locate_voice
+    from .exported import exported_onnx_dir
+    from .loader import locate_voice
 
     src = parse_source(str(source), cache_dir=cache_dir, token=token)
     loc = locate_voice(name, src, "cpu")
