@@ -13,6 +13,7 @@ are read here only, by `EngineOptions.from_env`, as documented defaults of the s
 | `release_memory` | `WYOMING_HAYAKOE_RELEASE_MEMORY`  | on (=0 turns it off)         |
 | `offline`        | `HAYAKOE_OFFLINE`                 | off                          |
 | `precision`      | `WYOMING_HAYAKOE_PRECISION`       | auto                         |
+| `runtime`        | `WYOMING_HAYAKOE_RUNTIME`         | auto                         |
 | `quantize_in_background` | `..._QUANTIZE_IN_BACKGROUND` | server on (=0: off); library off |
 | `playback_guard` | `WYOMING_HAYAKOE_PLAYBACK_GUARD`  | auto                         |
 | `first_clause`   | `WYOMING_HAYAKOE_FIRST_CLAUSE`    | 12 characters (0: sentences) |
@@ -36,6 +37,12 @@ OFFLINE_ENV = "HAYAKOE_OFFLINE"
 PRECISION_ENV = "WYOMING_HAYAKOE_PRECISION"
 BACKGROUND_ENV = "WYOMING_HAYAKOE_QUANTIZE_IN_BACKGROUND"
 PRECISIONS = ("auto", "fp32", "int8")
+RUNTIME_ENV = "WYOMING_HAYAKOE_RUNTIME"
+ONNXRUNTIME = "onnxruntime"
+OPENVINO = "openvino"
+RUNTIME_NAMES = (ONNXRUNTIME, OPENVINO)
+"""What can run a CPU voice's graphs (`engine.synth.openvino_backend` for OpenVINO)."""
+RUNTIMES = ("auto", *RUNTIME_NAMES)
 PLAYBACK_GUARD_ENV = "WYOMING_HAYAKOE_PLAYBACK_GUARD"
 GUARD_MODES = ("auto", "off")
 FIRST_CLAUSE_ENV = "WYOMING_HAYAKOE_FIRST_CLAUSE"
@@ -73,6 +80,11 @@ class EngineOptions:
     """Decoder arithmetic of CPU voices: "int8" (graphs calibrated on the voice, made once),
     "fp32", or "auto": int8 where the voice's int8 graphs passed the fidelity gate, fp32
     otherwise (`engine.int8.plan`). CUDA voices always run fp32."""
+    runtime: str = "auto"
+    """What runs a CPU voice's graphs: "onnxruntime", "openvino" (when installed), or
+    "auto": with `precision` "auto", each runtime × precision whose graphs pass the
+    fidelity gate is timed on this machine once and the fastest is used
+    (`engine.int8.measure`, cached); with a precision asked for, ONNX Runtime."""
     quantize_in_background: bool = False
     """When a voice's int8 graphs must be made first ("auto" or "int8" and none in the
     cache): on, serve it in fp32 at once and make them in the background at low priority,
@@ -112,6 +124,10 @@ class EngineOptions:
                 f"EngineOptions.precision must be one of {', '.join(PRECISIONS)}, "
                 f"not {self.precision!r}"
             )
+        if self.runtime not in RUNTIMES:
+            raise ValueError(
+                f"EngineOptions.runtime must be one of {', '.join(RUNTIMES)}, not {self.runtime!r}"
+            )
         if self.threads is not None and (not isinstance(self.threads, int) or self.threads < 1):
             raise ValueError(
                 f"EngineOptions.threads must be a positive integer, not {self.threads!r}"
@@ -149,6 +165,10 @@ class EngineOptions:
         if precision not in PRECISIONS:
             _LOGGER.warning("Ignoring %s=%r (not one of %s)", PRECISION_ENV, precision, PRECISIONS)
             precision = "auto"
+        runtime = env.get(RUNTIME_ENV, "").strip().lower() or "auto"
+        if runtime not in RUNTIMES:
+            _LOGGER.warning("Ignoring %s=%r (not one of %s)", RUNTIME_ENV, runtime, RUNTIMES)
+            runtime = "auto"
         guard = env.get(PLAYBACK_GUARD_ENV, "").strip().lower() or "auto"
         if guard not in GUARD_MODES:
             _LOGGER.warning(
@@ -162,6 +182,7 @@ class EngineOptions:
             release_memory=env.get(RELEASE_MEMORY_ENV, "").strip() != "0",
             offline=env.get(OFFLINE_ENV, "").strip().lower() in ("1", "true", "yes", "on"),
             precision=precision,
+            runtime=runtime,
             quantize_in_background=env.get(BACKGROUND_ENV, "").strip() != "0",
             playback_guard=guard,
             first_clause=DEFAULT_FIRST_CLAUSE if clause is None else clause,

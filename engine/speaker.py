@@ -150,6 +150,26 @@ class Speaker:
         return None if found is None else str(found)
 
     @property
+    def runtime(self) -> str | None:
+        """What runs the voice's graphs ("onnxruntime", "openvino", "pytorch"); None for a
+        voice without graphs (the embedded HTS voice)."""
+        found = getattr(self.voice, "runtime", None)
+        return None if found is None else str(found)
+
+    @property
+    def runs(self) -> str | None:
+        """What the voice runs now, in a few words ("int8 on OpenVINO, 0.43× fp32's time
+        here (measured)"); None for a voice with no such choice."""
+        found = getattr(self.voice, "runs", None)
+        return None if found is None else str(found)
+
+    @property
+    def precision_reason(self) -> str | None:
+        """Why it runs that: the gate's figures and, when measured, every candidate's time."""
+        found = getattr(self.voice, "precision_reason", None)
+        return None if found is None else str(found)
+
+    @property
     def default_style(self) -> str:
         return self.defaults.style
 
@@ -166,7 +186,9 @@ class Speaker:
         return self.speed.rate(self._speed_key())
 
     def _speed_key(self) -> str:
-        return str(getattr(self.voice, "precision", "") or "")
+        precision = str(getattr(self.voice, "precision", "") or "")
+        runtime = str(getattr(self.voice, "runtime", "") or "")
+        return f"{precision}/{runtime}" if runtime and runtime != "onnxruntime" else precision
 
     @staticmethod
     def _default_style(voice: Voice) -> str:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .int8.background import BackgroundInt8, Int8Upgrade
+from .int8.measure import WARMUP_TEXT
 from .layout import OFFICIAL_SOURCE
 from .openjtalk import EMBEDDED_VOICE_NAME, OpenJTalkVoice
 from .options import EngineOptions
@@ -35,9 +36,10 @@ __all__ = ["TTS"]
 _LOGGER = logging.getLogger(__name__)
 
 
-_WARMUP_TEXT = "こんにちは。今日はいい天気ですね、少し散歩に出かけましょう。"
+_WARMUP_TEXT = WARMUP_TEXT
 """Two sentences, about three seconds: long enough that the speed it measures (the playback
-guard's first estimate, `Speaker.speed`) is not all start-up cost."""
+guard's first estimate, `Speaker.speed`) is not all start-up cost; `--precision auto` times
+its candidates on them too (`engine.int8.measure`)."""
 
 
 @dataclass(frozen=True)
@@ -202,7 +204,7 @@ class TTS:
             if plan is not None and plan.job is not None:
                 later.setdefault(key, (plan.job, []))[1].append(speaker)
                 note = "; int8 graphs are being made in the background, the switch is logged"
-            runs = f", runs {speaker.precision}" if speaker.precision else ""
+            runs = f", runs {speaker.runs}" if speaker.runs else ""
             _LOGGER.info(
                 "Voice %s ready%s (styles: %s)%s", reg.name, runs, ", ".join(speaker.styles), note
             )

@@ -156,7 +156,7 @@ def _capitalised(text: str) -> str:
 
 def describe_speaker(name: str, speaker: Speaker) -> str:
     """A voice's description: what it is and the arithmetic it runs now."""
-    runs = f", runs {speaker.precision}" if speaker.precision else ""
+    runs = f", runs {speaker.runs}" if speaker.runs else ""
     return f"{name}: {speaker.description}{runs}"
 
 
@@ -171,7 +171,7 @@ class InfoAnswer:
         self._event: Event | None = None
 
     def event(self) -> Event:
-        key = tuple(s.precision for s in self._catalog.speakers.values())
+        key = tuple(s.runs for s in self._catalog.speakers.values())
         if self._event is None or key != self._key:
             self._event = build_info(self._catalog, streaming=self._streaming).event()
             self._key = key

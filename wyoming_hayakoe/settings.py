@@ -211,8 +211,19 @@ def add_voice_arguments(p: argparse.ArgumentParser) -> None:
         default=None,
         help=(
             "decoder arithmetic of CPU voices: int8 (about 2-3x faster, checked against fp32), "
-            "fp32, or auto: int8 where the voice's int8 graphs passed the fidelity gate "
+            "fp32, or auto: what runs fastest on this machine among what passes the fidelity "
+            "gate (each runtime x precision timed once at first start, cached) "
             "(default: $WYOMING_HAYAKOE_PRECISION, else auto)"
+        ),
+    )
+    e.add_argument(
+        "--runtime",
+        choices=["auto", "onnxruntime", "openvino"],
+        default=None,
+        help=(
+            "what runs CPU voices' graphs: onnxruntime, openvino (if installed), or auto: "
+            "with --precision auto, both are timed and the faster one is used; with a "
+            "precision asked for, ONNX Runtime (default: $WYOMING_HAYAKOE_RUNTIME, else auto)"
         ),
     )
     e.add_argument(
@@ -558,6 +569,7 @@ def _engine_options(args: argparse.Namespace, env: Mapping[str, str]) -> EngineO
         "overlap": args.overlap,
         "offline": args.offline,
         "precision": args.precision,
+        "runtime": args.runtime,
         "quantize_in_background": args.quantize_in_background,
         "playback_guard": args.playback_guard,
         "first_clause": args.first_clause,

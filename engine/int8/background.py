@@ -56,7 +56,9 @@ INT8 = "int8"
 FP32 = "fp32"
 FAILED = "failed"
 CANCELLED = "cancelled"
-FINAL_STATES = frozenset({INT8, FP32, FAILED, CANCELLED})
+FINAL_STATES = frozenset({INT8, FP32, "bf16", "fp16", FAILED, CANCELLED})
+"""int8 / fp32 / bf16 / fp16: what the voice runs in the end (`Int8Upgrade.reason` says on
+which runtime and why)."""
 
 
 class Switchable(Protocol):
@@ -73,7 +75,8 @@ class Int8Upgrade:
 
     voice: str
     state: str = QUEUED
-    """queued → making → switching → int8; or fp32 (gate failed), failed, cancelled."""
+    """queued → making → switching → int8 (or what the measurement chose: fp32, bf16,
+    fp16); or fp32 (gate failed), failed, cancelled."""
     reason: str = ""
     """The gate's summary (figures and thresholds), or what went wrong."""
     report: FidelityReport | None = None
@@ -279,34 +282,43 @@ class BackgroundInt8:
             upgrade._finish(FAILED, f"int8 graphs could not be made ({exc})")
             return
         graphs = made["graphs"]
-        choice = job.choose(graphs)
         upgrade.report = graphs.report
-        upgrade.reason = choice.reason
-        if choice.precision != "int8":
-            _LOGGER.warning(
-                "Voice %s stays fp32: its int8 graphs (made in %.0f s) failed the fidelity "
-                "gate: %s",
-                job.name,
-                upgrade.seconds,
-                choice.reason,
-            )
-            upgrade._finish(FP32)
+        try:  # the gate's verdict, then (auto) the measurement, at normal priority
+            choice = job.choose(graphs, control=control, heldout=self._heldout, progress=self._say)
+        except Cancelled:
+            upgrade._finish(CANCELLED, "closed while measuring")
             return
-        synth = job.build(graphs)
+        upgrade.reason = choice.reason
+        serving = job.serving
+        if choice.precision != "int8" and not (graphs.report.passed or job.precision == "int8"):
+            _LOGGER.warning(
+                "Voice %s stays %s: its int8 graphs (made in %.0f s) failed the fidelity gate: %s",
+                job.name,
+                choice.short,
+                upgrade.seconds,
+                graphs.report.summary() if choice.measurement else choice.reason,
+            )
+        if serving is not None and serving.candidate == choice.candidate:
+            _LOGGER.info("Voice %s keeps running %s: %s", job.name, choice.short, choice.reason)
+            upgrade._finish(choice.precision)
+            return
+        synth = job.build(choice)
         upgrade.state = SWITCHING
         upgrade.ready.set()
-        if not _at_boundaries(list(speakers), lambda: job.install(synth), self._closed):
+        if not _at_boundaries(list(speakers), lambda: job.install(synth, choice), self._closed):
             upgrade._finish(CANCELLED, "closed before the switch")
             return
         _LOGGER.info(
-            "Voice %s switched from fp32 to int8 between requests (graphs made in %.0f s, "
+            "Voice %s switched from %s to %s between requests (graphs made in %.0f s, "
             "%.0f s of it paused for requests): %s",
             job.name,
+            serving.short if serving is not None else "fp32",
+            choice.short,
             upgrade.seconds,
             upgrade.paused_s,
             choice.reason,
         )
-        upgrade._finish(INT8)
+        upgrade._finish(choice.precision)
 
 
 def _at_boundaries(

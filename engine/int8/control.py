@@ -59,6 +59,10 @@ class Int8Control:
             for options in self._runs:
                 options.terminate = True
 
+    def busy_now(self) -> bool:
+        """Whether a request is in flight now (a timed run it overlapped is taken again)."""
+        return bool(self._busy is not None and self._busy())
+
     def checkpoint(self) -> None:
         """Between two steps: wait while a request is in flight, raise `Cancelled` if
         cancelled."""

@@ -87,11 +87,14 @@ class FidelityReport:
     sentences: list[SentenceFidelity] = field(default_factory=list)
     settings: dict[str, Any] = field(default_factory=dict)
     """How the graphs were made (method, ops, calibration size, timings)."""
+    kind: str = "int8"
+    """What was compared with fp32 on ONNX Runtime: "int8", or a candidate of
+    `engine.int8.measure` ("bf16 on OpenVINO")."""
 
     def summary(self) -> str:
         verdict = "passed" if self.passed else "FAILED (" + "; ".join(self.reasons) + ")"
         return (
-            f"int8 fidelity of {self.voice}: {verdict} — SNR min {self.snr_db_min:.1f} dB "
+            f"{self.kind} fidelity of {self.voice}: {verdict} — SNR min {self.snr_db_min:.1f} dB "
             f"(≥ {self.thresholds.min_snr_db:g}), mean {self.snr_db_mean:.1f} dB; log-mel "
             f"{self.logmel_db_mean:.2f} dB (≤ {self.thresholds.max_logmel_db:g}); MCD "
             f"{self.mcd_db_mean:.2f} dB (≤ {self.thresholds.max_mcd_db:g}); "
@@ -123,8 +126,9 @@ def judge(
     sentences: list[SentenceFidelity],
     thresholds: GateThresholds | None = None,
     settings: dict[str, Any] | None = None,
+    kind: str = "int8",
 ) -> FidelityReport:
-    """The report for `sentences` against `thresholds`."""
+    """The report for `sentences` against `thresholds` (`kind`: what was compared)."""
     th = thresholds or GateThresholds()
     if not sentences:
         raise ValueError("fidelity gate: no held-out sentence was synthesized")
@@ -150,6 +154,7 @@ def judge(
         reasons=reasons,
         sentences=list(sentences),
         settings=dict(settings or {}),
+        kind=kind,
     )
 
 

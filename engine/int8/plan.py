@@ -15,6 +15,14 @@ returns with the answer, on a fresh cache as on a warm one), or, with `defer` (t
 plan's `job` says how to make and install them (`engine.int8.background`). A stored report
 is judged again against the thresholds asked for (its figures are kept; only the verdict
 may change). Every answer comes with its reason, which the loader logs.
+
+With ``"auto"`` the choice is also a runtime: where more than one runtime × precision
+passes the gate (`engine.int8.measure`: fp32 and int8 on ONNX Runtime and OpenVINO, bf16 /
+fp16 on OpenVINO where the CPU has it), the fastest measured on this machine is taken —
+measured once, kept in the cache (`speed.json`), read back by later starts. In the library
+the measurement is made before `prepare()` returns; with `defer` it is the pending job's
+last step (the voice serves what the gate allows meanwhile, and switches at a request
+boundary). A precision asked for runs on `runtime` (ONNX Runtime unless "openvino").
 """
 
 from __future__ import annotations
@@ -24,12 +32,21 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..options import PRECISIONS
+from ..options import ONNXRUNTIME, OPENVINO, PRECISIONS
 from ..synth.common import SynthBackend
 from .calibrate import FeatureSource, LatentBackend, VoiceSpec
 from .control import Int8Control
 from .gate import FidelityReport, GateThresholds, judge
 from .make import make_int8
+from .measure import (
+    SPEED_FILE,
+    Candidate,
+    Measurement,
+    candidates,
+    measure,
+    measurement_stamp,
+    read_measurement,
+)
 from .recipe import QuantSettings, stamp_for
 from .store import Int8Graphs, cache_dir_for, find_int8
 
@@ -59,9 +76,28 @@ class PrecisionChoice:
     """What a voice runs and why."""
 
     precision: str
-    """"fp32" or "int8"."""
+    """"fp32", "int8", or (measured, OpenVINO) "bf16" / "fp16"."""
     reason: str
     graphs: Int8Graphs | None = None
+    runtime: str = ONNXRUNTIME
+    """"onnxruntime" or "openvino"."""
+    measurement: Measurement | None = None
+    """The measurement that chose it (`precision="auto"` with more than one candidate)."""
+
+    @property
+    def candidate(self) -> Candidate:
+        return Candidate(self.runtime, self.precision)
+
+    @property
+    def label(self) -> str:
+        """E.g. "int8 on OpenVINO"."""
+        return self.candidate.label
+
+    @property
+    def short(self) -> str:
+        """The precision, and the runtime when it is not ONNX Runtime ("int8", "bf16 on
+        OpenVINO")."""
+        return self.precision if self.runtime == ONNXRUNTIME else self.label
 
 
 def check_precision(precision: str) -> str:
@@ -82,26 +118,52 @@ def rejudged(report: FidelityReport, thresholds: GateThresholds | None) -> Fidel
     the ones it was judged with, or none are given)."""
     if thresholds is None or thresholds == report.thresholds or not report.sentences:
         return report
-    return judge(report.voice, list(report.sentences), thresholds, report.settings)
+    return judge(report.voice, list(report.sentences), thresholds, report.settings, report.kind)
 
 
 def verdict(
-    precision: str, name: str, graphs: Int8Graphs, thresholds: GateThresholds | None = None
+    precision: str,
+    name: str,
+    graphs: Int8Graphs,
+    thresholds: GateThresholds | None = None,
+    runtime: str = ONNXRUNTIME,
 ) -> PrecisionChoice:
     """What a voice with int8 `graphs` runs under `precision` ("auto" or "int8"): int8 when
     their report passes `thresholds` (default: those it was judged with), or when int8 is
-    asked for (with a warning naming the failed figures); fp32 otherwise."""
+    asked for (with a warning naming the failed figures); fp32 otherwise. On `runtime`
+    (the measurement may then choose another, `Int8Job.measured`)."""
     report = rejudged(graphs.report, thresholds)
     if report.passed:
-        return PrecisionChoice("int8", f"{report.summary()} [{graphs.directory}]", graphs)
+        return PrecisionChoice("int8", f"{report.summary()} [{graphs.directory}]", graphs, runtime)
     if precision == "int8":
         _LOGGER.warning(
             "Voice %s: int8 asked for although its fidelity gate failed: %s",
             name,
             "; ".join(report.reasons),
         )
-        return PrecisionChoice("int8", f"precision int8 asked for; {report.summary()}", graphs)
-    return PrecisionChoice("fp32", f"{report.summary()} → fp32 [{graphs.directory}]", graphs)
+        return PrecisionChoice(
+            "int8", f"precision int8 asked for; {report.summary()}", graphs, runtime
+        )
+    return PrecisionChoice(
+        "fp32", f"{report.summary()} → fp32 [{graphs.directory}]", graphs, runtime
+    )
+
+
+def fixed_runtime(runtime: str, name: str) -> str:
+    """The runtime a voice runs on when nothing is measured: ONNX Runtime for "auto"; an
+    asked-for OpenVINO that is not installed falls back to ONNX Runtime (a warning)."""
+    if runtime != OPENVINO:
+        return ONNXRUNTIME
+    from ..synth import openvino_backend
+
+    if not openvino_backend.available():
+        _LOGGER.warning(
+            "Voice %s: runtime openvino asked for, but OpenVINO is not installed (pip install "
+            "openvino): it runs on ONNX Runtime",
+            name,
+        )
+        return ONNXRUNTIME
+    return OPENVINO
 
 
 @dataclass
@@ -122,12 +184,22 @@ class Int8Job:
     spec: VoiceSpec
     fp32_synth: Callable[[int | None], LatentBackend]
     """threads → a fresh fp32 synthesizer cut at the decoder, for calibration."""
-    int8_synth: Callable[[Int8Graphs], SynthBackend]
-    """graphs → the synthesizer the voice serves with in int8."""
+    synth_for: Callable[[Candidate, Int8Graphs | None], SynthBackend]
+    """(runtime × precision, int8 graphs) → a synthesizer that runs it, with the threads
+    the voice serves with (what it switches to, and what the measurement times)."""
     thresholds: GateThresholds | None = None
     settings: QuantSettings = field(default_factory=QuantSettings)
-    switch: Callable[[SynthBackend], None] | None = None
+    switch: Callable[[SynthBackend, PrecisionChoice], None] | None = None
     """Installs a synthesizer into every voice that shares these graphs (set by the builder)."""
+    runtime: str = "auto"
+    """The runtime asked for ("auto": measured among those installed)."""
+    threads: int = 1
+    """The threads the voice serves with (its measurement runs with them)."""
+    graphs: Int8Graphs | None = None
+    """int8 graphs already made (found): `make` returns them; only the measurement is left."""
+    serving: PrecisionChoice | None = None
+    """What the voice runs while the job is pending (the background switches only if the
+    final choice differs)."""
 
     def make(
         self,
@@ -142,6 +214,8 @@ class Int8Job:
         """Make, gate and store the graphs (minutes on a full-size voice; resumes what an
         earlier run finished). `bert` replaces the voice's BERT for this; `calibration` /
         `heldout` replace the shipped sentence sets (tests); `control` pauses and cancels."""
+        if self.graphs is not None:
+            return self.graphs
         synth = self.fp32_synth(threads)
         try:
             return make_int8(
@@ -163,19 +237,94 @@ class Int8Job:
         finally:
             del synth  # its sessions go now, not at the next collection
 
-    def choose(self, graphs: Int8Graphs) -> PrecisionChoice:
-        """int8 or fp32 for these graphs (the gate; "int8" asked for wins over it)."""
-        return verdict(self.precision, self.name, graphs, self.thresholds)
+    def choose(
+        self,
+        graphs: Int8Graphs | None,
+        *,
+        control: Int8Control | None = None,
+        heldout: Sequence[str] | None = None,
+        progress: Callable[[str], None] | None = None,
+    ) -> PrecisionChoice:
+        """What to run with these graphs: the gate ("int8" asked for wins over it), then
+        under "auto" the measurement (`measured`; read from the cache when taken before)."""
+        fixed = fixed_runtime(self.runtime, self.name)
+        if graphs is None:
+            choice = PrecisionChoice("fp32", "no int8 graphs", None, fixed)
+        else:
+            choice = verdict(self.precision, self.name, graphs, self.thresholds, fixed)
+        found = self.measured(graphs, choice, control=control, heldout=heldout, progress=progress)
+        return found if found is not None else choice
 
-    def build(self, graphs: Int8Graphs) -> SynthBackend:
-        """The int8 synthesizer to serve with (sessions built now, on the calling thread)."""
-        return self.int8_synth(graphs)
+    def measured(
+        self,
+        graphs: Int8Graphs | None,
+        choice: PrecisionChoice,
+        *,
+        cached_only: bool = False,
+        control: Int8Control | None = None,
+        heldout: Sequence[str] | None = None,
+        progress: Callable[[str], None] | None = None,
+    ) -> PrecisionChoice | None:
+        """`choice` (the gate's) replaced by the fastest runtime × precision measured on
+        this machine, under "auto" when there is more than one candidate; `choice` itself
+        when nothing is to be measured. `cached_only`: None instead of measuring when no
+        stored measurement matches."""
+        if self.precision != "auto":
+            return choice
+        int8_ok = graphs is not None and rejudged(graphs.report, self.thresholds).passed
+        trying = candidates(self.runtime, int8=int8_ok)
+        if len(trying) <= 1:
+            return choice
+        stamp = measurement_stamp(
+            threads=self.threads,
+            synthesizer=self.synthesizer,
+            int8_dir=graphs.directory if graphs is not None else None,
+            trying=trying,
+            thresholds=self.thresholds,
+        )
+        path = self.out_dir / SPEED_FILE
+        found = read_measurement(path, stamp)
+        if found is None:
+            if cached_only:
+                return None
+            found = measure(
+                self.spec,
+                trying,
+                lambda c: self.synth_for(c, graphs),  # type: ignore[arg-type,return-value]
+                self.bert,
+                stamp=stamp,
+                threads=self.threads,
+                int8_report=rejudged(graphs.report, self.thresholds) if graphs else None,
+                thresholds=self.thresholds,
+                heldout=heldout,
+                control=control,
+                progress=progress,
+            )
+            try:
+                found.save(path)
+            except OSError as exc:
+                _LOGGER.warning(
+                    "Voice %s: cannot keep the measurement in %s: %s", self.name, path, exc
+                )
+        else:
+            _LOGGER.info("Voice %s: measurement read from %s (taken before)", self.name, path)
+        chosen = found.chosen
+        why = found.summary()
+        if chosen.precision == "int8" or choice.precision == "int8":
+            why = f"{why}; {choice.reason}"
+        return PrecisionChoice(chosen.precision, why, graphs, chosen.runtime, found)
 
-    def install(self, synth: SynthBackend) -> None:
-        """Switch the voice(s) to `synth` (between requests)."""
+    def build(self, choice: PrecisionChoice) -> SynthBackend:
+        """The synthesizer that runs `choice` (sessions built now, on the calling thread)."""
+        graphs = choice.graphs if choice.precision == "int8" else None
+        return self.synth_for(choice.candidate, graphs)
+
+    def install(self, synth: SynthBackend, choice: PrecisionChoice) -> None:
+        """Switch the voice(s) to `synth`, which runs `choice` (between requests)."""
         if self.switch is None:
             raise RuntimeError(f"voice {self.name}: no voice to switch (not loaded)")
-        self.switch(synth)
+        self.switch(synth, choice)
+        self.serving = choice
 
 
 @dataclass
@@ -207,16 +356,27 @@ def plan_int8(
     defer: bool = False,
     control: Int8Control | None = None,
     progress: Callable[[str], None] | None = None,
+    runtime: str = "auto",
 ) -> Int8Plan:
     """Decide one voice's plan (see the module doc). `job()` describes how to make its
-    graphs (called only when they are to be made)."""
+    graphs and measure them (called only when there is something to make or measure)."""
     check_precision(precision)
+    fixed = fixed_runtime(runtime, name)
     if precision == "fp32":
-        return Int8Plan(NONE, PrecisionChoice("fp32", "precision fp32 asked for"))
+        return Int8Plan(NONE, PrecisionChoice("fp32", "precision fp32 asked for", None, fixed))
     settings = QuantSettings()
     graphs = find_int8(name, synthesizer, baked_dirs, cache_dir, settings)
     if graphs is not None:
-        return Int8Plan(READY, verdict(precision, name, graphs, thresholds))
+        choice = verdict(precision, name, graphs, thresholds, fixed)
+        if precision != "auto":
+            return Int8Plan(READY, choice)
+        todo = job()
+        todo.graphs = graphs
+        found = todo.measured(graphs, choice, cached_only=defer, control=control, progress=progress)
+        if found is not None:
+            return Int8Plan(READY, found)
+        todo.serving = choice  # serves the gate's choice now; measured in the background
+        return Int8Plan(PENDING, choice, todo)
     if precision == "auto" and decoder_channels < AUTO_MIN_CHANNELS:
         return Int8Plan(
             NONE,
@@ -225,20 +385,22 @@ def plan_int8(
                 f"no int8 graphs, and the decoder is narrow ({decoder_channels} channels < "
                 f"{AUTO_MIN_CHANNELS}) so int8 would not be faster; `wyoming-hayakoe quantize` "
                 "makes them anyway",
+                None,
+                fixed,
             ),
         )
     todo = job()
     out = cache_dir_for(name, synthesizer, cache_dir)
     if defer:
-        return Int8Plan(
-            PENDING,
-            PrecisionChoice(
-                "fp32",
-                f"no int8 graphs yet: fp32 now, int8 graphs are made in the background into "
-                f"{out} (precision {precision}; the switch is logged)",
-            ),
-            todo,
+        serving = PrecisionChoice(
+            "fp32",
+            f"no int8 graphs yet: fp32 now, int8 graphs are made in the background into "
+            f"{out} (precision {precision}; the switch is logged)",
+            None,
+            fixed,
         )
+        todo.serving = serving
+        return Int8Plan(PENDING, serving, todo)
     say = progress or (lambda message: _LOGGER.info("%s", message))
     say(
         f"Voice {name}: making int8 graphs once into {out} (calibration on the voice's own "
@@ -252,5 +414,7 @@ def plan_int8(
         if precision == "int8" or isinstance(exc, Cancelled):
             raise
         _LOGGER.warning("Voice %s: could not make int8 graphs (%s)", name, exc)
-        return Int8Plan(READY, PrecisionChoice("fp32", f"int8 graphs could not be made ({exc})"))
-    return Int8Plan(READY, todo.choose(graphs))
+        return Int8Plan(
+            READY, PrecisionChoice("fp32", f"int8 graphs could not be made ({exc})", None, fixed)
+        )
+    return Int8Plan(READY, todo.choose(graphs, control=control, progress=say))

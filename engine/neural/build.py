@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..bert.features import BertBackend
+from ..int8.measure import Candidate
 from ..int8.plan import NONE, Int8Job, Int8Plan, PrecisionChoice, gate_thresholds, plan_int8
 from ..int8.store import cache_dir_for
 from ..layout import INT8_SUBDIR, OnnxFolderFiles
@@ -113,9 +114,10 @@ class ModelPool:
     def _add(self, key: str, model: _Model) -> None:
         self._models[key] = model
 
-    def switch(self, key: str, synth: SynthBackend) -> None:
-        """Every voice of model `key` speaks through `synth` from now on (call between
-        requests of all of them); the old synthesizer's memory is given back."""
+    def switch(self, key: str, synth: SynthBackend, choice: PrecisionChoice) -> None:
+        """Every voice of model `key` speaks through `synth` (which runs `choice`) from now
+        on (call between requests of all of them); the old synthesizer's memory is given
+        back."""
         model = self._models[key]
         old = model.synth
         model.synth = synth
@@ -123,6 +125,7 @@ class ModelPool:
             pinned = voice.synth
             speaker = pinned.speaker_id if isinstance(pinned, PinnedSpeaker) else None
             voice.synth = pin(synth, speaker)
+            voice.precision_choice = choice
         old.release_memory()
 
 
@@ -150,9 +153,11 @@ def split_synthesizer(
     options: EngineOptions,
     cache_dir: Any = None,
     graphs: Int8Graphs | None = None,
+    candidate: Candidate | None = None,
 ) -> SplitOnnxSynthesizer:
     """The synthesizer cut at the decoder (sub-sentence streaming), on `graphs` (the int8
-    decoder and front graph) instead of the fp32 ones when given."""
+    decoder and front graph) instead of the fp32 ones when given, run as `candidate` says
+    (runtime × precision; default: ONNX Runtime, int8 with `graphs`, else fp32)."""
     from ..synth.decoder_split import SplitOnnxSynthesizer
     from ..synth.windowed import DecoderGeometry
 
@@ -170,7 +175,8 @@ def split_synthesizer(
         cache_dir=cache_dir,
         decoder=graphs.decoder if graphs is not None else None,
         front=graphs.front if graphs is not None else None,
-        precision="int8" if graphs is not None else "fp32",
+        precision=candidate.precision if candidate else "int8" if graphs else "fp32",
+        runtime=candidate.runtime if candidate is not None else "onnxruntime",
     )
 
 
@@ -187,8 +193,11 @@ def int8_job(
         few = dataclasses.replace(options, threads=threads, precision="fp32")
         return split_synthesizer(files, few, cache_dir)
 
-    def int8_synth(graphs: Int8Graphs) -> SynthBackend:
-        return split_synthesizer(files, options, cache_dir, graphs)
+    def synth_for(candidate: Candidate, graphs: Int8Graphs | None) -> SynthBackend:
+        int8 = graphs if candidate.precision == "int8" else None
+        if candidate.precision == "int8" and int8 is None:
+            raise ValueError(f"voice {key}: {candidate.label} needs int8 graphs")
+        return split_synthesizer(files, options, cache_dir, int8, candidate)
 
     return Int8Job(
         name=key,
@@ -198,8 +207,10 @@ def int8_job(
         bert=bert,
         spec=voice_spec(key, files),
         fp32_synth=fp32_synth,
-        int8_synth=int8_synth,
+        synth_for=synth_for,
         thresholds=_thresholds(options),
+        runtime=options.runtime,
+        threads=options.intra_op_threads,
     )
 
 
@@ -234,10 +245,12 @@ def _onnx_model(
             thresholds=_thresholds(options),
             defer=defer,
             progress=progress,
+            runtime=options.runtime,
         )
-        _LOGGER.info("Voice %s runs %s: %s", key, plan.precision, plan.choice.reason)
+        _LOGGER.info("Voice %s runs %s: %s", key, plan.choice.short, plan.choice.reason)
         graphs = plan.choice.graphs if plan.precision == "int8" else None
-        return split_synthesizer(files, options, cache_dir, graphs), plan
+        synth = split_synthesizer(files, options, cache_dir, graphs, plan.choice.candidate)
+        return synth, plan
     except (ImportError, OSError, ValueError) as exc:  # SplitError is a ValueError
         _LOGGER.warning("%s: whole-sentence decoding only (%s)", files.synthesizer, exc)
     whole = OnnxSynthesizer(
@@ -309,7 +322,7 @@ def build_voice(
         model = _Model(synth, plan)
         models._add(key, model)
         if model.plan.job is not None:
-            model.plan.job.switch = lambda new: models.switch(key, new)
+            model.plan.job.switch = lambda new, choice: models.switch(key, new, choice)
         _LOGGER.info("Voice %s: %s from %s", files.name, synth.kind, files.directory)
     config = files.voice_config
     if config is None:
@@ -334,6 +347,7 @@ def build_voice(
         overlap=options.overlap,
     )
     _apply_meta(voice, files.meta)
+    voice.precision_choice = model.plan.choice
     model.voices.append(voice)
     return BuiltVoice(voice, model.plan, key, first)
 

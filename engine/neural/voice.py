@@ -160,12 +160,46 @@ class NeuralVoice:
         self.overlap = overlap
         """Prepare the next sentence on a background thread while one is decoded
         (`EngineOptions.overlap`, see `render`)."""
+        self.precision_choice: Any = None
+        """The int8 plan's choice it runs (`engine.int8.plan.PrecisionChoice`; set by the
+        builder and by a switch): the reason and the measurement behind `runs`."""
 
     @property
     def precision(self) -> str:
-        """ "int8" or "fp32": the synthesizer's arithmetic now (it may be switched once,
-        between requests, by `engine.int8.background`)."""
+        """ "int8", "fp32" (or, chosen by measurement on OpenVINO, "bf16" / "fp16"): the
+        synthesizer's arithmetic now (it may be switched once, between requests, by
+        `engine.int8.background`)."""
         return str(getattr(self.synth, "precision", "fp32"))
+
+    @property
+    def runtime(self) -> str:
+        """What runs the synthesizer: "onnxruntime", "openvino" or "pytorch"."""
+        if getattr(self.synth, "kind", "") == "torch":
+            return "pytorch"
+        return str(getattr(self.synth, "runtime", "onnxruntime"))
+
+    @property
+    def precision_reason(self) -> str:
+        """Why it runs what it runs: the plan's reason (gate figures; with `auto`, the
+        measured time of every candidate)."""
+        choice = self.precision_choice
+        return str(getattr(choice, "reason", "")) if choice is not None else ""
+
+    @property
+    def runs(self) -> str:
+        """What it runs, in a few words: "int8", "int8 on OpenVINO", with the measured
+        ratio where a measurement chose it ("int8 on OpenVINO, 0.43× fp32's time here")."""
+        text = self.precision
+        if self.runtime == "openvino":
+            text += " on OpenVINO"
+        measurement = getattr(self.precision_choice, "measurement", None)
+        if measurement is not None:
+            trial = measurement.trial(measurement.chosen)
+            if trial is not None and trial.gate != "reference" and trial.ratio is not None:
+                text += f", {trial.ratio:.2f}× fp32's time here (measured)"
+            else:
+                text += ", fastest measured here"
+        return text
 
     @classmethod
     def from_files(

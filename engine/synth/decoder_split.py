@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from ..heap import trim_heap
+from ..options import ONNXRUNTIME, OPENVINO, RUNTIME_NAMES
 from .common import Latent, NoiseSource, SynthInputs, SynthOutput, SynthParams
 from .onnx_backend import NOISE_INPUT, OnnxSynthesizer, make_noise_inputs, session_options
 from .windowed import DecoderGeometry, DecoderStage, StagedDecoding
@@ -391,10 +392,13 @@ class SplitOnnxSynthesizer(OnnxSynthesizer):
         decoder: Path | None = None,
         front: Path | None = None,
         precision: str = "fp32",
+        runtime: str = ONNXRUNTIME,
     ) -> None:
         """`decoder` and `front` replace the fp32 graphs cut from `synthesizer` (the int8
-        graphs of `engine.int8`, same inputs and outputs); `precision` names
-        them."""
+        graphs of `engine.int8`, same inputs and outputs); `precision` names what runs
+        ("fp32", "int8", or "bf16"/"fp16": the decoder in that arithmetic, where the
+        runtime offers it); `runtime` is "onnxruntime" or "openvino"
+        (`engine.synth.openvino_backend`: the same graphs, the same code)."""
         import onnxruntime as ort
 
         self.hop_length = hop_length
@@ -416,12 +420,16 @@ class SplitOnnxSynthesizer(OnnxSynthesizer):
         self.decoder_path = decoder
         self.front_path = front
         self.precision = precision
-        """Arithmetic of the quantized parts: "fp32" or "int8"."""
+        """Arithmetic of the quantized parts: "fp32", "int8", "bf16" or "fp16"."""
+        if runtime not in RUNTIME_NAMES:
+            raise ValueError(f"runtime must be one of {', '.join(RUNTIME_NAMES)}, got {runtime!r}")
+        self.runtime = runtime
+        """What runs the front graph and the decoder: "onnxruntime" or "openvino"."""
         opts = session_options(threads)
-        self._synth = ort.InferenceSession(
-            str(front), sess_options=opts, providers=["CPUExecutionProvider"]
-        )
-        self._stages = _stage_sessions(decoder, opts)
+        # the front stays fp32 arithmetic (its durations must not move); bf16/fp16: decoder
+        front_kind = "int8" if precision == "int8" else "fp32"
+        self._synth = _session(front, runtime, opts, threads, front_kind)
+        self._stages = _stage_sessions(decoder, opts, runtime, threads, precision)
         self._stage_shapes = geometry.stages()
         if len(self._stage_shapes) != len(self._stages):
             raise SplitError(
@@ -502,6 +510,17 @@ class SplitOnnxSynthesizer(OnnxSynthesizer):
             durations = np.rint(outs["durations"][0]).astype(np.int64)
         return Latent(outs[Z_NAME], outs.get(G_NAME), durations), feeds
 
+    def latent_of_feeds(self, feeds: dict[str, np.ndarray]) -> Latent:
+        """The front graph run on `feeds` as `latent_and_feeds` gave them (another
+        synthesizer's, for the fidelity gate: the same inputs and noise)."""
+        names = [o.name for o in self._synth.get_outputs()]
+        feeds = {k: v for k, v in feeds.items() if k in self._synth_inputs}
+        outs = dict(zip(names, self._synth.run(None, feeds, self.run_options), strict=True))
+        durations = None
+        if self._has_durations:
+            durations = np.rint(outs["durations"][0]).astype(np.int64)
+        return Latent(outs[Z_NAME], outs.get(G_NAME), durations)
+
     def staged(self, latent: Latent, z: np.ndarray | None = None) -> StagedDecoding:
         """Incremental exact decoding of `z` (default: the whole latent) stage by stage:
         `audio_until(frame)` (see `engine.synth.windowed.StagedDecoding`)."""
@@ -552,18 +571,38 @@ class SplitOnnxSynthesizer(OnnxSynthesizer):
         return SynthOutput(np.asarray(audio, np.float32), lat.durations)
 
 
-def _stage_sessions(decoder: Path, opts: Any) -> list[Any]:
-    """One ONNX Runtime session per decoder stage (`split_decoder_stages`), cut in memory
-    from the decoder file, one at a time (so at most one stage's bytes are held twice)."""
-    import onnx
+def _session(
+    source: Path | bytes, runtime: str, opts: Any, threads: int | None, precision: str
+) -> Any:
+    """One graph's session on `runtime` (ONNX Runtime's `InferenceSession`, or an
+    `OpenVinoSession` answering the same calls)."""
+    if runtime == OPENVINO:
+        from .onnx_backend import default_threads
+        from .openvino_backend import OpenVinoSession
+
+        hint = precision if precision in ("bf16", "fp16") else "fp32"
+        return OpenVinoSession(source, threads=threads or default_threads(), precision=hint)
     import onnxruntime as ort
+
+    data = source if isinstance(source, bytes) else str(source)
+    return ort.InferenceSession(data, sess_options=opts, providers=["CPUExecutionProvider"])
+
+
+def _stage_sessions(
+    decoder: Path,
+    opts: Any,
+    runtime: str = ONNXRUNTIME,
+    threads: int | None = None,
+    precision: str = "fp32",
+) -> list[Any]:
+    """One session per decoder stage (`split_decoder_stages`), cut in memory from the
+    decoder file, one at a time (so at most one stage's bytes are held twice)."""
+    import onnx
 
     stages = split_decoder_stages(onnx.load(str(decoder)))
     sessions = []
     while stages:
         data = stages.pop(0).SerializeToString()
-        sessions.append(
-            ort.InferenceSession(data, sess_options=opts, providers=["CPUExecutionProvider"])
-        )
+        sessions.append(_session(data, runtime, opts, threads, precision))
         del data
     return sessions

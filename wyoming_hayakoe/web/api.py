@@ -218,6 +218,9 @@ async def voices(request: web.Request) -> web.Response:
                 "attribution": {"name": speaker.attribution_name, "url": speaker.attribution_url},
                 "version": speaker.version,
                 "precision": _precision(speaker),
+                "runtime": getattr(speaker, "runtime", None),
+                "runs": getattr(speaker, "runs", None),
+                "precision_reason": getattr(speaker, "precision_reason", None),
                 "real_time_factor": _rtf(speaker),
             }
         )
@@ -460,6 +463,9 @@ async def status(request: web.Request) -> web.Response:
                     "styles": speaker.styles,
                     "in_flight": admission.in_flight_for(name),
                     "precision": _precision(speaker),
+                    "runtime": getattr(speaker, "runtime", None),
+                    "runs": getattr(speaker, "runs", None),
+                    "precision_reason": getattr(speaker, "precision_reason", None),
                     "real_time_factor": _rtf(speaker),
                 }
                 for name, speaker in state.catalog.speakers.items()

@@ -199,7 +199,14 @@ def test_gate_failure_keeps_fp32_and_logs_the_figures(
     # `auto` makes graphs for wide decoders only; treat the test voice as wide.
     monkeypatch.setattr(precision, "AUTO_MIN_CHANNELS", 0)
     caplog.set_level(logging.INFO)
-    tts = _tts(layout_root, tmp_path, "auto", calibration=CALIBRATION[:4], int8_min_snr_db=500.0)
+    tts = _tts(
+        layout_root,
+        tmp_path,
+        "auto",
+        calibration=CALIBRATION[:4],
+        int8_min_snr_db=500.0,
+        runtime="onnxruntime",
+    )
     try:
         tts.prepare()
         speaker = tts.speakers[LAYOUT_VOICE]

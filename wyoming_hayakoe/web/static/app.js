@@ -261,8 +261,8 @@ async function renderVoices() {
     }
     const facts = el("dl", { class: "facts" },
       el("dt", { text: t("sample_rate") }), el("dd", { text: `${v.sample_rate} Hz` }));
-    const precision = precisionText(v.precision);
-    if (precision) facts.append(el("dt", { text: t("precision") }), el("dd", { text: precision }));
+    const precision = v.runs || precisionText(v.precision);
+    if (precision) facts.append(el("dt", { text: t("precision") }), el("dd", { text: precision, title: v.precision_reason || "" }));
     if (v.real_time_factor !== null && v.real_time_factor !== undefined) {
       facts.append(el("dt", { text: t("measured_rtf") }), el("dd", { text: v.real_time_factor.toFixed(2) }));
     }
@@ -708,11 +708,14 @@ async function renderStatus() {
   row(t("requests"), String(s.requests));
   row(t("queue"), `${s.in_flight} / ${s.max_queue}${s.draining ? ` (${t("draining")})` : ""}`);
   row(t("voices"), s.voices.map((v) => {
-    const p = precisionText(v.precision);
+    const p = v.runs || precisionText(v.precision);
     const rtf = v.real_time_factor !== null && v.real_time_factor !== undefined ? `RTF ${v.real_time_factor.toFixed(2)}` : "";
     const notes = [p, rtf].filter(Boolean).join(", ");
     return `${v.name}${notes ? ` (${notes})` : ""}${v.in_flight ? ` ×${v.in_flight}` : ""}`;
   }).join(", "));
+  for (const v of s.voices) {  // why each voice runs what it runs (gate figures, measured times)
+    if (v.precision_reason) row(`${v.name}: ${t("precision")}`, v.precision_reason);
+  }
   const warnings = $("#warnings");
   warnings.replaceChildren();
   if (!s.warnings.length) warnings.append(el("li", { class: "hint", text: t("no_warnings") }));

@@ -1,0 +1,471 @@
+"""`precision="auto"`'s choice by measurement: which runtime × precision is fastest here.
+
+A voice's graphs can run on ONNX Runtime or OpenVINO (`engine.synth.openvino_backend`),
+in fp32, in int8 (the QDQ graphs of `engine.int8.make`, where their gate passed), and on
+OpenVINO in bf16 or fp16 where the CPU has it. Which is fastest depends on the machine
+(its vector units, its core count, the runtime versions), so it is measured on the machine
+that serves, once:
+
+1. **candidates** (`candidates`): the runtimes and precisions the options allow and this
+   machine offers; the reference is fp32 on ONNX Runtime;
+2. **timing** of each candidate, alternated with the reference in the same run (`ROUNDS`
+   pairs; the ratio is median candidate / median reference), on the voice's own warm-up
+   sentences (`WARMUP_TEXT`), front graph and whole decoder, with the threads the voice
+   serves with; every run has input lengths of its own (a runtime that prepares kernels
+   per shape pays for it, as it would on new sentences); a run that a request overlapped
+   (`busy`) is taken again;
+3. **the gate** for each candidate faster than the reference (a slower one cannot be
+   chosen): the held-out sentences of the int8 gate (every style) through the reference
+   and through the candidate, the same inputs and noise, judged by the same thresholds
+   (`engine.int8.gate`). int8 on ONNX Runtime keeps its stored report (the one
+   `make_int8` wrote); a candidate whose front graph changes the latent's length
+   (durations moved) fails;
+4. **the choice**: the lowest ratio among those that passed (the reference is 1.00).
+
+The result (`Measurement`: every candidate's gate figures and ratio, the choice) is kept as
+`speed.json` in the voice's int8 cache folder, stamped with what it depends on (CPU,
+threads, runtime versions, the graphs' files and stamp, the thresholds): a second process
+or a restart on the same machine reads it and measures nothing; another machine, runtime
+version or set of graphs measures again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import platform
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..options import ONNXRUNTIME, OPENVINO, usable_cpus
+from .calibrate import FeatureSource, LatentBackend, VoiceSpec, voice_latents
+from .control import Int8Control
+from .gate import FidelityReport, GateThresholds, SentenceFidelity, compare, judge
+from .recipe import HELDOUT_FILE, STAMP_FILE, QuantSettings, read_sentences
+
+__all__ = [
+    "REFERENCE",
+    "SPEED_FILE",
+    "WARMUP_TEXT",
+    "Candidate",
+    "Measurement",
+    "Trial",
+    "candidates",
+    "measure",
+    "measurement_stamp",
+    "read_measurement",
+]
+
+_LOGGER = logging.getLogger(__name__)
+
+SPEED_FILE = "speed.json"
+FORMAT = 1
+"""Bump when what is measured changes: stored measurements are then taken again."""
+ROUNDS = 3
+"""Timed runs of each candidate (each next to one of the reference)."""
+RETRIES = 3
+SLOWER_CUTOFF = 1.5
+"""A candidate whose first timed run takes this many times the reference's is not timed
+again (it cannot win)."""
+"""A timed run overlapped by a request is taken again at most this many times."""
+WARMUP_TEXT = "こんにちは。今日はいい天気ですね、少し散歩に出かけましょう。"
+"""The voice's warm-up sentences (`TTS.prepare(warmup=True)` speaks them too): about three
+seconds of audio, the timing's input."""
+
+RUNTIME_LABELS = {ONNXRUNTIME: "ONNX Runtime", OPENVINO: "OpenVINO"}
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One way to run a voice: `runtime` ("onnxruntime", "openvino") × `precision`
+    ("fp32", "int8", "bf16", "fp16")."""
+
+    runtime: str
+    precision: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.precision} on {RUNTIME_LABELS.get(self.runtime, self.runtime)}"
+
+    @property
+    def key(self) -> str:
+        return f"{self.runtime}/{self.precision}"
+
+
+REFERENCE = Candidate(ONNXRUNTIME, "fp32")
+
+
+def candidates(runtime: str, *, int8: bool, openvino: Any = None) -> list[Candidate]:
+    """What `precision="auto"` chooses among under `runtime` ("auto", "onnxruntime",
+    "openvino"): fp32 always, int8 where `int8` graphs passed their gate, bf16 / fp16 on
+    OpenVINO where the CPU reports them. `openvino`: the module that answers
+    `available()` / `supports(precision)` (default `engine.synth.openvino_backend`)."""
+    if openvino is None:
+        from ..synth import openvino_backend as openvino
+    runtimes = [ONNXRUNTIME, OPENVINO] if runtime == "auto" else [runtime]
+    out = []
+    for rt in runtimes:
+        if rt == OPENVINO and not openvino.available():
+            continue
+        for precision in ("fp32", "int8", "bf16", "fp16"):
+            if precision == "int8" and not int8:
+                continue
+            if precision in ("bf16", "fp16") and (
+                rt != OPENVINO or not openvino.supports(precision)
+            ):
+                continue
+            out.append(Candidate(rt, precision))
+    return out
+
+
+@dataclass
+class Trial:
+    """One candidate's outcome."""
+
+    runtime: str
+    precision: str
+    gate: str
+    """"reference", "passed", "failed", "slower" (slower than the reference, so not gated:
+    it cannot be chosen) or "error" (could not be built)."""
+    fidelity: str = ""
+    """The gate's summary (figures and thresholds); empty for the reference."""
+    snr_db_min: float | None = None
+    logmel_db_mean: float | None = None
+    mcd_db_mean: float | None = None
+    seconds: list[float] = field(default_factory=list)
+    """Its timed runs (one run: every timing sentence, front graph and decoder)."""
+    reference_seconds: list[float] = field(default_factory=list)
+    """The reference's runs next to them."""
+    ratio: float | None = None
+    """median(seconds) / median(reference_seconds); None when not timed (gate failed)."""
+
+    @property
+    def candidate(self) -> Candidate:
+        return Candidate(self.runtime, self.precision)
+
+
+@dataclass
+class Measurement:
+    """What was measured for one voice on one machine, and the choice (`speed.json`)."""
+
+    voice: str
+    stamp: dict[str, Any]
+    trials: list[Trial]
+    chosen: Candidate
+    threads: int
+    seconds: float
+    """Wall time the measurement took (gates, sessions, timing)."""
+
+    def trial(self, candidate: Candidate) -> Trial | None:
+        return next((t for t in self.trials if t.candidate == candidate), None)
+
+    def summary(self) -> str:
+        """One line: the choice and every candidate's figure."""
+        parts = []
+        for t in sorted(self.trials, key=lambda t: (t.ratio is None, t.ratio or 0.0)):
+            if t.gate == "reference":
+                parts.append(f"{t.candidate.label} 1.00×")
+            elif t.gate == "passed":
+                snr = f", SNR min {t.snr_db_min:.1f} dB" if t.snr_db_min is not None else ""
+                parts.append(f"{t.candidate.label} {t.ratio:.2f}×{snr}")
+            elif t.gate == "slower":
+                parts.append(f"{t.candidate.label} {t.ratio:.2f}× (slower)")
+            elif t.gate == "failed":
+                parts.append(
+                    f"{t.candidate.label} {t.ratio:.2f}× but failed the gate "
+                    f"(SNR min {t.snr_db_min:.1f} dB)"
+                )
+            else:
+                parts.append(f"{t.candidate.label}: {t.fidelity}")
+        ref = self.trial(REFERENCE)
+        base = (
+            f" = {statistics.median(ref.seconds):.3f} s" if ref is not None and ref.seconds else ""
+        )
+        return (
+            f"{self.chosen.label}, fastest measured here ({self.threads} thread(s), time "
+            f"relative to {REFERENCE.label}{base}): " + "; ".join(parts)
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def save(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.partial")
+        tmp.write_text(json.dumps(self.to_dict(), ensure_ascii=False, indent=2), encoding="utf-8")
+        os.replace(tmp, path)
+
+    @classmethod
+    def load(cls, path: Path) -> Measurement:
+        """Read `speed.json` (ValueError naming the file if it is not one)."""
+        try:
+            raw = json.loads(Path(path).read_text(encoding="utf-8"))
+            raw["trials"] = [Trial(**t) for t in raw["trials"]]
+            raw["chosen"] = Candidate(**raw["chosen"])
+            return cls(**raw)
+        except (OSError, ValueError, TypeError, KeyError) as exc:
+            raise ValueError(f"{path}: not a speed measurement ({exc})") from exc
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() in ("model name", "CPU part", "Hardware"):
+                return value.strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def _file_id(path: Path | None) -> dict[str, Any] | None:
+    if path is None or not Path(path).is_file():
+        return None
+    st = Path(path).stat()
+    return {"name": Path(path).name, "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+
+
+def measurement_stamp(
+    *,
+    threads: int,
+    synthesizer: Path,
+    int8_dir: Path | None,
+    trying: Sequence[Candidate],
+    thresholds: GateThresholds | None,
+) -> dict[str, Any]:
+    """What a measurement depends on: this machine (architecture, CPU model, usable CPUs),
+    the threads, the runtime versions, the voice's graphs (the synthesizer file; the int8
+    folder's stamp), the candidates and the gate's thresholds."""
+    import onnxruntime as ort
+
+    from ..synth import openvino_backend
+
+    int8_stamp = None
+    if int8_dir is not None and (Path(int8_dir) / STAMP_FILE).is_file():
+        data = (Path(int8_dir) / STAMP_FILE).read_bytes()
+        int8_stamp = hashlib.sha256(data).hexdigest()[:16]
+    return {
+        "format": FORMAT,
+        "machine": platform.machine(),
+        "cpu": _cpu_model(),
+        "cpus": usable_cpus(),
+        "threads": int(threads),
+        "onnxruntime": ort.__version__,
+        "openvino": openvino_backend.version(),
+        "openvino_capabilities": list(openvino_backend.cpu_capabilities()),
+        "synthesizer": _file_id(synthesizer),
+        "int8": int8_stamp,
+        "candidates": [c.key for c in trying],
+        "thresholds": asdict(thresholds or GateThresholds()),
+    }
+
+
+def read_measurement(path: Path, stamp: dict[str, Any]) -> Measurement | None:
+    """The measurement in `path` if it was taken under `stamp` (else None, logged)."""
+    if not Path(path).is_file():
+        return None
+    try:
+        found = Measurement.load(path)
+    except ValueError as exc:
+        _LOGGER.warning("Ignoring %s", exc)
+        return None
+    if found.stamp != stamp:
+        changed = sorted(k for k in {*stamp, *found.stamp} if stamp.get(k) != found.stamp.get(k))
+        _LOGGER.info("Measuring again: %s changed since %s", ", ".join(changed), path)
+        return None
+    return found
+
+
+Builder = Callable[[Candidate], LatentBackend]
+"""A candidate → a fresh synthesizer cut at the decoder that runs it."""
+
+
+def measure(
+    voice: VoiceSpec,
+    trying: Sequence[Candidate],
+    build: Builder,
+    bert: FeatureSource,
+    *,
+    stamp: dict[str, Any],
+    threads: int,
+    int8_report: FidelityReport | None = None,
+    thresholds: GateThresholds | None = None,
+    heldout: Sequence[str] | None = None,
+    timing_text: str = WARMUP_TEXT,
+    rounds: int = ROUNDS,
+    control: Int8Control | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> Measurement:
+    """Gate and time `trying` (see the module doc). `int8_report`: the stored gate report
+    of the int8 graphs (int8 on ONNX Runtime is judged by it); `heldout` replaces the
+    shipped held-out sentences (tests); `control` pauses while requests run and cancels."""
+    from ..synth.common import Latent, NoiseSource, SynthInputs, SynthParams
+    from ..text import analyze, sentences_of
+
+    t_start = time.perf_counter()
+    control = control or Int8Control()
+    say = progress or (lambda message: _LOGGER.info("%s", message))
+    heldout = list(heldout if heldout is not None else read_sentences(HELDOUT_FILE))
+    seed = QuantSettings().seed + 1  # the int8 gate's held-out noise
+    trials = [Trial(REFERENCE.runtime, REFERENCE.precision, "reference")]
+    say(
+        f"{voice.name}: measuring which runtime × precision is fastest here "
+        f"({', '.join(c.label for c in trying)}; gate on {len(heldout)} held-out sentences × "
+        f"{len(voice.styles)} styles, then timing with {threads} thread(s))"
+    )
+    reference = build(REFERENCE)
+    held: list[tuple[Any, np.ndarray]] = []  # (sentence latent with feeds, reference audio)
+
+    def reference_audio() -> list[tuple[Any, np.ndarray]]:
+        if not held:
+            for lat in voice_latents(
+                reference,
+                bert,
+                voice,
+                heldout,
+                seed,
+                keep_feeds=lambda s, i: True,
+                between=control.checkpoint,
+            ):
+                audio = reference.decode(Latent(lat.z, lat.g, None), lat.z)
+                held.append((lat, np.clip(np.asarray(audio).reshape(-1), -1, 1)))
+        return held
+
+    # timing input: the warm-up sentences, the voice's first style, speaker 0
+    style_row = min(voice.styles.values()) if voice.styles else 0
+    vec = voice.style_vectors[style_row].astype(np.float32)
+    timing = []
+    for k, sentence in enumerate(sentences_of(timing_text)):
+        a = analyze(sentence).with_blanks()
+        control.checkpoint()
+        feats = bert.features([a.bert_text], [a.word2ph])[0]
+        inputs = SynthInputs(
+            np.asarray(a.phone_ids, np.int64),
+            np.asarray(a.tone_ids, np.int64),
+            np.asarray(a.lang_ids, np.int64),
+            feats,
+            vec,
+            0,
+        )
+        timing.append((inputs, NoiseSource(seed, k)))
+
+    def timed(synth: Any, run: int) -> float:
+        """One timed run: every timing sentence, front graph and whole decoder. `run` > 0
+        stretches the sentences a little (length scale 1 + 1.1 % per run), so that every
+        run has input lengths of its own: a runtime that prepares kernels per input shape
+        (OpenVINO) pays that as it would on a stream of new sentences, not only once."""
+        stretched = SynthParams(length_scale=1.0 + 0.011 * run)
+        for _ in range(RETRIES + 1):
+            control.checkpoint()
+            t0 = time.perf_counter()
+            for inputs, noise in timing:
+                synth.synthesize(inputs, stretched, noise)
+            took = time.perf_counter() - t0
+            if not control.busy_now():
+                return took
+        return took
+
+    timed(reference, 0)  # first-call costs out of the figures
+    run = 0
+    for cand in trying:
+        if cand == REFERENCE:
+            continue
+        trial = Trial(cand.runtime, cand.precision, "error")
+        trials.append(trial)
+        try:
+            synth = build(cand)
+        except Exception as exc:  # noqa: BLE001 - this candidate is out, the others stay
+            control.raise_if_cancelled(exc)
+            trial.fidelity = f"could not be built ({exc})"
+            say(f"{voice.name}: {cand.label} left out: {trial.fidelity}")
+            continue
+        timed(synth, 0)  # first-call costs
+        for r in range(rounds):
+            run += 1
+            pair = [(synth, trial.seconds), (reference, trial.reference_seconds)]
+            for runner, into in pair if r % 2 == 0 else pair[::-1]:
+                into.append(timed(runner, run))
+            if trial.seconds[-1] > SLOWER_CUTOFF * trial.reference_seconds[-1]:
+                break  # clearly slower: more runs would not change the choice
+        trial.ratio = round(
+            statistics.median(trial.seconds) / statistics.median(trial.reference_seconds), 3
+        )
+        say(f"{voice.name}: {cand.label} {trial.ratio:.2f}× the time of {REFERENCE.label}")
+        if trial.ratio >= 1.0:
+            trial.gate = "slower"  # cannot be chosen: its fidelity does not matter
+            del synth
+            continue
+        if cand == Candidate(ONNXRUNTIME, "int8") and int8_report is not None:
+            report = int8_report
+        else:
+            report = _gate(voice.name, reference_audio(), synth, thresholds, control, cand.label)
+        del synth
+        trial.fidelity = report.summary()
+        trial.snr_db_min = round(report.snr_db_min, 2)
+        trial.logmel_db_mean = round(report.logmel_db_mean, 3)
+        trial.mcd_db_mean = round(report.mcd_db_mean, 3)
+        trial.gate = "passed" if report.passed else "failed"
+        if not report.passed:
+            say(f"{voice.name}: {cand.label} failed the gate: {'; '.join(report.reasons)}")
+    ref_trial = trials[0]
+    ref_trial.ratio = 1.0
+    ref_trial.reference_seconds = [s for t in trials[1:] for s in t.reference_seconds]
+    ref_trial.seconds = list(ref_trial.reference_seconds)
+    passed = [t for t in trials if t.gate in ("reference", "passed") and t.ratio is not None]
+    best = min(passed, key=lambda t: t.ratio or 1.0)
+    result = Measurement(
+        voice.name,
+        stamp,
+        trials,
+        best.candidate,
+        int(threads),
+        round(time.perf_counter() - t_start, 2),
+    )
+    say(f"{voice.name}: {result.summary()} (measured in {result.seconds:.1f} s)")
+    return result
+
+
+def _gate(
+    name: str,
+    held: list[tuple[Any, np.ndarray]],
+    synth: Any,
+    thresholds: GateThresholds | None,
+    control: Int8Control,
+    kind: str,
+) -> FidelityReport:
+    """The gate's report of `synth` against the reference audio of the held-out sentences."""
+    rows = []
+    failed = []
+    for lat, ref in held:
+        control.checkpoint()
+        latent = synth.latent_of_feeds(lat.feeds)
+        if latent.z.shape != lat.z.shape:
+            failed.append(lat.sentence)
+            rows.append(SentenceFidelity(lat.sentence, lat.style, 0.0, -120.0, 99.0, 99.0))
+            continue
+        control.checkpoint()
+        audio = np.clip(np.asarray(synth.decode(latent, latent.z)).reshape(-1), -1, 1)
+        snr, logmel, mcd = compare(ref, audio, synth.sample_rate)
+        rows.append(
+            SentenceFidelity(
+                lat.sentence,
+                lat.style,
+                len(ref) / synth.sample_rate,
+                round(snr, 3),
+                round(logmel, 4),
+                round(mcd, 4),
+            )
+        )
+    report = judge(name, rows, thresholds, kind=kind)
+    if failed:
+        report.reasons.append(f"durations changed on {len(failed)} sentence(s)")
+        report.passed = False
+    return report

@@ -1,0 +1,269 @@
+"""`precision="auto"` chooses by measurement (`engine.int8.measure`), and OpenVINO runs the
+same graphs as ONNX Runtime (`engine.synth.openvino_backend`).
+
+Real parts: model_small quantized by the real maker, real ONNX Runtime and OpenVINO
+sessions, a second Python process on the same cache. The measured lifecycle runs on ONNX
+Runtime alone (fp32 against int8: seconds); OpenVINO's sessions are checked against ONNX
+Runtime's on the same inputs. The weights are random: the figures say how the runtimes
+round, not how a trained voice sounds.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from engine import EngineOptions, layout
+from engine.int8.gate import GateThresholds, compare
+from engine.int8.measure import SPEED_FILE, Candidate, Measurement, candidates
+from engine.int8.recipe import CALIBRATION_FILE, HELDOUT_FILE, read_sentences
+from engine.neural.loader import load_neural_voice
+from tests.helpers.paths import REPO_ROOT
+from tests.helpers.voices import FakeBert, shared_small_root
+
+CALIBRATION = read_sentences(CALIBRATION_FILE)[:10]
+HELDOUT = [read_sentences(HELDOUT_FILE)[i] for i in (0, 3)]
+
+
+@pytest.fixture(scope="module")
+def good_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """model_small with int8 graphs baked beside it (they pass the gate)."""
+    from engine import quantize_voice
+
+    out = tmp_path_factory.mktemp("good")
+    quantize_voice(
+        "small",
+        shared_small_root(),
+        out,
+        bert=FakeBert(1024),
+        threads=1,
+        calibration=CALIBRATION,
+        heldout=HELDOUT,
+    )
+    return out
+
+
+def _load(root: Path, cache: Path, **options: object):
+    opts = {"threads": 1, "precision": "auto", "runtime": "onnxruntime", **options}
+    return load_neural_voice(
+        "small", root, bert=FakeBert(1024), cache_dir=cache, options=EngineOptions(**opts)
+    )
+
+
+class _FakeOpenVino:
+    """What `candidates` asks of the OpenVINO backend, answered for a chosen machine."""
+
+    def __init__(self, installed: bool, capabilities: tuple[str, ...] = ()) -> None:
+        self.installed = installed
+        self.capabilities = capabilities
+
+    def available(self) -> bool:
+        return self.installed
+
+    def supports(self, precision: str) -> bool:
+        return self.installed and (
+            precision in ("fp32", "int8") or precision.upper() in self.capabilities
+        )
+
+
+def test_candidates_follow_the_options_and_the_cpu() -> None:
+    bf16_cpu = _FakeOpenVino(True, ("BF16",))
+    keys = [c.key for c in candidates("auto", int8=True, openvino=bf16_cpu)]
+    assert keys == [
+        "onnxruntime/fp32",
+        "onnxruntime/int8",
+        "openvino/fp32",
+        "openvino/int8",
+        "openvino/bf16",
+    ]
+    assert [c.key for c in candidates("auto", int8=False, openvino=bf16_cpu)] == [
+        "onnxruntime/fp32",
+        "openvino/fp32",
+        "openvino/bf16",
+    ]
+    none = _FakeOpenVino(False)
+    assert [c.key for c in candidates("auto", int8=True, openvino=none)] == [
+        "onnxruntime/fp32",
+        "onnxruntime/int8",
+    ]
+    assert [c.key for c in candidates("onnxruntime", int8=True, openvino=bf16_cpu)] == [
+        "onnxruntime/fp32",
+        "onnxruntime/int8",
+    ]
+    fp16_cpu = _FakeOpenVino(True, ("FP16",))
+    assert [c.key for c in candidates("openvino", int8=False, openvino=fp16_cpu)] == [
+        "openvino/fp32",
+        "openvino/fp16",
+    ]
+
+
+def _speed_files(cache: Path) -> list[Path]:
+    return sorted(cache.glob(f"int8/*/{SPEED_FILE}"))
+
+
+_SECOND_PROCESS = r"""
+import json, logging, sys
+logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(name)s: %(message)s")
+from pathlib import Path
+from engine import EngineOptions
+from engine.neural.loader import load_neural_voice
+from tests.helpers.voices import FakeBert
+voice = load_neural_voice(
+    "small", Path(sys.argv[1]), bert=FakeBert(1024), cache_dir=Path(sys.argv[2]),
+    options=EngineOptions(threads=int(sys.argv[3]), precision="auto", runtime="onnxruntime"),
+)
+m = voice.precision_choice.measurement
+print(json.dumps({"precision": voice.precision, "runtime": voice.runtime,
+                  "chosen": m.chosen.key if m else None}))
+"""
+
+
+def _second_process(root: Path, cache: Path, threads: int = 1) -> tuple[dict, str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    proc = subprocess.run(
+        [sys.executable, "-c", _SECOND_PROCESS, str(root), str(cache), str(threads)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1]), proc.stderr
+
+
+def test_the_measurement_is_taken_once_per_machine_and_read_back(
+    good_root: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Fresh cache: measured, kept in `speed.json`, the fastest applied before the load
+    returns (the library contract). A second process on the same cache (a restart is
+    one) reads it and measures nothing. Other threads: measured again."""
+    cache = tmp_path / "cache"
+    with caplog.at_level(logging.INFO):
+        voice = _load(good_root, cache)
+    assert "measuring which runtime × precision is fastest here" in caplog.text
+    [speed] = _speed_files(cache)
+    stored = Measurement.load(speed)
+    assert stored.threads == 1 and stored.stamp["threads"] == 1
+    assert stored.stamp["onnxruntime"] and stored.stamp["cpu"]
+    assert voice.precision_choice.measurement.chosen == stored.chosen
+    assert (voice.runtime, voice.precision) == (stored.chosen.runtime, stored.chosen.precision)
+    assert "measured" in voice.runs
+    for trial in stored.trials:
+        assert trial.ratio is not None and trial.ratio > 0
+        assert trial.gate in ("reference", "passed", "slower")
+    int8 = stored.trial(Candidate("onnxruntime", "int8"))
+    assert int8 is not None and len(int8.seconds) >= 1
+    mtime = speed.stat().st_mtime_ns
+
+    again, log = _second_process(good_root, cache)
+    assert again == {
+        "precision": stored.chosen.precision,
+        "runtime": stored.chosen.runtime,
+        "chosen": stored.chosen.key,
+    }
+    assert "measurement read from" in log
+    assert "measuring which" not in log
+    assert speed.stat().st_mtime_ns == mtime  # not measured again
+
+    other, log = _second_process(good_root, cache, threads=2)
+    assert "threads changed" in log and "measuring which" in log
+    assert other["chosen"] in ("onnxruntime/fp32", "onnxruntime/int8")
+    assert Measurement.load(speed).threads == 2
+
+
+def test_a_precision_asked_for_is_not_measured(good_root: Path, tmp_path: Path) -> None:
+    forced = _load(good_root, tmp_path, precision="int8", runtime="auto")
+    assert (forced.precision, forced.runtime) == ("int8", "onnxruntime")
+    assert forced.precision_choice.measurement is None
+    fp32 = _load(good_root, tmp_path, precision="fp32", runtime="auto")
+    assert (fp32.precision, fp32.runtime, fp32.runs) == ("fp32", "onnxruntime", "fp32")
+    assert _speed_files(tmp_path) == []
+
+
+# --- OpenVINO runs the same graphs ------------------------------------------------------------
+
+PARITY_DB = 60.0
+"""fp32 on OpenVINO against fp32 on ONNX Runtime, audible-band SNR (observed ~110 dB)."""
+WINDOW_TOLERANCE = 1e-4
+"""OpenVINO windows joined against OpenVINO's whole-sentence decode (max abs; ONNX Runtime's
+int8 kernels give 0, OpenVINO's fp32 kernels may sum in another order per shape)."""
+
+
+def _inputs(synth, sentence: str):
+    from engine.synth.common import SynthInputs
+    from engine.text import analyze
+
+    a = analyze(sentence).with_blanks()
+    feats = FakeBert(1024).features([a.bert_text], [a.word2ph])[0]
+    styles = np.load(
+        shared_small_root() / layout.speaker_prefix("small", "onnx") / "style_vectors.npy"
+    )
+    return SynthInputs(
+        np.asarray(a.phone_ids),
+        np.asarray(a.tone_ids),
+        np.asarray(a.lang_ids),
+        feats,
+        styles[0].astype(np.float32),
+    )
+
+
+def test_openvino_runs_the_graphs_like_onnxruntime(good_root: Path, tmp_path: Path) -> None:
+    pytest.importorskip("openvino")
+    from engine.layout import onnx_folder_files
+    from engine.neural.build import split_synthesizer
+    from engine.synth.common import NoiseSource, SynthParams
+
+    files = onnx_folder_files(good_root / layout.speaker_prefix("small", "onnx"))
+    graphs_dir = files.directory / layout.INT8_SUBDIR
+    from engine.int8.recipe import QuantSettings
+    from engine.int8.store import read_int8_dir
+
+    graphs = read_int8_dir(graphs_dir, files.synthesizer, QuantSettings())
+    assert graphs is not None
+    opts = EngineOptions(threads=1)
+
+    def synth(runtime: str, precision: str):
+        int8 = graphs if precision == "int8" else None
+        return split_synthesizer(files, opts, tmp_path, int8, Candidate(runtime, precision))
+
+    ort32, ov32 = synth("onnxruntime", "fp32"), synth("openvino", "fp32")
+    ort8, ov8 = synth("onnxruntime", "int8"), synth("openvino", "int8")
+    assert (ov32.runtime, ov32.precision, ov8.precision) == ("openvino", "fp32", "int8")
+    inputs = _inputs(ort32, HELDOUT[1])
+    params = SynthParams()
+    lat, feeds = ort32.latent_and_feeds(inputs, params, NoiseSource(7))
+    ov_lat = ov32.latent_of_feeds(feeds)
+    assert ov_lat.z.shape == lat.z.shape
+    assert np.array_equal(ov_lat.durations, lat.durations)
+    assert float(np.max(np.abs(ov_lat.z - lat.z))) < 1e-3
+    ref = ort32.decode(lat, lat.z)
+    ov_audio = ov32.decode(lat, lat.z)
+    snr, _, _ = compare(ref, ov_audio, ort32.sample_rate)
+    assert snr >= PARITY_DB, snr
+
+    # int8: the same QDQ graphs on both runtimes, each against fp32 within the gate
+    gate = GateThresholds()
+    lat8, lat8_ov = ort8.latent_of_feeds(feeds), ov8.latent_of_feeds(feeds)
+    assert lat8.z.shape == lat8_ov.z.shape == lat.z.shape  # durations untouched
+    for runner, latent in ((ort8, lat8), (ov8, lat8_ov)):
+        audio = runner.decode(latent, latent.z)
+        snr8, logmel8, mcd8 = compare(ref, audio, ort32.sample_rate)
+        assert snr8 >= gate.min_snr_db and logmel8 <= gate.max_logmel_db, (runner.runtime, snr8)
+        assert mcd8 <= gate.max_mcd_db
+
+    # windowed decoding (the serving path: stage by stage, kept tensors) on OpenVINO
+    whole = ov32.decode(lat, lat.z)
+    staged = ov32.staged(lat)
+    n = int(lat.z.shape[-1])
+    ends = [3, 7, 15, 31, *range(47, n, 16), n]
+    joined = np.concatenate([staged.audio_until(min(e, n)) for e in ends if e <= n])
+    assert joined.shape == whole.shape
+    assert float(np.max(np.abs(joined - whole))) <= WINDOW_TOLERANCE
