@@ -102,37 +102,53 @@ def _decoder_run(synth: Any, z: np.ndarray, g: np.ndarray | None) -> float:
     return time.perf_counter() - t0
 
 
-def _condition(
-    name: str, synths: dict[Any, Any], inputs: dict[str, list[Any]], run: int
-) -> dict[tuple[Any, str], float]:
-    """Every figure of every candidate, candidates taken in turn within each figure."""
-    order = list(synths)
-    load = os.getloadavg()[0]
-    print(f"\n== {name} (load average {load:.1f}) ==", flush=True)
-    out: dict[tuple[Any, str], float] = {}
-    ref = next(iter(synths.values()))
+def _rss_mb() -> float:
+    from engine.int8.measure import _rss_mb
+
+    return _rss_mb() or 0.0
+
+
+def _pair(ref: Any, cand: Any, inputs: dict[str, list[Any]], run: int) -> dict[str, Any]:
+    """One candidate against the reference, taken in turn: decoder on 200 frames (warm,
+    median of 5 each), then each text at new lengths (once) and at the same lengths
+    again, and the candidate's memory growth over its new-length runs."""
+    out: dict[str, Any] = {}
     channels = int(ref._decoder.get_inputs()[0].shape[1])
     z = np.random.default_rng(3).standard_normal((1, channels, DECODER_FRAMES)).astype(np.float32)
     g = np.random.default_rng(4).standard_normal((1, ref._gin, 1)).astype(np.float32)
-    for c in order:
-        _decoder_run(synths[c], z, g)  # warm this shape
-    runs: dict[Any, list[float]] = {c: [] for c in order}
+    for synth in (ref, cand):
+        _decoder_run(synth, z, g)  # warm this shape
+    runs: dict[str, list[float]] = {"ref": [], "cand": []}
     for r in range(5):
-        for c in order[r % len(order) :] + order[: r % len(order)]:
-            runs[c].append(_decoder_run(synths[c], z, g))
-    for c in order:
-        out[(c, "decoder")] = statistics.median(runs[c])
+        pair = [("cand", cand), ("ref", ref)]
+        for key, synth in pair if r % 2 else pair[::-1]:
+            runs[key].append(_decoder_run(synth, z, g))
+    out["decoder"] = statistics.median(runs["cand"]) / statistics.median(runs["ref"])
+    out["decoder_ref_s"] = statistics.median(runs["ref"])
+    grew = 0.0
+    new_runs = 0
     for label, xs in inputs.items():
-        scale = 1.0 + 0.013 * (run + 1)  # lengths no candidate has seen yet
-        for c in order:
-            out[(c, f"{label} new")] = _text_run(synths[c], xs, scale)[0]
-        for c in order[::-1]:
-            out[(c, f"{label} seen")] = _text_run(synths[c], xs, scale)[0]
-    base = order[0]
-    for key in [k for k in out if k[0] == base]:
-        what = key[1]
-        figures = ", ".join(f"{c.label} {out[(c, what)] / out[key]:.2f}×" for c in order)
-        print(f"{what}: {figures} (fp32 on ONNX Runtime = {out[key]:.3f} s)", flush=True)
+        scale = 1.0 + 0.013 * (run + 1)  # lengths neither has seen yet
+        ref_t, ref_audio = _text_run(ref, xs, scale)
+        before = _rss_mb()
+        cand_t, audio = _text_run(cand, xs, scale)
+        grew += _rss_mb() - before
+        new_runs += len(xs)
+        out[f"{label} new"] = cand_t / ref_t
+        out[f"{label} new_ref_s"] = ref_t
+        cand_seen = _text_run(cand, xs, scale)[0]
+        ref_seen = _text_run(ref, xs, scale)[0]
+        out[f"{label} seen"] = cand_seen / ref_seen
+        out[f"{label} seen_ref_s"] = ref_seen
+        if label == "medium":
+            from engine.int8.gate import compare
+
+            out["snr"] = (
+                compare(ref_audio, audio, ref.sample_rate)[0]
+                if audio.shape == ref_audio.shape
+                else float("nan")
+            )
+    out["mb_per_sentence"] = grew / max(1, new_runs)
     return out
 
 
@@ -162,7 +178,6 @@ def main() -> None:
     import onnxruntime as ort
 
     from engine.bert import load_bert
-    from engine.int8.gate import compare
     from engine.int8.measure import REFERENCE, candidates
     from engine.layout import onnx_folder_files
     from engine.neural.build import split_synthesizer
@@ -184,38 +199,40 @@ def main() -> None:
     inputs = {k: _inputs(v, bert, style) for k, v in texts.items()}
     del bert
     options = EngineOptions(threads=args.threads)
-    synths: dict[Any, Any] = {}
-    built: dict[Any, float] = {}
-    for cand in candidates("auto", int8=True):
-        t0 = time.perf_counter()
-        int8 = graphs if cand.precision == "int8" else None
-        synths[cand] = split_synthesizer(files, options, None, int8, cand)
-        built[cand] = time.perf_counter() - t0
-        print(f"{cand.label}: sessions built in {built[cand]:.1f} s", flush=True)
-    assert next(iter(synths)) == REFERENCE
-    ref_audio = _text_run(synths[REFERENCE], inputs["medium"], 1.0)[1]
-    snr = {}
-    for cand, synth in synths.items():
-        audio = _text_run(synth, inputs["medium"], 1.0)[1]
-        snr[cand] = (
-            compare(ref_audio, audio, synth.sample_rate)[0]
-            if audio.shape == ref_audio.shape
-            else float("nan")
-        )
-    results = {"idle": _condition("idle", synths, inputs, 0)}
-    if not args.quick:
-        busy = subprocess.Popen(["yes"], stdout=subprocess.DEVNULL)
-        try:
-            results["one core busy"] = _condition("one core busy", synths, inputs, 1)
-        finally:
-            busy.kill()
-            busy.wait()
+    reference = split_synthesizer(files, options, None, None, REFERENCE)
+    conditions = ["idle"] if args.quick else ["idle", "one core busy"]
     whats = ["decoder"] + [f"{k} {m}" for k in texts for m in ("new", "seen")]
     heads = {
         "decoder": f"decoder, {DECODER_FRAMES} frames",
         **{f"{k} new": f"{k}, new lengths" for k in texts},
         **{f"{k} seen": f"{k}, seen lengths" for k in texts},
     }
+    rows: dict[str, list[str]] = {c: [] for c in conditions}
+    bases: dict[str, dict[str, float]] = {c: {} for c in conditions}
+    loads: dict[str, list[float]] = {c: [] for c in conditions}
+    for n, cand in enumerate(c for c in candidates("auto", int8=True) if c != REFERENCE):
+        t0 = time.perf_counter()
+        int8 = graphs if cand.precision == "int8" else None
+        synth = split_synthesizer(files, options, None, int8, cand)
+        built = time.perf_counter() - t0
+        for cond in conditions:
+            busy = subprocess.Popen(["yes"], stdout=subprocess.DEVNULL) if "busy" in cond else None
+            try:
+                loads[cond].append(os.getloadavg()[0])
+                got = _pair(reference, synth, inputs, 2 * n + (cond != "idle"))
+            finally:
+                if busy is not None:
+                    busy.kill()
+                    busy.wait()
+            cells = [f"{got[w]:.2f}×" for w in whats]
+            rows[cond].append(
+                f"| {cand.label} | " + " | ".join(cells) + f" | {got['snr']:.1f} dB | "
+                f"{got['mb_per_sentence']:.0f} MB | {built:.0f} s |"
+            )
+            for w in whats:
+                bases[cond].setdefault(w, got.get(f"{w}_ref_s", got.get("decoder_ref_s", 0.0)))
+            print(f"{cond}: {rows[cond][-1]}", flush=True)
+        del synth
     lines = [
         "# ONNX Runtime against OpenVINO × precision (`python -m benchmarks.runtimes`)",
         "",
@@ -223,26 +240,27 @@ def main() -> None:
         f"onnxruntime {ort.__version__}, openvino {openvino_backend.version()} "
         f"(CPU capabilities {', '.join(openvino_backend.cpu_capabilities())}). "
         "Full-size random-weight voice (`benchmarks/fullsize.py`), its int8 graphs made by "
-        "the engine's recipe. Time relative to fp32 on ONNX Runtime in the same run "
-        "(candidates taken in turn); SNR: audible band, medium text, against fp32 on ONNX "
-        "Runtime (random weights: how the runtimes round, not how a trained voice sounds).",
+        "the engine's recipe. Each candidate is loaded next to fp32 on ONNX Runtime and "
+        "the two are taken in turn: time relative to fp32 on ONNX Runtime in the same "
+        "minutes. New lengths: each sentence stretched (length scale) to lengths neither "
+        "runtime has seen, as a new sentence's are; seen lengths: the same run again. SNR: "
+        "audible band, medium text, against fp32 on ONNX Runtime (random weights: how the "
+        "runtimes round, not how a trained voice sounds). Memory: resident memory the "
+        "candidate's new-length runs added, per sentence. Build: its sessions' start.",
         "",
     ]
-    for cond, out in results.items():
+    for cond in conditions:
+        load = ", ".join(f"{x:.1f}" for x in loads[cond])
         lines += [
-            f"## {cond}",
+            f"## {cond} (load average at each candidate's start: {load}; 2 cores shared)",
             "",
-            "| runtime × precision | " + " | ".join(heads[w] for w in whats) + " | SNR | build |",
-            "| --- | " + " | ".join("---:" for _ in whats) + " | ---: | ---: |",
+            "| runtime × precision | "
+            + " | ".join(heads[w] for w in whats)
+            + " | SNR | memory | build |",
+            "| --- | " + " | ".join("---:" for _ in whats) + " | ---: | ---: | ---: |",
+            *rows[cond],
+            "",
         ]
-        for cand in synths:
-            cells = [f"{out[(cand, w)] / out[(REFERENCE, w)]:.2f}×" for w in whats]
-            quality = "reference" if cand == REFERENCE else f"{snr[cand]:.1f} dB"
-            lines.append(
-                f"| {cand.label} | " + " | ".join(cells) + f" | {quality} | {built[cand]:.0f} s |"
-            )
-        base = ", ".join(f"{heads[w]} {out[(REFERENCE, w)]:.2f} s" for w in whats)
-        lines += ["", f"fp32 on ONNX Runtime (1.00×): {base}.", ""]
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text("\n".join(lines), encoding="utf-8")
     print(f"\nwrote {args.out}")

@@ -20,7 +20,9 @@ that serves, once:
    (`engine.int8.gate`). int8 on ONNX Runtime keeps its stored report (the one
    `make_int8` wrote); a candidate whose front graph changes the latent's length
    (durations moved) fails;
-4. **the choice**: the lowest ratio among those that passed (the reference is 1.00).
+4. **the choice**: the lowest ratio among those that passed (the reference is 1.00). A
+   faster candidate whose resident memory grew by more than `MEMORY_GROWTH_MB` per timed
+   run (new input lengths each) is left out too: a server running it would grow.
 
 The result (`Measurement`: every candidate's gate figures and ratio, the choice) is kept as
 `speed.json` in the voice's int8 cache folder, stamped with what it depends on (CPU,
@@ -67,11 +69,15 @@ __all__ = [
 _LOGGER = logging.getLogger(__name__)
 
 SPEED_FILE = "speed.json"
-FORMAT = 1
+FORMAT = 2
 """Bump when what is measured changes: stored measurements are then taken again."""
 ROUNDS = 3
 """Timed runs of each candidate (each next to one of the reference)."""
 RETRIES = 3
+MEMORY_GROWTH_MB = 16.0
+"""A candidate whose resident memory grows by more than this per timed run (each run new
+input lengths) is left out: measured, OpenVINO's CPU plugin keeps ~55-80 MB per new
+decoder input length of the full-size voice, so a server would grow without bound."""
 SLOWER_CUTOFF = 1.5
 """A candidate whose first timed run takes this many times the reference's is not timed
 again (it cannot win)."""
@@ -134,7 +140,8 @@ class Trial:
     precision: str
     gate: str
     """"reference", "passed", "failed", "slower" (slower than the reference, so not gated:
-    it cannot be chosen) or "error" (could not be built)."""
+    it cannot be chosen), "memory" (its memory grew with new input lengths, so not
+    chosen) or "error" (could not be built)."""
     fidelity: str = ""
     """The gate's summary (figures and thresholds); empty for the reference."""
     snr_db_min: float | None = None
@@ -145,7 +152,9 @@ class Trial:
     reference_seconds: list[float] = field(default_factory=list)
     """The reference's runs next to them."""
     ratio: float | None = None
-    """median(seconds) / median(reference_seconds); None when not timed (gate failed)."""
+    """median(seconds) / median(reference_seconds); None when not timed (not built)."""
+    memory_mb_per_run: float | None = None
+    """Resident memory added per timed run (new input lengths each), MB (Linux)."""
 
     @property
     def candidate(self) -> Candidate:
@@ -176,6 +185,11 @@ class Measurement:
             elif t.gate == "passed":
                 snr = f", SNR min {t.snr_db_min:.1f} dB" if t.snr_db_min is not None else ""
                 parts.append(f"{t.candidate.label} {t.ratio:.2f}×{snr}")
+            elif t.gate == "memory":
+                parts.append(
+                    f"{t.candidate.label} {t.ratio:.2f}× but left out: memory "
+                    f"+{t.memory_mb_per_run:.0f} MB per new input length"
+                )
             elif t.gate == "slower":
                 parts.append(f"{t.candidate.label} {t.ratio:.2f}× (slower)")
             elif t.gate == "failed":
@@ -213,6 +227,17 @@ class Measurement:
             return cls(**raw)
         except (OSError, ValueError, TypeError, KeyError) as exc:
             raise ValueError(f"{path}: not a speed measurement ({exc})") from exc
+
+
+def _rss_mb() -> float | None:
+    """This process's resident memory (MB; Linux), else None."""
+    try:
+        for line in Path("/proc/self/status").read_text(encoding="utf-8").splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024.0
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
 
 
 def _cpu_model() -> str:
@@ -388,6 +413,7 @@ def measure(
             say(f"{voice.name}: {cand.label} left out: {trial.fidelity}")
             continue
         timed(synth, 0)  # first-call costs
+        rss_before = _rss_mb()
         for r in range(rounds):
             run += 1
             pair = [(synth, trial.seconds), (reference, trial.reference_seconds)]
@@ -399,6 +425,18 @@ def measure(
             statistics.median(trial.seconds) / statistics.median(trial.reference_seconds), 3
         )
         say(f"{voice.name}: {cand.label} {trial.ratio:.2f}× the time of {REFERENCE.label}")
+        rss_after = _rss_mb()
+        if rss_before is not None and rss_after is not None:
+            # the reference's runs between: ONNX Runtime's arena is warm by now
+            trial.memory_mb_per_run = round((rss_after - rss_before) / len(trial.seconds), 1)
+        if trial.ratio < 1.0 and (trial.memory_mb_per_run or 0.0) > MEMORY_GROWTH_MB:
+            trial.gate = "memory"  # faster, but a server running it would grow
+            say(
+                f"{voice.name}: {cand.label} left out: its memory grew "
+                f"{trial.memory_mb_per_run:.0f} MB per run of new input lengths"
+            )
+            del synth
+            continue
         if trial.ratio >= 1.0:
             trial.gate = "slower"  # cannot be chosen: its fidelity does not matter
             del synth

@@ -267,3 +267,63 @@ def test_openvino_runs_the_graphs_like_onnxruntime(good_root: Path, tmp_path: Pa
     joined = np.concatenate([staged.audio_until(min(e, n)) for e in ends if e <= n])
     assert joined.shape == whole.shape
     assert float(np.max(np.abs(joined - whole))) <= WINDOW_TOLERANCE
+
+
+def test_the_server_serves_at_once_and_applies_the_measured_choice_between_requests(
+    layout_root: Path,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With `quantize_in_background` (the server): fp32 serves as soon as `prepare`
+    returns; the graphs are made, then measured, and the voice runs the measured choice
+    from a request boundary on. A restart on the same cache runs it at once, measuring
+    nothing and leaving nothing for the background."""
+    import engine.int8.plan as plan
+    from engine import TTS
+    from engine.int8.background import BackgroundInt8
+    from tests.helpers.voices import LAYOUT_VOICE
+
+    monkeypatch.setattr(plan, "AUTO_MIN_CHANNELS", 0)  # treat the test voice as wide
+    caplog.set_level(logging.INFO)
+
+    def start() -> TTS:
+        worker = BackgroundInt8(niceness=0, calibration=CALIBRATION[:4], heldout=HELDOUT)
+        options = EngineOptions(
+            threads=1, precision="auto", runtime="onnxruntime", quantize_in_background=True
+        )
+        return TTS(
+            "cpu",
+            cache_dir=tmp_path,
+            bert_source=str(layout_root),
+            options=options,
+            background=worker,
+        ).load(LAYOUT_VOICE, source=str(layout_root))
+
+    tts = start()
+    try:
+        tts.prepare()
+        speaker = tts.speakers[LAYOUT_VOICE]
+        upgrade = tts.int8_upgrades[LAYOUT_VOICE]
+        assert speaker.precision == "fp32" or upgrade.done.is_set()
+        assert upgrade.done.wait(600), upgrade.state
+        [speed] = _speed_files(tmp_path)
+        chosen = Measurement.load(speed).chosen
+        assert upgrade.state == chosen.precision, upgrade.reason
+        assert "fastest measured here" in upgrade.reason
+        assert speaker.generate("こんにちは。").data.size > 0  # after the boundary
+        assert (speaker.precision, speaker.runtime) == (chosen.precision, chosen.runtime)
+        assert "measured" in (speaker.runs or "")
+    finally:
+        tts.close()
+    caplog.clear()
+    again = start()
+    try:
+        again.prepare()
+        assert again.int8_upgrades == {}  # nothing left for the background
+        speaker = again.speakers[LAYOUT_VOICE]
+        assert (speaker.precision, speaker.runtime) == (chosen.precision, chosen.runtime)
+        assert "measurement read from" in caplog.text
+        assert "measuring which" not in caplog.text
+    finally:
+        again.close()
