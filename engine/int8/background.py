@@ -338,6 +338,7 @@ class BackgroundInt8:
             )
         if serving is not None and serving.candidate == choice.candidate:
             _LOGGER.info("Voice %s keeps running %s: %s", job.name, choice.short, choice.reason)
+            job.keep(choice)
             upgrade._finish(choice.precision)
             return
         synth = job.build(choice)

@@ -191,6 +191,8 @@ class Int8Job:
     settings: QuantSettings = field(default_factory=QuantSettings)
     switch: Callable[[SynthBackend, PrecisionChoice], None] | None = None
     """Installs a synthesizer into every voice that shares these graphs (set by the builder)."""
+    note: Callable[[PrecisionChoice], None] | None = None
+    """Records a choice that keeps the synthesizer the voices run (set by the builder)."""
     runtime: str = "auto"
     """The runtime asked for ("auto": measured among those installed)."""
     threads: int = 1
@@ -324,6 +326,13 @@ class Int8Job:
         if self.switch is None:
             raise RuntimeError(f"voice {self.name}: no voice to switch (not loaded)")
         self.switch(synth, choice)
+        self.serving = choice
+
+    def keep(self, choice: PrecisionChoice) -> None:
+        """The voice(s) keep what they run; `choice` (the same runtime × precision, now
+        measured) is why."""
+        if self.note is not None:
+            self.note(choice)
         self.serving = choice
 
 

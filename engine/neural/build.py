@@ -114,6 +114,13 @@ class ModelPool:
     def _add(self, key: str, model: _Model) -> None:
         self._models[key] = model
 
+    def note(self, key: str, choice: PrecisionChoice) -> None:
+        """Every voice of model `key` keeps its synthesizer; `choice` says why now."""
+        model = self._models[key]
+        model.plan = Int8Plan(model.plan.state, choice, model.plan.job)
+        for voice in model.voices:
+            voice.precision_choice = choice
+
     def switch(self, key: str, synth: SynthBackend, choice: PrecisionChoice) -> None:
         """Every voice of model `key` speaks through `synth` (which runs `choice`) from now
         on (call between requests of all of them); the old synthesizer's memory is given
@@ -323,6 +330,7 @@ def build_voice(
         models._add(key, model)
         if model.plan.job is not None:
             model.plan.job.switch = lambda new, choice: models.switch(key, new, choice)
+            model.plan.job.note = lambda choice: models.note(key, choice)
         _LOGGER.info("Voice %s: %s from %s", files.name, synth.kind, files.directory)
     config = files.voice_config
     if config is None:
