@@ -162,7 +162,9 @@ def build_plugin(work: Path) -> Path:
 
 class Emulator:
     """Runs probe.py in the arm64 root under the host's qemu-aarch64, one private mount
-    namespace per run: proc, the target's /proc/cpuinfo and the work folder mounted there."""
+    namespace per run: proc, the target's /proc/cpuinfo, sysfs (ONNX Runtime's cpuinfo reads
+    the possible/present CPU lists there, else it gives up on the CPU's features) and the
+    work folder mounted there."""
 
     def __init__(self, root: Path, work: Path, plugin: Path | None) -> None:
         self.root, self.work = root, work
@@ -173,7 +175,7 @@ class Emulator:
             raise RuntimeError(f"{root}: no arm64 root with {BUNDLE} and {VENV_PYTHON}; "
                                "make it with `sudo bash benchmarks/arm/root.sh`")  # fmt: skip
         shutil.copy(HERE / "probe.py", work / "probe.py")
-        if plugin is not None:
+        if plugin is not None and plugin.resolve() != (work / "insn_count.so").resolve():
             shutil.copy(plugin, work / "insn_count.so")
 
     def qemu_version(self) -> str:
@@ -204,6 +206,7 @@ class Emulator:
         script = (
             'set -e; R="$1"; shift; mkdir -p "$R/proc" "$R$INSIDE"; '
             'mount -t proc proc "$R/proc"; mount --bind "$CPUINFO" "$R/proc/cpuinfo"; '
+            'mkdir -p "$R/sys"; mount -t sysfs sysfs "$R/sys"; '
             'mount --bind "$WORK" "$R$INSIDE"; '
             'exec chroot "$R" /usr/bin/env -i HOME=/root LANG=C.UTF-8 '
             'PATH=/usr/local/bin:/usr/bin:/bin OMP_NUM_THREADS=1 "$@"'
@@ -392,6 +395,51 @@ def _g(x: float) -> str:
     return f"{x / 1e9:.2f}"
 
 
+def ratios(t: dict[str, Any], key: str) -> dict[str, dict[str, float]]:
+    """Per precision, against fp32 on the same target: executed instructions, and the
+    core's throughput-bound cycles."""
+    g = {p: x for p, x in t["graphs"].items() if "per_audio_second" in x}
+    if "fp32" not in g:
+        return {}
+    base = g["fp32"]
+    out = {}
+    for p, x in g.items():
+        r = {"instructions": x["per_audio_second"]["total"] / base["per_audio_second"]["total"]}
+        if key in x["estimate"] and key in base["estimate"]:
+            r["cycles"] = x["estimate"][key]["cycles"] / base["estimate"][key]["cycles"]
+        out[p] = r
+    return out
+
+
+def summary(res: dict[str, Any]) -> list[str]:
+    """One row per CPU target: int8 and fp16 against fp32 (instructions; estimated time)."""
+    lines = [
+        "## Summary: against fp32 on the same core (decoder, per second of audio)",
+        "",
+        "| target | int8 kernels | instructions int8 / fp32 | est. time int8 / fp32 "
+        "| instructions fp16 / fp32 | est. time fp16 / fp32 |",
+        "| --- | --- | ---: | ---: | ---: | ---: |",
+    ]
+    for key, t in res["targets"].items():
+        r = ratios(t, key)
+        i8 = t["graphs"].get("int8", {}).get("per_audio_second", {})
+        kind = (
+            "SDOT/UDOT"
+            if i8.get("dot.q", 0) + i8.get("dot.d", 0) > 0
+            else "UMULL/UADALP (no dot product)"
+            if i8.get("imul.q", 0) + i8.get("imul.d", 0) > 0
+            else "?"
+        )
+
+        cells = [
+            f"{r[p][w]:.2f}×" if p in r and w in r[p] else "–"
+            for p, w in (("int8", "instructions"), ("int8", "cycles"), ("fp16", "instructions"),
+                         ("fp16", "cycles"))
+        ]  # fmt: skip
+        lines.append(f"| {key} ({t['boards']}) | {kind} | " + " | ".join(cells) + " |")
+    return lines
+
+
 def markdown(res: dict[str, Any]) -> str:
     hop, sr = res["hop"], res["sample_rate"]
     macs = res["macs_per_frame"]
@@ -415,6 +463,7 @@ def markdown(res: dict[str, Any]) -> str:
         f"(hop {hop}, {sr} Hz), the difference scaled to one second of audio",
         "",
     ]
+    lines += summary(res) + [""]
     for key, t in res["targets"].items():
         lines += [
             f"## {key} (`-cpu {t['qemu_cpu']}`, cpuinfo part {t['cpu_part']}): {t['boards']}",
@@ -504,13 +553,38 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=3600, help="seconds per emulated run")
     parser.add_argument("--json", type=Path, default=None, help="write the results here")
     parser.add_argument("--markdown", type=Path, default=None, help="write the report here")
+    parser.add_argument(
+        "--merge",
+        type=Path,
+        nargs="+",
+        default=None,
+        help="no run: combine these --json results (one run per CPU target) and report them",
+    )
     args = parser.parse_args(argv)
+    if args.merge:
+        res = merge([json.loads(p.read_text()) for p in args.merge])
+        return _write(res, args)
     args.cpus = (args.cpus or ("cortex-a76" if args.quick else ",".join(TARGETS))).split(",")
     unknown = [c for c in args.cpus if c not in TARGETS]
     if unknown:
         parser.error(f"unknown CPU target(s) {unknown}; known: {', '.join(TARGETS)}")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
-    res = collect(args)
+    return _write(collect(args), args)
+
+
+def merge(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """Results of runs on one voice and commit (e.g. one CPU target each, in parallel)."""
+    res = dict(parts[0], targets={})
+    for part in parts:
+        for field in ("voice", "frames", "onnxruntime", "qemu"):
+            if part.get(field) != res.get(field):
+                raise ValueError(f"cannot merge runs with different {field}: {part.get(field)!r}")
+        res["targets"].update(part["targets"])
+    res["commit"] = ", ".join(sorted({p["commit"] for p in parts}))
+    return res
+
+
+def _write(res: dict[str, Any], args: argparse.Namespace) -> int:
     if args.json:
         args.json.write_text(json.dumps(res, indent=1))
     text = markdown(res)
