@@ -115,6 +115,23 @@ CORES: dict[str, Core] = {
     ),
 }
 
+CORES["cortex-a72-q128"] = Core(
+    "Cortex-A72 (sensitivity: a 128-bit FP/ASIMD instruction in one pipe)",
+    "the A57 model above with Q-forms taking one of F0/F1, not both: FMLA .4s twice a cycle",
+    CORES["cortex-a72"].pipes,
+    _slots("F0F1", 1.0, 1.0, "F0", "F1", {"L": 1}, {}, {"S": 1}, "I"),
+)
+"""Whether the A72 issues a Q-form FMLA to one pipe or both is the one figure here that decides
+int8 against fp32 on a Pi 4 (LLVM's model: both; the integer multiplies int8 uses issue on F0
+alone either way), so the report shows both."""
+
+MODELS = {
+    "cortex-a72": ("cortex-a72", "cortex-a72-q128"),
+    "cortex-a76": ("cortex-a76",),
+    "cortex-a55": ("cortex-a55",),
+}
+"""The core models each CPU target's counts are weighed with (the first: the cited one)."""
+
 
 def pipe_cycles(counts: Mapping[str, float], core: Core) -> dict[str, float]:
     """Cycles each pipe (group) of `core` needs for `counts` (instructions by class)."""

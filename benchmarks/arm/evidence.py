@@ -182,12 +182,18 @@ class Emulator:
         return (self.root / BUNDLE.lstrip("/") / "VERSION").read_text().strip()
 
     def run(
-        self, target: CpuTarget, args: list[str], *, count: bool = False, timeout: float = 3600
+        self,
+        target: CpuTarget,
+        args: list[str],
+        *,
+        count: str | None = None,
+        timeout: float = 3600,
     ) -> tuple[str, str]:
-        """(stdout of probe.py, the plugin's log) for `args` on `target`."""
+        """(stdout of probe.py, the plugin's log) for `args` on `target`; with `count`, the
+        plugin counts and logs into the work folder's file of that name."""
         cpuinfo = self.work / f"cpuinfo-{target.key}"
         cpuinfo.write_text(target.cpuinfo(os.cpu_count() or 1))
-        log = self.work / "plugin.log"
+        log = self.work / (count or "plugin.log")
         log.unlink(missing_ok=True)
         r = str(self.root)
         ld = f"{BUNDLE}/lib/ld-linux-x86-64.so.2"
@@ -201,7 +207,7 @@ class Emulator:
         ]
         if count:
             qemu += ["-plugin", f"{INSIDE_WORK}/insn_count.so", "-d", "plugin",
-                     "-D", f"{INSIDE_WORK}/plugin.log"]  # fmt: skip
+                     "-D", f"{INSIDE_WORK}/{log.name}"]  # fmt: skip
         inner = [*qemu, VENV_PYTHON, f"{INSIDE_WORK}/probe.py", *args]
         script = (
             'set -e; R="$1"; shift; mkdir -p "$R/proc" "$R$INSIDE"; '
@@ -304,7 +310,7 @@ def collect(args: argparse.Namespace) -> dict[str, Any]:
     info = json.loads((gdir / "graphs.json").read_text())
     plugin = build_plugin(work)
     emu = Emulator(args.root, work, plugin)
-    precisions = [p for p in PRECISIONS if p in info["graphs"]]
+    precisions = [p for p in args.precisions if p in info["graphs"]]
     inside_graph = {p: f"{INSIDE_WORK}/{gdir.name}/{info['graphs'][p]}" for p in precisions}
     frames = args.frames or (8 if args.quick else 16)
     result: dict[str, Any] = {
@@ -335,24 +341,33 @@ def collect(args: argparse.Namespace) -> dict[str, Any]:
             for level in ("all", "extended"):
                 name = f"opt-{key}-{p}-{level}.onnx"
                 try:
-                    emu.run(
-                        target,
-                        ["optimize", inside_graph[p], f"{INSIDE_WORK}/{name}", "--level", level],
-                        timeout=1800,
-                    )
+                    if not (args.resume and (work / name).is_file()):
+                        emu.run(
+                            target,
+                            [
+                                "optimize",
+                                inside_graph[p],
+                                f"{INSIDE_WORK}/{name}",
+                                "--level",
+                                level,
+                            ],
+                            timeout=1800,
+                        )
                     g[f"ops_{level}"] = op_counts(work / name)
                 except RuntimeError as exc:  # e.g. no fp16 kernel for an operator
                     g[f"ops_{level}"] = {"error": str(exc)[-400:]}
             if "error" not in g["ops_all"]:
-                _, log = emu.run(target, ["count", inside_graph[p], f"{frames},{2 * frames}"],
-                                 count=True, timeout=args.timeout)  # fmt: skip
+                log_name = f"plugin-{key}-{p}-{frames}.log"
+                log = (work / log_name).read_text() if (work / log_name).is_file() else ""
+                if not (args.resume and "insn_count exit" in log and len(marks(log)) >= 3):
+                    _, log = emu.run(target, ["count", inside_graph[p], f"{frames},{2 * frames}"],
+                                     count=log_name, timeout=args.timeout)  # fmt: skip
                 phases = phase_counts(log)
                 if len(phases) < 2:
                     raise RuntimeError(f"{key} {p}: the plugin logged {len(phases)} phases, not 2")
                 per_s = per_audio_second(phases, frames, info["hop"], info["sample_rate"])
                 g["phases"] = phases
                 g["per_audio_second"] = per_s
-                g["estimate"] = {c: estimate(per_s, c) for c in _cores_for(key)}
             if args.profile and "error" not in g["ops_all"]:
                 out, _ = emu.run(
                     target,
@@ -362,12 +377,10 @@ def collect(args: argparse.Namespace) -> dict[str, Any]:
                 inside_path = json.loads(out.strip().splitlines()[-1])["profile"]
                 g["profile"] = profile_shares(work / Path(inside_path).relative_to(INSIDE_WORK))
             t["graphs"][p] = g
-        result["targets"][key] = t
+            result["targets"][key] = t
+            if args.json:  # what is done so far, in case a later run is stopped
+                args.json.write_text(json.dumps(result, indent=1))
     return result
-
-
-def _cores_for(target_key: str) -> list[str]:
-    return [target_key] if target_key in cores.CORES else []
 
 
 # ---- the report ------------------------------------------------------------------------------
@@ -375,7 +388,8 @@ def _cores_for(target_key: str) -> list[str]:
 KERNEL_OPS = ("QLinearConv", "com.microsoft.QLinearConv", "ConvInteger", "MatMulInteger",
               "QLinearMatMul", "com.microsoft.QLinearConvTranspose", "ConvTranspose",
               "DequantizeLinear", "QuantizeLinear", "Conv", "com.microsoft.FusedConv",
-              "com.microsoft.NhwcFusedConv", "com.microsoft.NhwcConv", "Cast")  # fmt: skip
+              "com.microsoft.NhwcFusedConv", "com.microsoft.NhwcConv", "Transpose",
+              "Cast")  # fmt: skip
 
 GROUPS = {
     "int8 dot (SDOT/UDOT)": ("dot.d", "dot.q"),
@@ -395,9 +409,9 @@ def _g(x: float) -> str:
     return f"{x / 1e9:.2f}"
 
 
-def ratios(t: dict[str, Any], key: str) -> dict[str, dict[str, float]]:
+def ratios(t: dict[str, Any], model: str) -> dict[str, dict[str, float]]:
     """Per precision, against fp32 on the same target: executed instructions, and the
-    core's throughput-bound cycles."""
+    throughput-bound cycles on the core `model` (a key of `cores.CORES`)."""
     g = {p: x for p, x in t["graphs"].items() if "per_audio_second" in x}
     if "fp32" not in g:
         return {}
@@ -405,8 +419,8 @@ def ratios(t: dict[str, Any], key: str) -> dict[str, dict[str, float]]:
     out = {}
     for p, x in g.items():
         r = {"instructions": x["per_audio_second"]["total"] / base["per_audio_second"]["total"]}
-        if key in x["estimate"] and key in base["estimate"]:
-            r["cycles"] = x["estimate"][key]["cycles"] / base["estimate"][key]["cycles"]
+        cyc = estimate(x["per_audio_second"], model)["cycles"]
+        r["cycles"] = cyc / estimate(base["per_audio_second"], model)["cycles"]
         out[p] = r
     return out
 
@@ -416,12 +430,14 @@ def summary(res: dict[str, Any]) -> list[str]:
     lines = [
         "## Summary: against fp32 on the same core (decoder, per second of audio)",
         "",
-        "| target | int8 kernels | instructions int8 / fp32 | est. time int8 / fp32 "
-        "| instructions fp16 / fp32 | est. time fp16 / fp32 |",
-        "| --- | --- | ---: | ---: | ---: | ---: |",
+        "| target | core model | int8 kernels | instructions int8 / fp32 "
+        "| est. time int8 / fp32 | instructions fp16 / fp32 | est. time fp16 / fp32 |",
+        "| --- | --- | --- | ---: | ---: | ---: | ---: |",
     ]
-    for key, t in res["targets"].items():
-        r = ratios(t, key)
+    for key, t, model in (
+        (k, t, m) for k, t in res["targets"].items() for m in cores.MODELS.get(k, ())
+    ):
+        r = ratios(t, model)
         i8 = t["graphs"].get("int8", {}).get("per_audio_second", {})
         kind = (
             "SDOT/UDOT"
@@ -436,7 +452,11 @@ def summary(res: dict[str, Any]) -> list[str]:
             for p, w in (("int8", "instructions"), ("int8", "cycles"), ("fp16", "instructions"),
                          ("fp16", "cycles"))
         ]  # fmt: skip
-        lines.append(f"| {key} ({t['boards']}) | {kind} | " + " | ".join(cells) + " |")
+        lines.append(
+            f"| {key} ({t['boards']}) | {cores.CORES[model].name} | {kind} | "
+            + " | ".join(cells)
+            + " |"
+        )
     return lines
 
 
@@ -508,10 +528,10 @@ def markdown(res: dict[str, Any]) -> str:
             + " | ".join(_g(t["graphs"][p]["per_audio_second"]["total"]) for p in ps)
             + " |"
         )
-        est = {p: t["graphs"][p]["estimate"].get(key) for p in ps}
-        if all(est.values()) and "fp32" in est:
+        for model in cores.MODELS.get(key, ()) if "fp32" in ps else ():
+            est = {p: estimate(t["graphs"][p]["per_audio_second"], model) for p in ps}
             base = est["fp32"]["cycles"]
-            core = cores.CORES[key]
+            core = cores.CORES[model]
             lines += [
                 "",
                 f"Throughput-bound cycle estimate on a {core.name} ({core.source}), per "
@@ -550,6 +570,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cpus", default=None, help=f"comma-separated, of {', '.join(TARGETS)}")
     parser.add_argument("--frames", type=int, default=None, help="F (runs of F and 2F frames)")
     parser.add_argument("--profile", action="store_true", help="also ONNX Runtime's profiler")
+    parser.add_argument(
+        "--precisions", default=",".join(PRECISIONS), help="comma-separated, of fp32, int8, fp16"
+    )
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="reuse optimized graphs and complete instruction logs left in --work",
+    )
     parser.add_argument("--timeout", type=float, default=3600, help="seconds per emulated run")
     parser.add_argument("--json", type=Path, default=None, help="write the results here")
     parser.add_argument("--markdown", type=Path, default=None, help="write the report here")
@@ -564,6 +592,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.merge:
         res = merge([json.loads(p.read_text()) for p in args.merge])
         return _write(res, args)
+    args.precisions = args.precisions.split(",")
     args.cpus = (args.cpus or ("cortex-a76" if args.quick else ",".join(TARGETS))).split(",")
     unknown = [c for c in args.cpus if c not in TARGETS]
     if unknown:

@@ -222,3 +222,40 @@ def test_quick_run_shows_integer_dot_products_in_int8_only(tmp_path: Path) -> No
     assert int8["per_audio_second"]["dot.q"] > 0
     assert fp32["per_audio_second"]["dot.q"] == 0
     assert fp32["per_audio_second"]["f32mla.q"] > 0
+
+
+def test_board_estimate_keeps_its_anchor_and_orders_the_precisions() -> None:
+    from benchmarks.arm import boards
+
+    fp32 = {c: 0.0 for c in cores.CLASSES} | {"f32mla.q": 7e9, "load": 1.5e9, "total": 9e9}
+    int8_a72 = {c: 0.0 for c in cores.CLASSES} | {"imul.q": 3e9, "padal.q": 1.5e9, "total": 9e9}
+    int8_a76 = {c: 0.0 for c in cores.CLASSES} | {"dot.q": 1.6e9, "total": 4e9}
+    res = {
+        "targets": {
+            "cortex-a72": {
+                "graphs": {
+                    "fp32": {"per_audio_second": fp32},
+                    "int8": {"per_audio_second": int8_a72},
+                }
+            },
+            "cortex-a76": {
+                "graphs": {
+                    "fp32": {"per_audio_second": fp32},
+                    "int8": {"per_audio_second": int8_a76},
+                }
+            },
+        }
+    }
+    rows = {r["board"]: r for r in boards.estimate(res)}
+    pi4 = rows[boards.ANCHOR.name]
+    # the anchor: hayakoe's published Pi 4 RTF, times our measured fp32 speed-up over it
+    assert pi4["rtf"]["fp32"][0] == pytest.approx(
+        boards.HAYAKOE_PI4_RTF * boards.OURS_VS_HAYAKOE_FP32
+    )
+    # A72: both core models (FMLA .4s in both pipes or one) give a range, int8 below fp32 here
+    lo, hi = pi4["ratio"]["int8"][0], pi4["ratio"]["int8"][1]
+    assert len(pi4["ratio"]["int8"]) == 2 and lo < hi < 1
+    # the slower clock of the Yellow's CM4 costs in proportion
+    yellow = rows["Home Assistant Yellow (CM4, 4× Cortex-A72 1.5 GHz)"]
+    assert yellow["rtf"]["fp32"][0] == pytest.approx(pi4["rtf"]["fp32"][0] * 1.8 / 1.5)
+    assert "Home Assistant Green (RK3566, 4× Cortex-A55 1.8 GHz)" not in rows  # no counts for it
