@@ -13,9 +13,8 @@ Rows (medians over `--reps` alternating runs in one run, fresh worker processes)
 - RSS after `prepare()` (one fresh process per variant);
 - the fidelity report of the voice's int8 graphs (held-out sentences, int8 vs fp32).
 
-hayakoe: measured live with `--hayakoe` (its own venv, see `drive`); otherwise the ratio
-hayakoe / ours-fp32 recorded in benchmarks/results/latest.json is applied to this run's
-ours-fp32 figure, and the table says so. Records benchmarks/results/precision.md and .json
+hayakoe: measured live with `--hayakoe` (its own venv, see `drive`); otherwise its columns
+stay empty. Records benchmarks/results/precision.md and .json
 (`--memory-only`: precision-memory.md and .json). No `--quick` (the full-size voice).
 """
 
@@ -160,14 +159,6 @@ def phase_precision(
 # ------------------------------------------------------------------------------ report ---
 
 
-def _recorded() -> dict | None:
-    path = RESULTS / "latest.json"
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-
-
 def _fmt(v: float | None, unit: str = "") -> str:
     if v is None or v != v:
         return "–"
@@ -177,23 +168,9 @@ def _fmt(v: float | None, unit: str = "") -> str:
 
 
 def render(results: dict) -> str:
-    """Markdown table: ours fp32 | ours int8 | int8/fp32 | hayakoe | int8/hayakoe (target)."""
-    rec = _recorded()
-    live = results.get("hayakoe_live")
+    """Markdown table: ours fp32 | ours int8 | int8/fp32 | hayakoe | int8/hayakoe (target);
+    the hayakoe columns are empty unless it ran (`--hayakoe`)."""
     rows: list[list[object]] = []
-    head = ["measure", "text", "ours fp32", "ours int8", "int8 / fp32", "hayakoe"]
-    head += ["int8 / hayakoe", "target"]
-
-    def hayakoe(cond: str, text: str, key: str, fp32: float) -> float | None:
-        if live:
-            return results[cond].get("hayakoe", {}).get(text, {}).get(key)
-        if rec is None:
-            return None
-        try:  # recorded ratio hayakoe / ours, applied to this run's ours fp32
-            h, o = rec["speed"]["hayakoe"][text][key], rec["speed"]["ours"][text][key]
-        except KeyError:
-            return None
-        return fp32 * h / o
 
     def row(name: str, text: str, f: float, i: float, h: float | None, target: float | None):
         ratio_h = i / h if h else None
@@ -201,67 +178,57 @@ def render(results: dict) -> str:
         tgt = f"≤ {target:g}×{ok}" if target is not None else ""
         unit = "MiB" if "MiB" in name else ""
         ratio = f"{ratio_h:.2f}×" if ratio_h else "–"
-        cells = [name, text, _fmt(f, unit), _fmt(i, unit), f"{i / f:.2f}×", _fmt(h, unit)]
-        rows.append([*cells, ratio, tgt])
+        rows.append([name, text, _fmt(f, unit), _fmt(i, unit), f"{i / f:.2f}×", _fmt(h, unit)])
+        rows[-1] += [ratio, tgt]
 
     for cond, label in (("idle", "idle"), ("busy", "one core busy")):
-        per = results.get(cond)
-        if not per:
+        if not (per := results.get(cond)):
             continue
-        f32, i8 = per["ours fp32"], per["ours int8"]
-        for text in RTF_TEXTS:
-            f, i = f32[text]["rtf"], i8[text]["rtf"]
-            row(
-                f"RTF `generate()`, {label}",
-                text,
-                f,
-                i,
-                hayakoe(cond, text, "rtf", f),
-                0.5 if cond == "idle" else None,
-            )
-        for text in TTFA_TEXTS:
-            f, i = f32[text]["ttfa_s"], i8[text]["ttfa_s"]
-            row(
-                f"TTFA (s) engine `stream()`, {label}",
-                text,
-                f,
-                i,
-                hayakoe(cond, text, "ttfa_s", f),
-                0.25 if cond == "idle" else None,
-            )
+        f32, i8, hk = per["ours fp32"], per["ours int8"], per.get("hayakoe", {})
+        idle = cond == "idle"
+        for key, texts, name, target in (
+            ("rtf", RTF_TEXTS, "RTF `generate()`", 0.5),
+            ("ttfa_s", TTFA_TEXTS, "TTFA (s) engine `stream()`", 0.25),
+        ):
+            for text in texts:
+                h = hk.get(text, {}).get(key)
+                row(
+                    f"{name}, {label}",
+                    text,
+                    f32[text][key],
+                    i8[text][key],
+                    h,
+                    target if idle else None,
+                )
         for text in RTF_TEXTS:
             f = f32[text]["stream_wall_s"] / f32[text]["wall_s"]
             i = i8[text]["stream_wall_s"] / i8[text]["wall_s"]
             name = f"`stream()` / `generate()` total time, {label}"
-            cells = [name, text, f"{f:.2f}", f"{i:.2f}", f"{i / f:.2f}×", "", ""]
-            rows.append([*cells, "≤ 1.15 (item 6)"])
-    wy = results.get("wyoming")
-    if wy:
+            rows.append([name, text, f"{f:.2f}", f"{i:.2f}", f"{i / f:.2f}×", "", "", "≤ 1.15"])
+    if wy := results.get("wyoming"):
         for text in wy["ours fp32"]:
-            f, i = wy["ours fp32"][text], wy["ours int8"][text]
             h = wy.get("hayakoe", {}).get(text)
-            if h is None and rec is not None:
-                try:
-                    r = rec["wyoming"]
-                    h = (
-                        f
-                        * r["hayakoe"][text]["streaming_ttfa_s"]
-                        / r["ours"][text]["streaming_ttfa_s"]
-                    )
-                except KeyError:
-                    h = None
-            row("TTFA (s) Wyoming streaming", text, f, i, h, None)
-    mem = results.get("memory")
-    if mem:
+            row(
+                "TTFA (s) Wyoming streaming",
+                text,
+                wy["ours fp32"][text],
+                wy["ours int8"][text],
+                h,
+                None,
+            )
+    if mem := results.get("memory"):
         f, i = mem["ours fp32"]["rss_after_prepare"], mem["ours int8"]["rss_after_prepare"]
-        h = mem.get("hayakoe", {}).get("rss_after_prepare")
-        if h is None and rec is not None:
-            m = rec["memory"]
-            h = f * m["hayakoe"]["rss_after_prepare"] / m["ours"]["rss_after_prepare"]
-        row("RSS after `prepare()` (MiB)", "1 voice", f, i, h, 0.6)
-    out = "\n".join(table(head, rows, "llrrrrrl"))
-    fid = results.get("fidelity")
-    if fid:
+        row(
+            "RSS after `prepare()` (MiB)",
+            "1 voice",
+            f,
+            i,
+            mem.get("hayakoe", {}).get("rss_after_prepare"),
+            0.6,
+        )
+    head = ["measure", "text", "ours fp32", "ours int8", "int8 / fp32", "hayakoe"]
+    out = "\n".join(table([*head, "int8 / hayakoe", "target"], rows, "llrrrrrl"))
+    if fid := results.get("fidelity"):
         th = fid["thresholds"]
         out += (
             f"\n\nFidelity of the benchmark voice's int8 graphs ({len(fid['sentences'])} held-out "
@@ -270,19 +237,8 @@ def render(results: dict) -> str:
             f"{fid['snr_db_min']:.1f} dB (gate ≥ {th['min_snr_db']:g}), mean "
             f"{fid['snr_db_mean']:.1f} dB; log-mel distance {fid['logmel_db_mean']:.2f} dB "
             f"(≤ {th['max_logmel_db']:g}); MCD {fid['mcd_db_mean']:.2f} dB "
-            f"(≤ {th['max_mcd_db']:g}) — gate {'passed' if fid['passed'] else 'FAILED'}; "
-            f"making them took {fid['settings'].get('timings_s')} (seconds)."
+            f"(≤ {th['max_mcd_db']:g}) — gate {'passed' if fid['passed'] else 'FAILED'}."
         )
-    if not live:
-        when = rec["date_utc"] if rec else "?"
-        out += (
-            "\n\nhayakoe was not run here: its column is this run's ours-fp32 figure times the "
-            f"hayakoe / ours ratio recorded in benchmarks/results/latest.json ({when} UTC, "
-            "same machine and voice), so int8 / hayakoe = (int8 / fp32, this run) × "
-            "(ours / hayakoe, recorded)."
-        )
-    la, lb = results.get("load_avg_start"), results.get("load_avg_end")
-    out += f"\n\nLoad average at start {la}, at end {lb} (a shared 2-core machine)."
     return out
 
 

@@ -28,7 +28,8 @@ TARGETS = {"ttfa": 0.3, "rtf": 0.67, "rss": 1.0}
 _RTF_TARGET = {"medium": TARGETS["rtf"], "long": TARGETS["rtf"]}
 
 # Rows per text: (label, figure, unit, target per text key; a missing key: no target).
-SPEED_ROWS = (
+RowSpec = tuple[str, str, str, dict[str, float]]
+SPEED_ROWS: tuple[RowSpec, ...] = (
     ("real-time factor, `generate()`", "rtf", "", _RTF_TARGET),
     ("wall time (s), `generate()`", "wall_s", "s", {}),
     (
@@ -41,7 +42,7 @@ SPEED_ROWS = (
     ("`stream()` played in real time: last sample heard at (s)", "played_s", "s", {}),
     ("audio length (s)", "audio_s", "s", {}),
 )
-WYOMING_ROWS = (
+WYOMING_ROWS: tuple[RowSpec, ...] = (
     ("Wyoming one-shot, time to first audio (s)", "oneshot_ttfa_s", "s", {}),
     (
         "Wyoming streaming, time to first audio (s)",
@@ -198,87 +199,49 @@ def _tlabel(key: str, texts: dict) -> str:
     return f"{key} ({n} chars)" if n else key
 
 
+ENGINES = {"ours": ("wyoming-hayakoe", "#2a7ab0"), "hayakoe": ("hayakoe 1.3.1", "#c8763a")}
+MEMORY_CHART = (
+    ("rss_after_prepare", "RSS after\nprepare()"),
+    ("peak_after_prepare", "peak up to\nprepare()"),
+    ("peak_while_speaking", "peak while\nspeaking"),
+    ("rss_per_extra_speaker", "per extra\nspeaker"),
+)
+
+
 def render_chart(res: dict[str, Any], path: Path) -> None:
-    """Four panels: RTF, stream() TTFA, Wyoming TTFA, memory; ours vs hayakoe."""
+    """Four panels, ours against hayakoe: RTF and first audio of the engine, first audio
+    over Wyoming, memory."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(2, 2, figsize=(12, 8))
-    colors = {"ours": "#2a7ab0", "hayakoe": "#c8763a"}
-    label = {"ours": "wyoming-hayakoe", "hayakoe": "hayakoe 1.3.1"}
-
-    def bars(
-        ax, groups: list[str], values: dict[str, list[float]], title: str, ylabel: str
-    ) -> None:
-        width = 0.38
-        for i, eng in enumerate(("ours", "hayakoe")):
-            xs = [g + (i - 0.5) * width for g in range(len(groups))]
-            ax.bar(xs, values[eng], width, label=label[eng], color=colors[eng])
-            for x, v in zip(xs, values[eng]):
-                if not math.isnan(v):
-                    ax.annotate(
-                        f"{v:.2f}" if v < 100 else f"{v:.0f}",
-                        (x, v),
-                        ha="center",
-                        va="bottom",
-                        fontsize=8,
-                    )
-        ax.set_xticks(range(len(groups)), groups)
-        ax.set_title(title)
-        ax.set_ylabel(ylabel)
-        ax.legend(fontsize=8)
-
-    speed = res.get("speed")
-    if speed:
+    panels: list[tuple[str, list[str], dict[str, list[float]]]] = []
+    if speed := res.get("speed"):
         keys = [k for k in TEXT_ORDER if k in speed["ours"]]
-        bars(
-            axes[0][0],
-            keys,
-            {e: [speed[e][k]["rtf"] for k in keys] for e in ("ours", "hayakoe")},
-            "real-time factor, generate() (lower is faster)",
-            "seconds per second of audio",
-        )
-        bars(
-            axes[0][1],
-            keys,
-            {e: [speed[e][k]["ttfa_s"] for k in keys] for e in ("ours", "hayakoe")},
-            "time to first audio, stream()",
-            "s",
-        )
-    wy = res.get("wyoming")
-    if wy:
+        for key, title in (
+            ("rtf", "real-time factor, generate()"),
+            ("ttfa_s", "first audio, stream() (s)"),
+        ):
+            panels.append((title, keys, {e: [speed[e][k][key] for k in keys] for e in ENGINES}))
+    if wy := res.get("wyoming"):
         keys = [k for k in TEXT_ORDER if k in wy["ours"]]
-        groups = [f"{k}\none-shot" for k in keys] + [f"{k}\nstreaming" for k in keys]
-        vals = {
-            e: [wy[e][k]["oneshot_ttfa_s"] for k in keys]
-            + [wy[e][k]["streaming_ttfa_s"] for k in keys]
-            for e in ("ours", "hayakoe")
-        }
-        bars(axes[1][0], groups, vals, "Wyoming, time to first audio (TCP client)", "s")
-        axes[1][0].tick_params(axis="x", labelsize=7)
-    mem = res.get("memory")
-    if mem:
-        keys = [
-            "rss_after_prepare",
-            "peak_after_prepare",
-            "peak_while_speaking",
-            "rss_per_extra_speaker",
-        ]
-        groups = [
-            "RSS after\nprepare()",
-            "peak up to\nprepare()",
-            "peak while\nspeaking",
-            "per extra\nspeaker",
-        ]
-        bars(
-            axes[1][1],
-            groups,
-            {e: [mem[e][k] / MIB for k in keys] for e in ("ours", "hayakoe")},
-            "memory",
-            "MiB",
-        )
+        modes = (("oneshot_ttfa_s", "one-shot"), ("streaming_ttfa_s", "streaming"))
+        groups = [f"{k}\n{m}" for _, m in modes for k in keys]
+        values = {e: [wy[e][k][f] for f, _ in modes for k in keys] for e in ENGINES}
+        panels.append(("Wyoming, first audio (s, TCP client)", groups, values))
+    if mem := res.get("memory"):
+        values = {e: [mem[e][f] / MIB for f, _ in MEMORY_CHART] for e in ENGINES}
+        panels.append(("memory (MiB)", [label for _, label in MEMORY_CHART], values))
+    fig, axes = plt.subplots(2, 2, figsize=(12, 8))
+    for ax, (title, groups, values) in zip(axes.flat, panels):
+        for i, (eng, (label, color)) in enumerate(ENGINES.items()):
+            xs = [g + (i - 0.5) * 0.38 for g in range(len(groups))]
+            bars = ax.bar(xs, values[eng], 0.38, label=label, color=color)
+            ax.bar_label(bars, fmt="%.3g", fontsize=7)
+        ax.set_xticks(range(len(groups)), groups, fontsize=7)
+        ax.set_title(title)
+        ax.legend(fontsize=8)
     fig.suptitle(
         "wyoming-hayakoe vs hayakoe 1.3.1 — full-size random-weight voice, "
         f"{res.get('date_utc', '')} UTC"

@@ -20,6 +20,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -64,6 +65,7 @@ def worker(kind: str, threads: int, smoke: bool, inputs: Path, out: Path) -> Non
     data = json.loads(inputs.read_text(encoding="utf-8"))
     texts, w2ps = data["texts"], data["word2phs"]
     t0 = time.perf_counter()
+    bert: Any
     if kind.startswith("torch"):
         import torch
 

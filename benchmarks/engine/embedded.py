@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from functools import partial
 from typing import Any
 
 from benchmarks.lib.report import Report
@@ -67,8 +68,8 @@ def run(args: argparse.Namespace) -> Report:
     for label, text in texts.items():
         runs = alternate(
             {
-                "pyopenjtalk.tts (baseline)": lambda t=text: baseline(t),
-                "engine Speaker.stream": lambda t=text: engine_stream(speaker, t),
+                "pyopenjtalk.tts (baseline)": partial(baseline, text),
+                "engine Speaker.stream": partial(engine_stream, speaker, text),
             },
             repeat,
         )

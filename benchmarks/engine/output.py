@@ -77,7 +77,7 @@ def run(args: argparse.Namespace) -> Report:
             f"Embedded voice, {seconds:.1f} s of audio at {rate} Hz; baseline: synthesis "
             f"{synth:.3f} s = {synth / seconds * 1000:.1f} ms per second of audio."
         )
-        rows = []
+        rows: list[tuple[object, ...]] = []
         for db in (6.0, 12.0, 20.0):
             out = _shape(OutputOptions(volume=10 ** (db / 20)), rate, pieces)
             peak = int(np.abs(out.astype(np.int32)).max())

@@ -51,7 +51,7 @@ def _load(quick: bool, precision: str, threads: int) -> Any:
         device="cpu",
         bert_source=str(root),
         cache_dir=CACHE / "ours-cache",
-        options=EngineOptions(threads=threads, precision=precision),  # type: ignore[arg-type]
+        options=EngineOptions(threads=threads, precision=precision),
     )
     tts.load(name, source=str(root))
     tts.prepare(warmup=False)

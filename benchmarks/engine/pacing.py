@@ -20,9 +20,12 @@ from __future__ import annotations
 import argparse
 import hashlib
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from benchmarks.lib.report import Report
+
+if TYPE_CHECKING:
+    from engine.bert.features import BertBackend
 
 RESULT = None
 
@@ -74,10 +77,10 @@ def _voice(clock: Any, decode: float, front: float) -> Any:
     voice = load_neural_voice(
         "small",
         shared_small_root(),
-        bert=FakeBert(),
+        bert=cast("BertBackend", FakeBert()),
         options=EngineOptions(threads=1, overlap=False),
     )
-    synth = voice.synth
+    synth: Any = voice.synth  # the split ONNX synthesizer: its latent and staged decoder
     frame_s = synth.hop_length / voice.sample_rate
     latent, staged = synth.latent, synth.staged
 

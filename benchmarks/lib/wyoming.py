@@ -12,8 +12,6 @@ and characters per token) — the compatibility `synthesize`, `synthesize-stop` 
 `synthesize-stopped`. Text is written while audio is read, as a real client does.
 The clock starts when the first request event is written.
 
-`synthesize_once` / `synthesize_streaming` are dict-returning forms (deltas of 4 characters
-back to back) for `scripts/arm64_check.py`.
 """
 
 from __future__ import annotations
@@ -153,26 +151,3 @@ async def listen(
         finally:
             writer.cancel()
         return Listened(clock, time.perf_counter() - t0, sent[0], rate)
-
-
-def _old_figures(heard: Listened) -> dict[str, float]:
-    return {
-        "ttfa_s": heard.first_audio_s,
-        "wall_s": heard.total_s,
-        "audio_s": heard.clock.audio_s,
-        "chunks": heard.clock.chunks,
-    }
-
-
-async def synthesize_once(host: str, port: int, text: str, voice: str) -> dict[str, float]:
-    """One-shot request; returns ttfa_s, wall_s (to audio-stop), audio_s, chunks."""
-    return _old_figures(await listen(host, port, text, voice, streamed=False))
-
-
-async def synthesize_streaming(
-    host: str, port: int, text: str, voice: str, chunk_chars: int = CHUNK_CHARS
-) -> dict[str, float]:
-    """Streaming request (text in small chunks back to back); returns ttfa_s, wall_s (to
-    synthesize-stopped), audio_s, chunks."""
-    heard = await listen(host, port, text, voice, streamed=True, chunk_chars=chunk_chars)
-    return _old_figures(heard)
