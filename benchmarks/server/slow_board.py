@@ -269,19 +269,10 @@ def summarize(res: dict) -> dict[str, dict[str, float]]:
 
 
 HEADER = (
-    "board",
-    "mode",
-    "RTF",
-    "audio (s)",
-    "guard off: gaps (count, s)",
-    "guard on: gaps (count, s)",
-    "first audio off (s)",
-    "first audio on (s)",
-    "D·(r−1)+w (s)",
-    "on / minimum (median, max)",
-    "hindsight gapless start, off (s)",
-    "on / off first audio",
-)
+    "board|mode|RTF|audio (s)|guard off: gaps (count, s)|guard on: gaps (count, s)|"
+    "first audio off (s)|first audio on (s)|D·(r−1)+w (s)|on / minimum (median, max)|"
+    "hindsight gapless start, off (s)|on / off first audio"
+).split("|")
 
 
 def _aim(board: Board, rtf: float) -> str:
