@@ -85,6 +85,12 @@ class Worker:
             raise RuntimeError(f"{self.name}: {cmd} failed: {reply['error']} (see {self.log_path})")
         return reply
 
+    def __enter__(self) -> Worker:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def close(self) -> None:
         try:
             self.call("quit")

@@ -133,11 +133,8 @@ def phase_precision(
         "WYOMING_HAYAKOE_PRECISION": "int8",
         "WYOMING_HAYAKOE_QUANTIZE_IN_BACKGROUND": "0",
     }
-    w = drive.start("ours", make_env, label="ours int8 (make)")
-    try:
+    with drive.start("ours", make_env, label="ours int8 (make)") as w:
         w.call("prepare", root=str(root), speakers=[VOICE_NAME])
-    finally:
-        w.close()
     results["int8_ready_s"] = time.perf_counter() - t0
     results["fidelity"] = _fidelity(root)
     log("precision: memory")
@@ -246,11 +243,8 @@ def memory_only(root: Path, with_hayakoe: bool) -> dict[str, Any]:
     """RSS after `prepare()`: ours fp32, ours int8 (graphs made first) and hayakoe, in one
     run."""
     results: dict[str, Any] = {"load_avg_start": list(os.getloadavg())}
-    w = drive.start("ours", {"WYOMING_HAYAKOE_PRECISION": "int8"}, label="ours int8 (make)")
-    try:
+    with drive.start("ours", {"WYOMING_HAYAKOE_PRECISION": "int8"}, label="ours int8 (make)") as w:
         w.call("prepare", root=str(root), speakers=[VOICE_NAME])
-    finally:
-        w.close()
     results["memory"] = _memory(root, with_hayakoe)
     results["load_avg_end"] = list(os.getloadavg())
     return results

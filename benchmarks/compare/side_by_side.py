@@ -131,11 +131,8 @@ def phase_speed(root: Path, reps: int) -> dict:
 
 def phase_exactness(root: Path) -> dict:
     """Windowed vs whole decoding (and our cut graphs vs hayakoe's) on the full-size voice."""
-    w = start("ours", label="ours-exactness")
-    try:
+    with start("ours", label="ours-exactness") as w:
         return w.call("exactness", root=str(root), speaker=VOICE_NAME)
-    finally:
-        w.close()
 
 
 def phase_ablation(root: Path, reps: int, names: list[str]) -> dict:
