@@ -1,6 +1,6 @@
 /*
  * insn_classes.h: the AArch64 instruction classes counted by insn_count.c, decoded from the
- * 32-bit instruction word alone (plain C, no QEMU: tests/benchmarks/test_arm_evidence.py
+ * 32-bit instruction word alone (plain C, no QEMU: tests/test_arm_evidence.py
  * compiles it with a small driver and checks it against encodings the assembler made).
  *
  * Decoding follows the A64 encoding index of the Arm Architecture Reference Manual
