@@ -1,9 +1,9 @@
 """Lifecycles a user's processes go through, on the full-size random-weight voice.
 
-    python benchmarks/lifecycle.py background [--rounds 4] [--busy]  # server: int8 behind
-    python benchmarks/lifecycle.py fresh [--rounds 4] [--hayakoe]    # library: fresh vs warm
-    python benchmarks/lifecycle.py cycles [--cycles 50]             # stopped at random moments
-    python benchmarks/lifecycle.py all                              # the three, idle and busy
+    python -m benchmarks.lifecycle background [--rounds 4] [--busy]  # server: int8 behind
+    python -m benchmarks.lifecycle fresh [--rounds 4] [--hayakoe]    # library: fresh vs warm
+    python -m benchmarks.lifecycle cycles [--cycles 50]             # stopped at random moments
+    python -m benchmarks.lifecycle all                              # the three, idle and busy
 
 - `background`: the server's first start. One process serves the voice in fp32 while its
   int8 graphs are made behind it (`quantize_in_background`); a second process serves the
@@ -48,15 +48,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(HERE))
+from benchmarks.compare.drive import Worker, hayakoe_python
+from benchmarks.compare.drive import engine_env as clean_env
+from benchmarks.compare.worker import claim_stdout, memory, serve_commands
+from benchmarks.lib import CACHE as BENCH_CACHE
+from benchmarks.lib import REPO
+from benchmarks.lib.voices import OPTIONS, TEXTS, VOICE_NAME
 
-from common import OPTIONS, TEXTS, VOICE_NAME, claim_stdout, memory, serve_commands
-from harness import Worker, clean_env, hayakoe_python
-
-CACHE = HERE / ".cache" / "lifecycle"
+CACHE = BENCH_CACHE / "lifecycle"
 SEED = 7
 
 
@@ -126,7 +125,7 @@ def _worker(mode: str) -> None:
 
 def _start(mode: str, label: str) -> Worker:
     return Worker(
-        label, [sys.executable, str(Path(__file__).resolve()), "worker", mode], clean_env()
+        label, [sys.executable, "-m", "benchmarks.lifecycle", "worker", mode], clean_env()
     )
 
 
@@ -163,9 +162,9 @@ def _calls(worker: Worker, texts: list[str], **extra: Any) -> list[dict]:
 
 
 def _fullsize() -> Path:
-    from fullsize import build
+    from benchmarks.lib.voices import fullsize_root
 
-    return build()
+    return fullsize_root()
 
 
 def _ratio_line(label: str, values: list[float], target: float | None = None) -> str:
@@ -276,7 +275,7 @@ def run_fresh(rounds: int, busy: bool, hayakoe: bool) -> dict:
         if hayakoe:
             hk = Worker(
                 "lifecycle-hayakoe",
-                [str(hayakoe_python()), str(HERE / "hayakoe_runner.py"), "worker"],
+                [str(hayakoe_python()), "-m", "benchmarks.compare.hayakoe_runner", "worker"],
                 clean_env(hayakoe=True),
             )
             hk.call(

@@ -3,7 +3,7 @@
     python -m benchmarks.runtimes                 # idle and one core busy; writes results
     python -m benchmarks.runtimes --quick         # medium text only, idle only
 
-The full-size random-weight voice (`benchmarks/fullsize.py`) and its int8 graphs (made once
+The full-size random-weight voice (`benchmarks/lib/fullsize.py`) and its int8 graphs (made once
 into `benchmarks/.cache/fullsize-int8/`, the engine's own recipe) run as the engine runs
 them (`engine.neural.build.split_synthesizer`: the front graph and the staged decoder) on
 every runtime × precision this machine has (`engine.int8.measure.candidates`), all loaded
@@ -37,8 +37,8 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks import fullsize
-from benchmarks.common import TEXTS, VOICE_NAME
+from benchmarks.lib import fullsize
+from benchmarks.lib.voices import TEXTS, VOICE_NAME
 from engine import EngineOptions, layout
 
 RESULTS = Path(__file__).resolve().parent / "results" / "runtimes.md"
@@ -239,7 +239,7 @@ def main() -> None:
         f"Machine: {_machine()}; {args.threads} threads; commit {_git_commit()}; "
         f"onnxruntime {ort.__version__}, openvino {openvino_backend.version()} "
         f"(CPU capabilities {', '.join(openvino_backend.cpu_capabilities())}). "
-        "Full-size random-weight voice (`benchmarks/fullsize.py`), its int8 graphs made by "
+        "Full-size random-weight voice (`benchmarks/lib/fullsize.py`), its int8 graphs made by "
         "the engine's recipe. Each candidate is loaded next to fp32 on ONNX Runtime and "
         "the two are taken in turn: time relative to fp32 on ONNX Runtime in the same "
         "minutes. New lengths: each sentence stretched (length scale) to lengths neither "
