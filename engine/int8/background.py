@@ -38,7 +38,7 @@ from typing import Any, Protocol
 
 from .control import Cancelled, Int8Control
 from .gate import FidelityReport
-from .plan import Int8Job
+from .plan import Int8Job, rejudged
 
 __all__ = ["BackgroundInt8", "Int8Upgrade", "lower_thread_priority", "restore_priority"]
 
@@ -306,13 +306,14 @@ class BackgroundInt8:
             self._maker.daemon = True
             self._maker.start()
         self._maker.join()
-        self._control = None
         upgrade.seconds = time.monotonic() - start
         upgrade.paused_s = control.paused_s
         if made.get("cancelled") or self._closed.is_set():
+            self._control = None
             upgrade._finish(CANCELLED, "closed while making the graphs (finished steps are kept)")
             return
         if "error" in made:
+            self._control = None
             exc = made["error"]
             _LOGGER.error(
                 "Voice %s stays fp32: its int8 graphs could not be made (%s)", job.name, exc
@@ -326,9 +327,12 @@ class BackgroundInt8:
         except Cancelled:
             upgrade._finish(CANCELLED, "closed while measuring")
             return
+        finally:
+            self._control = None
         upgrade.reason = choice.reason
         serving = job.serving
-        if choice.precision != "int8" and not (graphs.report.passed or job.precision == "int8"):
+        passed = rejudged(graphs.report, job.thresholds).passed
+        if choice.precision != "int8" and not (passed or job.precision == "int8"):
             _LOGGER.warning(
                 "Voice %s stays %s: its int8 graphs (made in %.0f s) failed the fidelity gate: %s",
                 job.name,
