@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.helpers.benchmarks import benchmark_module
-from tests.helpers.wyoming_client import speak
+from wyoming_hayakoe.client import WyomingClient
 
 listener = benchmark_module("listener")
 wyoming_client = benchmark_module("wyoming_client")
@@ -67,7 +67,7 @@ TEXT = "こんにちは。今日は一日中いい天気になるそうですの
 
 async def test_listen_one_shot_and_paced_stream_against_a_real_server(start_server) -> None:
     server = await start_server()
-    whole = await speak("127.0.0.1", server.port, TEXT)
+    whole = await WyomingClient(f"tcp://127.0.0.1:{server.port}").speak(TEXT)
     once = await wyoming_client.listen("127.0.0.1", server.port, TEXT, None, streamed=False)
     assert once.rate == whole.rate
     assert once.clock.audio_s == pytest.approx(whole.seconds)
