@@ -225,8 +225,8 @@ def _gate_here(work: Path) -> int:
 
 
 def client(port: int) -> int:
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    from wyoming_client import synthesize_once, synthesize_streaming, wait_ready
+    sys.path.insert(0, str(REPO))
+    from benchmarks.lib.wyoming import listen, wait_ready
 
     async def run() -> int:
         t0 = time.perf_counter()
@@ -237,10 +237,13 @@ def client(port: int) -> int:
         if voice not in voices:
             print(f"FAIL: {voice} not offered")
             return 1
-        once = await synthesize_once("127.0.0.1", port, "こんにちは。今日はいい天気ですね。", voice)
-        streamed = await synthesize_streaming("127.0.0.1", port, "はい、電気をつけました。", voice)
+        text = "こんにちは。今日はいい天気ですね。"
+        once = await listen("127.0.0.1", port, text, voice, streamed=False)
+        text = "はい、電気をつけました。"
+        streamed = await listen("127.0.0.1", port, text, voice, streamed=True)
         failures = 0
-        for name, r in (("synthesize", once), ("streaming", streamed)):
+        for name, heard in (("synthesize", once), ("streaming", streamed)):
+            r = heard.summary()
             ok = r["audio_s"] > 0.3 and r["chunks"] > 0
             failures += not ok
             print(

@@ -40,7 +40,7 @@ from .control import Cancelled, Int8Control
 from .gate import FidelityReport
 from .plan import Int8Job
 
-__all__ = ["BackgroundInt8", "Int8Upgrade", "lower_thread_priority"]
+__all__ = ["BackgroundInt8", "Int8Upgrade", "lower_thread_priority", "restore_priority"]
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -48,6 +48,11 @@ DEFAULT_NICENESS = 19
 JOIN_TIMEOUT_S = 30.0
 """`close` waits at most this for the threads (a cancelled run ends in well under a second;
 this bounds a pathological one, which is then logged)."""
+EXIT_TIMEOUT_S = 600.0
+"""At interpreter exit the wait is longer: a thread still inside ONNX Runtime when the
+interpreter finalizes can abort the process, so exit waits for it (a starved thread that
+could not be raised back to normal priority needs more than a second to reach its next
+check); the wait is logged."""
 
 QUEUED = "queued"
 MAKING = "making"
@@ -107,6 +112,29 @@ def lower_thread_priority(niceness: int = DEFAULT_NICENESS) -> bool:
     return True
 
 
+def restore_priority(niceness: int) -> int:
+    """Raise this process's threads that run at `niceness` (the work's thread and the ONNX
+    Runtime threads it started) back to the main thread's priority, so a cancelled step on
+    a busy machine reaches its next check at once instead of waiting for idle CPU. Best
+    effort (raising a priority can need privileges); returns how many threads were raised."""
+    if niceness <= 0 or not sys.platform.startswith("linux"):
+        return 0
+    raised = 0
+    try:
+        base = os.getpriority(os.PRIO_PROCESS, os.getpid())
+        tids = [int(t) for t in os.listdir("/proc/self/task")]
+    except OSError:
+        return 0
+    for tid in tids:
+        try:
+            if os.getpriority(os.PRIO_PROCESS, tid) == niceness > base:
+                os.setpriority(os.PRIO_PROCESS, tid, base)
+                raised += 1
+        except OSError as exc:  # gone, or no permission to raise it
+            _LOGGER.debug("Could not raise thread %d's priority: %s", tid, exc)
+    return raised
+
+
 _Task = tuple[Sequence[Switchable], Int8Job, Int8Upgrade]
 
 _LIVE: weakref.WeakSet[BackgroundInt8] = weakref.WeakSet()
@@ -115,7 +143,7 @@ _LIVE: weakref.WeakSet[BackgroundInt8] = weakref.WeakSet()
 @atexit.register
 def _close_all() -> None:  # before interpreter finalization: no thread left inside ORT
     for worker in list(_LIVE):
-        worker.close()
+        worker.close(EXIT_TIMEOUT_S)
 
 
 class BackgroundInt8:
@@ -191,11 +219,21 @@ class BackgroundInt8:
             control = self._control
         if control is not None:
             control.cancel()
+            if self.running:
+                restore_priority(self.niceness)
         self._drain("closed before it started")
-        deadline = time.monotonic() + timeout
+        start = time.monotonic()
+        deadline = start + timeout
+        told = False
         for t in (self._maker, self._thread):
-            if t is not None and t is not threading.current_thread():
-                t.join(max(0.0, deadline - time.monotonic()))
+            while t is not None and t is not threading.current_thread() and t.is_alive():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                t.join(min(left, 5.0))
+                if t.is_alive() and not told:
+                    told = True
+                    _LOGGER.info("Background int8: waiting for the step running to stop")
         if self.running:
             _LOGGER.warning("Background int8 did not stop within %.0f s", timeout)
             return False

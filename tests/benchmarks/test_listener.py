@@ -1,15 +1,14 @@
-"""The benchmarks' real-time listener: `listener.ListenerClock` on hand-made arrival
-schedules, and `wyoming_client.listen` against a real server on loopback (embedded voice)."""
+"""The benchmarks' real-time listener: `benchmarks.lib.listener.ListenerClock` on hand-made
+arrival schedules, and `benchmarks.lib.wyoming.listen` against a real server on loopback
+(embedded voice)."""
 
 from __future__ import annotations
 
 import pytest
 
-from tests.helpers.benchmarks import benchmark_module
+from benchmarks.lib import listener
+from benchmarks.lib import wyoming as wyoming_client
 from wyoming_hayakoe.client import WyomingClient
-
-listener = benchmark_module("listener")
-wyoming_client = benchmark_module("wyoming_client")
 
 RATE = 1000  # one sample per millisecond keeps the schedules readable
 

@@ -1,9 +1,9 @@
 """The playback guard on a board slower than speech: the real program with the small voice
 in a CPU-quota cgroup (tests/helpers/cgroup.py) so tight it runs at less than half real time,
-listened to by the benchmarks' real-time listener (`benchmarks/wyoming_client.listen`).
-Guard off: the listener hears gaps; guard on (`auto`): none. `benchmarks/slow_board.py` is
-the full-size version with figures. Skipped where no CPU-quota cgroup can be made (not root,
-no cpu controller).
+listened to by the benchmarks' real-time listener (`benchmarks.lib.wyoming.listen`).
+Guard off: the listener hears gaps; guard on (`auto`): none. `python -m benchmarks.server
+slow-board` is the full-size version with figures. Skipped where no CPU-quota cgroup can be
+made (not root, no cpu controller).
 
 Two servers, guard off and guard auto, each in its own cgroup with the same quota, are asked
 the same thing at the same time (their quotas keep them from slowing each other down)."""
@@ -17,7 +17,8 @@ from typing import Any
 
 import pytest
 
-from tests.helpers.benchmarks import benchmark_module
+from benchmarks.lib import wyoming as client
+from benchmarks.server import slow_board
 from tests.helpers.cgroup import CpuQuota, quota_unavailable
 from tests.helpers.net import free_port
 from tests.helpers.program import Program
@@ -40,8 +41,6 @@ MODES = ("streamed", "one-shot")
 
 
 async def _listen_to_both(root: Path, caches: Path) -> dict[str, Any]:
-    slow_board = benchmark_module("slow_board")
-    client = benchmark_module("wyoming_client")
     ports = {guard: free_port() for guard in GUARDS}
     heard: dict[str, dict[str, Any]] = {guard: {} for guard in GUARDS}
     async with AsyncExitStack() as stack:

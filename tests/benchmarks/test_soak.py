@@ -1,28 +1,15 @@
 """The soak benchmark, short: 200 mixed requests against the real server program (embedded
 voice and the small neural voice); after warm-up RSS stays within ±5 % and open fds and
-threads do not grow. `python benchmarks/soak.py` runs the 1000-request version."""
+threads do not grow. `python -m benchmarks.server soak` runs the 1000-request version; this
+is the server suite's test of the harness."""
 
 from __future__ import annotations
 
 import asyncio
-import importlib.util
-import sys
 
 import pytest
 
-from tests.helpers.paths import REPO_ROOT
-
-
-def _soak_module():
-    spec = importlib.util.spec_from_file_location("soak", REPO_ROOT / "benchmarks" / "soak.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-soak = _soak_module()
+from benchmarks.server import soak
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 

@@ -42,6 +42,7 @@ def write_random_voice(folder: Path, *, bert_channels: int, seed: int = 0) -> Pa
     model = JPExtraSynthesizer(parse_config(raw))
     with torch.no_grad():
         # Make durations span a few frames and the audio clearly audible.
+        assert model.dp.proj.bias is not None
         model.dp.proj.bias.fill_(1.0)
         for p in model.dec.parameters():
             p.mul_(1.5)

@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 from engine import TTS, EngineOptions
-from engine.int8.background import BackgroundInt8, lower_thread_priority
+from engine.int8.background import BackgroundInt8, lower_thread_priority, restore_priority
 from engine.int8.gate import GateThresholds, compare
 from engine.int8.recipe import CALIBRATION_FILE, HELDOUT_FILE, STAMP_FILE, read_sentences
 from engine.synth.common import NoiseSource, SynthInputs, SynthParams
@@ -313,6 +313,34 @@ def test_low_priority_is_the_quantization_thread_s_alone() -> None:
     t.join(WAIT_S)
     assert seen == {"applied": 1, "nice": 19}
     assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == before
+
+
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux") or os.geteuid() != 0,
+    reason="raising a thread's priority back needs Linux and privileges (root, as in the add-on)",
+)
+def test_cancelling_raises_the_lowered_threads_back() -> None:
+    """A cancelled step on a saturated machine must reach its next check at once, not
+    when a nice-19 thread next gets the CPU (seen: 30 s, then an abort at exit)."""
+    lowered, release = threading.Event(), threading.Event()
+    seen: dict[str, int] = {}
+
+    def low() -> None:
+        lower_thread_priority(19)
+        seen["tid"] = threading.get_native_id()
+        lowered.set()
+        release.wait(WAIT_S)
+        seen["after"] = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+
+    base = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    t = threading.Thread(target=low)
+    t.start()
+    assert lowered.wait(WAIT_S)
+    assert os.getpriority(os.PRIO_PROCESS, seen["tid"]) == 19
+    assert restore_priority(19) >= 1
+    release.set()
+    t.join(WAIT_S)
+    assert seen["after"] == base
 
 
 def test_the_library_waits_for_int8_and_the_server_does_not(

@@ -1,0 +1,23 @@
+"""The real program on loopback (`python -m benchmarks.server PART --help`)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+from benchmarks.lib import cli
+
+PARTS = {
+    "first-audio": "benchmarks.server.first_audio",
+    "slow-board": "benchmarks.server.slow_board",
+    "rss": "benchmarks.server.rss",
+    "soak": "benchmarks.server.soak",
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return cli.main("benchmarks.server", __doc__ or "", PARTS, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,44 @@
+"""The benchmark suites' own code, run the way a person runs it (`python -m benchmarks.SUITE
+--quick`, in-process): every part small and fast, on the tests' small voice and a tiny BERT
+(built once into benchmarks/.cache/). The figures mean nothing here; what is checked is that
+every part runs, reports its table under the run's header, and records nothing (a quick run
+must not overwrite benchmarks/results/). The server suite's test is tests/benchmarks/test_soak.py.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from benchmarks.lib import RESULTS
+
+pytestmark = pytest.mark.timeout(900)
+
+
+def _recorded() -> dict[str, int]:
+    return {p.name: p.stat().st_mtime_ns for p in RESULTS.iterdir()}
+
+
+@pytest.mark.slow
+def test_engine_suite_quick_runs_every_part_and_records_nothing(capsys) -> None:
+    from benchmarks.engine.__main__ import PARTS, main
+
+    before = _recorded()
+    assert main(["--quick"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("\n## ") + out.startswith("## ") == len(PARTS), out
+    assert out.count("at commit ") == len(PARTS)  # every report's header names the commit
+    for row in ("| generate |", "| stream-before |", "| serial t2 |", "| onnx-q8 |"):
+        assert row in out
+    assert "nan" not in out
+    assert _recorded() == before
+
+
+def test_compare_suite_quick_renders_the_recorded_figures(capsys) -> None:
+    from benchmarks.compare.__main__ import main
+
+    before = _recorded()
+    assert main(["--quick"]) == 0
+    out = capsys.readouterr().out
+    assert "| measure | text | ours | hayakoe 1.3.1 | ours / hayakoe |" in out
+    assert "| RTF `generate()`, idle | medium |" in out  # precision.json, rendered too
+    assert _recorded() == before
