@@ -338,7 +338,7 @@ def collect(args: argparse.Namespace) -> dict[str, Any]:
         t["graphs"] = {}
         for p in precisions:
             g: dict[str, Any] = {}
-            for level in ("all", "extended"):
+            for level in ("all",) if args.quick else ("all", "extended"):
                 name = f"opt-{key}-{p}-{level}.onnx"
                 try:
                     if not (args.resume and (work / name).is_file()):
@@ -507,7 +507,7 @@ def markdown(res: dict[str, Any]) -> str:
             if "error" in ops:
                 lines.append(f"| {p} | does not load: {ops['error'][-160:].replace('|', '/')} | |")
                 continue
-            ext = g["ops_extended"]
+            ext = g.get("ops_extended", ops)
             shown = []
             for op in KERNEL_OPS:
                 a, e = ops.get(op, 0), ext.get(op, 0) if "error" not in ext else 0
@@ -567,7 +567,11 @@ def markdown(res: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="small test voice, one CPU target")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="small test voice, one CPU target, fp32 and int8, ORT_ENABLE_ALL only",
+    )
     parser.add_argument("--root", type=Path, default=DEFAULT_ROOT, help="the arm64 root (root.sh)")
     parser.add_argument("--work", type=Path, default=DEFAULT_WORK, help="graphs, plugin, logs")
     parser.add_argument("--cpus", default=None, help=f"comma-separated, of {', '.join(TARGETS)}")
@@ -595,6 +599,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.merge:
         res = merge([json.loads(p.read_text()) for p in args.merge])
         return _write(res, args)
+    if args.quick and args.precisions == ",".join(PRECISIONS):
+        args.precisions = "fp32,int8"
     args.precisions = args.precisions.split(",")
     args.cpus = (args.cpus or ("cortex-a76" if args.quick else ",".join(TARGETS))).split(",")
     unknown = [c for c in args.cpus if c not in TARGETS]
