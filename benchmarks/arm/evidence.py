@@ -4,7 +4,7 @@ user-mode emulation with CPU models close to the boards'.
 
     sudo bash benchmarks/arm/root.sh                 # once: the arm64 root (about 10 minutes)
     sudo python -m benchmarks.arm.evidence           # full-size voice (1-2 hours on 2 cores)
-    sudo python -m benchmarks.arm.evidence --quick   # small test voice, one CPU, fp32 and int8, ~1 minute
+    sudo python -m benchmarks.arm.evidence --quick   # small voice, one CPU, fp32 + int8: ~1 minute
 
 For each CPU target (`TARGETS`: the qemu CPU model, and the /proc/cpuinfo identity ONNX
 Runtime's cpuinfo reads), inside the arm64 root with ONNX Runtime's real aarch64 wheel:
