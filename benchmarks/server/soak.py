@@ -22,7 +22,7 @@ settled) the server's RSS, open file descriptors and threads are read with psuti
 `--warmup` requests warm up (caches, arenas, lazily created pools); after them the goal is
 RSS within ±5 % of the warm-up sample and fds/threads not above it. The run prints a table
 (Markdown), records it with a PNG plot, and exits 1 when a goal or a request failed.
-`tests/server/test_soak.py` runs 200 requests with the same checks (`--quick`: 100).
+`tests/benchmarks/test_soak.py` runs 200 requests with the same checks (`--quick`: 100).
 """
 
 from __future__ import annotations
