@@ -8,8 +8,9 @@ proves nothing: the server listens before its voices are loaded only if it is br
 
 The URI defaults to $HAYAKOE_URI with a wildcard host (0.0.0.0, ::) replaced by loopback, so a
 container whose port was changed through the environment is still checked on the right port.
-Standalone on purpose (only the `wyoming` package): the image runs it as
-`python /opt/hayakoe/healthcheck.py`.
+The round trip is the project's Wyoming client (`wyoming_hayakoe.client`, installed in the
+image's environment; importing it loads no engine): the image runs this file as
+`python /opt/hayakoe/healthcheck.py`, the add-on as `hayakoe-healthcheck`.
 """
 
 from __future__ import annotations
@@ -21,8 +22,7 @@ import sys
 from collections.abc import Mapping
 from urllib.parse import urlsplit, urlunsplit
 
-from wyoming.client import AsyncClient
-from wyoming.info import Describe, Info
+from wyoming_hayakoe.client import ClientError, WyomingClient, installed_voices
 
 DEFAULT_URI = "tcp://0.0.0.0:10200"
 _WILDCARD_HOSTS = {"", "0.0.0.0", "::"}
@@ -42,37 +42,21 @@ def default_uri(environ: Mapping[str, str] = os.environ) -> str:
     return uri
 
 
-async def probe(uri: str) -> str | None:
-    """Send `describe` and read events until `info`; return why it is unhealthy, or None."""
-    async with AsyncClient.from_uri(uri) as client:
-        await client.write_event(Describe().event())
-        while True:
-            event = await client.read_event()
-            if event is None:
-                return "the server closed the connection before sending info"
-            if Info.is_type(event.type):
-                info = Info.from_event(event)
-                break
-    voices = [
-        voice
-        for program in info.tts
-        if program.installed
-        for voice in program.voices
-        if voice.installed
-    ]
-    if not voices:
+async def probe(uri: str, timeout: float) -> str | None:
+    """Ask for `describe`; return why the server is unhealthy, or None."""
+    info = await WyomingClient(uri, timeout=timeout).describe()
+    if not installed_voices(info):
         return "the server's info lists no installed text-to-speech voice"
     return None
 
 
 def check(uri: str, timeout: float) -> str | None:
-    """Run `probe` under a time limit; connection errors become reasons."""
+    """Run `probe`, `timeout` seconds for the connection and for the answer; a failure to
+    get it (no connection, no answer, a closed connection, an error event) is the reason."""
     try:
-        return asyncio.run(asyncio.wait_for(probe(uri), timeout))
-    except asyncio.TimeoutError:
-        return f"no info from {uri} within {timeout:g} s"
-    except OSError as err:
-        return f"cannot reach {uri}: {err}"
+        return asyncio.run(probe(uri, timeout))
+    except ClientError as err:
+        return str(err)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -33,6 +33,14 @@ if [ ${#need[@]} -gt 0 ]; then
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}"
 fi
+# qemu-plugin.h (for insn_count.c) is in no binary package: evidence.py takes it from Debian's
+# qemu source package (`apt-get source --download-only qemu`), which needs a deb-src entry
+if ! grep -rqs '^Types:.*deb-src\|^deb-src ' /etc/apt/sources.list /etc/apt/sources.list.d/; then
+    . /etc/os-release
+    printf 'Types: deb-src\nURIs: http://deb.debian.org/debian\nSuites: %s\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
+        "$VERSION_CODENAME" >/etc/apt/sources.list.d/wyoming-hayakoe-deb-src.sources
+    apt-get update -qq
+fi
 [ -e /proc/sys/fs/binfmt_misc/status ] || mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc
 [ -e /proc/sys/fs/binfmt_misc/qemu-aarch64 ] || update-binfmts --enable qemu-aarch64
 grep -q '^enabled' /proc/sys/fs/binfmt_misc/qemu-aarch64

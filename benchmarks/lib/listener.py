@@ -5,7 +5,7 @@ has not arrived by the time the audio before it has played, it waits in silence 
 and goes on from the chunk's arrival. `ListenerClock` does that bookkeeping and nothing
 else: fed (arrival time, samples, sample rate) per chunk it computes the first audio, every
 gap and when the last sample is heard, so hand-made arrival schedules can test it
-(tests/server/test_listener.py) and any client can use it: the Wyoming listener
+(tests/benchmarks/test_listener.py) and any client can use it: the Wyoming listener
 (`benchmarks.lib.wyoming.listen`), the engine timing of `benchmarks.compare.worker`.
 
 Gaps shorter than `min_gap` (default 20 ms) are counted apart as scheduling noise (a

@@ -18,7 +18,7 @@ import tempfile
 from benchmarks.lib.procs import Server
 from benchmarks.lib.report import Report
 from benchmarks.lib.voices import SMALL_VOICE, VOICE_NAME, server_args
-from tests.helpers.wyoming_client import speak
+from wyoming_hayakoe.client import WyomingClient
 
 RESULT = None
 TEXTS = [
@@ -49,7 +49,7 @@ async def measure(label: str, args: list[str], requests: int, voice: str) -> lis
 
             sampler = asyncio.create_task(sample())
             for i in range(requests):
-                spoken = await speak("127.0.0.1", server.port, TEXTS[i % len(TEXTS)], voice=voice)
+                spoken = await WyomingClient(server.uri).speak(TEXTS[i % len(TEXTS)], voice)
                 assert spoken.seconds > 0.3, f"{label}: no audio"
             stop.set()
             await sampler

@@ -8,7 +8,8 @@ The server is `python -m wyoming_hayakoe` on 127.0.0.1, serving the embedded voi
 (``openjtalk-mei``) and a neural one: ``small`` (default) is the tests' small random-weight
 JP-Extra voice with the tests' tiny BERT (`benchmarks.lib.voices.small_root`); ``fullsize``
 is the full-size random voice (`benchmarks.lib.fullsize`). Requests are sent over
-TCP with the wyoming library's client, `--concurrency` at a time, in a fixed pseudo-random mix:
+TCP with the project's client (`wyoming_hayakoe.client`), `--concurrency` at a time, in a
+fixed pseudo-random mix:
 
 - one-shot ``synthesize``, read to ``audio-stop``;
 - streaming ``synthesize-start`` / deltas / ``synthesize-stop``, read to ``synthesize-stopped``;
@@ -21,13 +22,14 @@ settled) the server's RSS, open file descriptors and threads are read with psuti
 `--warmup` requests warm up (caches, arenas, lazily created pools); after them the goal is
 RSS within ±5 % of the warm-up sample and fds/threads not above it. The run prints a table
 (Markdown), records it with a PNG plot, and exits 1 when a goal or a request failed.
-`tests/server/test_soak.py` runs 200 requests with the same checks (`--quick`: 100).
+`tests/benchmarks/test_soak.py` runs 200 requests with the same checks (`--quick`: 100).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import random
 import tempfile
 import time
@@ -36,19 +38,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from wyoming.client import AsyncTcpClient
-from wyoming.info import Describe
-from wyoming.tts import (
-    Synthesize,
-    SynthesizeChunk,
-    SynthesizeStart,
-    SynthesizeStop,
-    SynthesizeVoice,
-)
+from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeVoice
 
 from benchmarks.lib import RESULTS
 from benchmarks.lib.procs import Server, program_env
 from benchmarks.lib.report import Report, log
 from benchmarks.lib.voices import SMALL_VOICE, VOICE_NAME
+from wyoming_hayakoe.client import ServerAddress, WyomingClient, deltas_of
 
 RESULT = "soak"
 EMBEDDED = "openjtalk-mei"
@@ -261,21 +257,6 @@ def plan(config: SoakConfig, neural: str | None) -> list[Request]:
     return out
 
 
-async def _until(client: AsyncTcpClient, end: str, timeout: float) -> tuple[int, list[str]]:
-    """Read to `end`: (audio bytes, error texts)."""
-    audio, errors = 0, []
-    while True:
-        event = await asyncio.wait_for(client.read_event(), timeout)
-        if event is None:
-            raise ConnectionError(f"connection closed before {end}")
-        if event.type == "audio-chunk":
-            audio += len(event.payload or b"")
-        elif event.type == "error":
-            errors.append(str(event.data.get("text")))
-        if event.type == end:
-            return audio, errors
-
-
 async def _first_audio(client: AsyncTcpClient, timeout: float) -> None:
     while (event := await asyncio.wait_for(client.read_event(), timeout)) is not None:
         if event.type == "audio-chunk":
@@ -285,49 +266,46 @@ async def _first_audio(client: AsyncTcpClient, timeout: float) -> None:
     raise ConnectionError("connection closed before the first audio")
 
 
-def _abort(client: AsyncTcpClient) -> None:
-    """Reset the connection (what a client that crashes or loses Wi-Fi does)."""
-    writer = client._writer  # noqa: SLF001 - the wyoming client exposes no abort
-    if writer is not None:
-        writer.transport.abort()
-
-
-async def send(port: int, req: Request, timeout: float) -> None:
-    """One request; raises when the answer is wrong."""
+async def abandon(port: int, req: Request) -> None:
+    """A client gone mid-answer: the connection reset (what a client that crashes or loses
+    Wi-Fi does) after the first audio, or, for a stream whose only sentence is still open,
+    after a second. The project's client always ends a request cleanly, so this one writes
+    the events itself."""
     voice = SynthesizeVoice(name=f"{req.voice}:{req.style}")
     client = AsyncTcpClient("127.0.0.1", port)
     await client.connect()
     try:
-        if req.index % 25 == 0:
-            await client.write_event(Describe().event())
-            await _until(client, "info", timeout)
-        if req.kind in ("one-shot", "abandon-one-shot"):
+        if req.kind == "abandon-one-shot":
             await client.write_event(Synthesize(text=req.text, voice=voice).event())
-            if req.kind == "abandon-one-shot":
-                await _first_audio(client, timeout)
-                _abort(client)
-                return
-            audio, errors = await _until(client, "audio-stop", timeout)
+            await _first_audio(client, 120.0)
         else:
             await client.write_event(SynthesizeStart(voice=voice).event())
-            for i in range(0, len(req.text), 4):
-                await client.write_event(SynthesizeChunk(text=req.text[i : i + 4]).event())
-            if req.kind == "abandon-stream":
-                # Gone mid-stream: after the first audio, or before any if the sentence is
-                # still open (the server speaks a sentence once it is complete).
-                try:
-                    await _first_audio(client, 1.0)
-                except asyncio.TimeoutError:
-                    pass
-                _abort(client)
-                return
-            await client.write_event(Synthesize(text=req.text, voice=voice).event())
-            await client.write_event(SynthesizeStop().event())
-            audio, errors = await _until(client, "synthesize-stopped", timeout)
-        if errors or audio == 0:
-            raise RuntimeError(f"errors {errors}, {audio} bytes of audio")
+            for delta in deltas_of(req.text, 4):
+                await client.write_event(SynthesizeChunk(text=delta).event())
+            with contextlib.suppress(asyncio.TimeoutError):
+                await _first_audio(client, 1.0)
+        writer = client._writer  # noqa: SLF001 - the wyoming client exposes no abort
+        if writer is not None:
+            writer.transport.abort()
     finally:
         await client.disconnect()
+
+
+async def send(port: int, req: Request, timeout: float) -> None:
+    """One request through the project's client; raises when the answer is wrong."""
+    client = WyomingClient(ServerAddress("127.0.0.1", port), timeout=timeout)
+    if req.index % 25 == 0:
+        await client.describe()
+    voice = f"{req.voice}:{req.style}"
+    if req.kind.startswith("abandon"):
+        await abandon(port, req)
+        return
+    if req.kind == "one-shot":
+        spoken = await client.speak(req.text, voice)
+    else:
+        spoken = await client.speak_streamed(deltas_of(req.text, 4), voice)
+    if not spoken.pcm:
+        raise RuntimeError("no audio")
 
 
 async def soak(config: SoakConfig, progress: Callable[[str], None] = log) -> SoakResult:

@@ -6,7 +6,7 @@ output sample depends only on a bounded stretch of latent frames: its *receptive
 Decoding a window of frames together with at least that much context on each side, and
 keeping only the window's own samples, gives the same audio as decoding the whole sentence
 (up to float rounding of the convolution kernels, measured in
-`tests/engine/test_windowed_decoder.py`).
+`tests/engine/synth/test_windowed.py`).
 
 That lets a voice emit the first fraction of a second of a sentence as soon as the (cheap,
 sequence-wide) encoder/flow part and one small decoder window are done, instead of waiting

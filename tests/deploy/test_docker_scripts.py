@@ -354,4 +354,4 @@ def test_healthcheck_reports_a_closed_port():
         port = s.getsockname()[1]
     proc = _healthcheck("--uri", f"tcp://127.0.0.1:{port}", "--timeout", "2")
     assert proc.returncode == 1
-    assert "cannot reach" in proc.stderr
+    assert "cannot connect to" in proc.stderr and "connection refused" in proc.stderr

@@ -24,7 +24,7 @@ import pytest
 from tests.helpers.net import free_port
 from tests.helpers.paths import REPO_ROOT
 from tests.helpers.program import Program
-from tests.helpers.wyoming_client import speak, wait_until_answering
+from wyoming_hayakoe.client import ClientError, WyomingClient
 
 CONFIG = REPO_ROOT / "deploy" / "haproxy" / "haproxy.cfg"
 HAPROXY = shutil.which("haproxy") or next(
@@ -114,9 +114,9 @@ class Outcome:
 async def _one(index: int, port: int) -> Outcome:
     started = time.monotonic()
     try:
-        spoken = await speak("127.0.0.1", port, TEXT, timeout=60)
-    # A replica killed mid-answer shows as a cut stream (EOFError: IncompleteReadError).
-    except (OSError, EOFError, RuntimeError, asyncio.TimeoutError) as err:
+        spoken = await WyomingClient(f"tcp://127.0.0.1:{port}", timeout=60).speak(TEXT)
+    # A replica killed mid-answer shows as a cut stream (ConnectionClosed).
+    except ClientError as err:
         return Outcome(index, started, time.monotonic(), f"{type(err).__name__}: {err}")
     error = None if spoken.seconds > 0.3 and spoken.rms > 50 else "no audible audio"
     return Outcome(index, started, time.monotonic(), error, spoken.seconds)
@@ -150,7 +150,7 @@ async def test_haproxy_keeps_answering_when_a_replica_dies(capsys):
     async with servers[0] as victim, servers[1] as survivor:
         await asyncio.gather(victim.wait_ready(), survivor.wait_ready())
         async with _haproxy(f"127.0.0.1:{lb_port}", [f"127.0.0.1:{p}" for p in ports]) as proxy:
-            await wait_until_answering("127.0.0.1", lb_port, timeout=30)
+            await WyomingClient(f"tcp://127.0.0.1:{lb_port}").wait_until_answering(30)
             # The unused third slot (its default name does not resolve) must not break the
             # proxy; both live replicas pass their describe checks before traffic starts.
             assert proxy.proc.returncode is None, proxy.log
@@ -228,7 +228,7 @@ async def test_describe_check_tells_a_wyoming_server_from_an_open_port(capsys):
             assert silent_connections, "the check never connected to the silent replica"
             # Every request goes to the one real server.
             for _ in range(5):
-                spoken = await speak("127.0.0.1", lb_port, TEXT, timeout=60)
+                spoken = await WyomingClient(f"tcp://127.0.0.1:{lb_port}", timeout=60).speak(TEXT)
                 assert spoken.seconds > 0.3
             assert proxy.first(r"hayakoe/hayakoe1 is DOWN") is None, proxy.log
             server.proc.kill()

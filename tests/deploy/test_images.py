@@ -29,7 +29,7 @@ import yaml
 
 from tests.helpers.net import free_port
 from tests.helpers.paths import REPO_ROOT
-from tests.helpers.wyoming_client import Spoken, speak, wait_until_answering
+from wyoming_hayakoe.client import Spoken, WyomingClient
 
 SCRIPT = REPO_ROOT / "scripts" / "build-images.sh"
 TEXT = "こんにちは、今日はいい天気ですね。"
@@ -100,8 +100,8 @@ async def _serving(
             stderr=subprocess.STDOUT,
         )
     try:
-        await wait_until_answering(
-            "127.0.0.1", port, timeout=600, alive=lambda: proc.returncode is None
+        await WyomingClient(f"tcp://127.0.0.1:{port}").wait_until_answering(
+            600, alive=lambda: proc.returncode is None
         )
         yield lambda: log.read_text(errors="replace")
     except BaseException:
@@ -125,7 +125,7 @@ def _assert_speech(spoken: Spoken) -> None:
 async def test_addon_image_builds_and_its_service_script_speaks(built):
     port = free_port()
     async with _serving("serve-addon", port) as log:
-        spoken = await speak("127.0.0.1", port, TEXT, voice="openjtalk-mei")
+        spoken = await WyomingClient(f"tcp://127.0.0.1:{port}").speak(TEXT, voice="openjtalk-mei")
         _assert_speech(spoken)
         # The image's health check script answers healthy from inside the container.
         name = f"hayakoe-test-serve-addon-{port}"
@@ -156,7 +156,7 @@ async def test_addon_image_builds_and_its_service_script_speaks(built):
 async def test_arm64_recipe_builds_natively_and_its_entry_point_speaks(built):
     port = free_port()
     async with _serving("serve-image", port):
-        spoken = await speak("127.0.0.1", port, TEXT)
+        spoken = await WyomingClient(f"tcp://127.0.0.1:{port}").speak(TEXT)
         _assert_speech(spoken)
         name = f"hayakoe-test-serve-image-{port}"
         # The HEALTHCHECK in the image (a Wyoming describe) passes; the server is not root.
@@ -234,10 +234,9 @@ async def test_image_runs_the_way_the_kubernetes_deployment_runs_it(built, tmp_p
             stderr=subprocess.STDOUT,
         )
     try:
-        await wait_until_answering(
-            "127.0.0.1", port, timeout=180, alive=lambda: proc.returncode is None
-        )
-        _assert_speech(await speak("127.0.0.1", port, TEXT))
+        client = WyomingClient(f"tcp://127.0.0.1:{port}")
+        await client.wait_until_answering(180, alive=lambda: proc.returncode is None)
+        _assert_speech(await client.speak(TEXT))
         # the probe command, as the kubelet runs it inside the container
         health = await asyncio.to_thread(
             subprocess.run,
@@ -275,11 +274,13 @@ async def test_addon_image_for_arm64_builds_under_qemu_and_says_what_amd64_says(
         name = f"hayakoe-test-serve-addon-{port}"
         machine = await asyncio.to_thread(_script, "exec", name, "uname", "-m")
         assert machine.strip() == "aarch64"
-        emulated = await speak("127.0.0.1", port, TEXT, voice="openjtalk-mei", timeout=300)
+        emulated = await WyomingClient(f"tcp://127.0.0.1:{port}", timeout=300).speak(
+            TEXT, voice="openjtalk-mei"
+        )
     _assert_speech(emulated)
     port = free_port()
     async with _serving("serve-addon", port):
-        native = await speak("127.0.0.1", port, TEXT, voice="openjtalk-mei")
+        native = await WyomingClient(f"tcp://127.0.0.1:{port}").speak(TEXT, voice="openjtalk-mei")
     assert len(emulated.pcm) == len(native.pcm)
     a = np.frombuffer(emulated.pcm, dtype=np.int16).astype(np.float64)
     b = np.frombuffer(native.pcm, dtype=np.int16).astype(np.float64)

@@ -4,8 +4,8 @@ Each line is ``text<TAB>expected``. A phrase is read correctly when
 ``analyze(rewrite(text))`` has the same phonemes as ``analyze(expected)`` (the expected
 column is written so that the reference frontend reads it right). Phonemes are compared with
 ``e i`` → ``e e`` and ``o u`` → ``o o`` (how えい/おう are said); accents are not compared.
-Used by tests/engine/test_readings_ha.py (the share read as expected, the figure the README
-quotes) and `python -m benchmarks.engine rewrite` (the phrases' texts)."""
+Used by tests/engine/text/test_rewriter_readings.py (the share read as expected, the
+figure the README quotes) and `python -m benchmarks.engine rewrite` (the phrases' texts)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """Memory upkeep of a long-running server: freed heap is handed back once it is idle, and
 glibc's malloc arenas are limited unless MALLOC_ARENA_MAX says otherwise. The effect on
-resident size over 1000 requests is measured by benchmarks/soak.py (tests/server/test_soak.py)."""
+resident size over 1000 requests is measured by benchmarks/soak.py
+(tests/benchmarks/test_soak.py)."""
 
 from __future__ import annotations
 

@@ -9,7 +9,8 @@ Either the command loads the voice itself (the server's voice, engine, synthesis
 flags, parsed by `wyoming_hayakoe.settings`/`presets`, the voices built by the server's
 `wyoming_hayakoe.voices`, so a voice speaks here exactly as the server would make it speak
 for a one-shot request), or it asks a running server
-(``--server``): a plain Wyoming client that sends one ``synthesize`` and writes or plays the
+(``--server``): the project's Wyoming client (`wyoming_hayakoe.client`) sends one
+``synthesize``, and the command writes or plays the
 audio as it arrives (the server's options and presets are its own there; ``--voice`` names
 any voice it serves, ``VOICE:STYLE`` or a preset).
 
@@ -33,31 +34,27 @@ missing or could not open a sound device).
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 import dataclasses
 import io
 import logging
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
 import wave
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, BinaryIO, Protocol
-from urllib.parse import urlparse
 
-from wyoming.audio import AudioChunk, AudioStart, AudioStop
-from wyoming.error import Error
-from wyoming.event import Event, read_event, write_event
-from wyoming.info import Describe, Info
-from wyoming.tts import Synthesize, SynthesizeVoice
+from wyoming.info import Info
 
 from engine import EMBEDDED_VOICE_NAME, RedactingFilter, redact
 
+from ..client import AddressError, ClientError, ServerAddress, WyomingClient
 from ..presets import PresetError
 from ..resolve import STYLE_SEPARATOR, UnknownNameError, VoiceNames, resolve_name
 
@@ -474,108 +471,6 @@ def speak_here(
 
 
 # -- asking a server -----------------------------------------------------------------------
-@dataclass(frozen=True)
-class ServerAddress:
-    """Where the server listens: a TCP host and port, or a Unix socket's path."""
-
-    host: str = ""
-    port: int = 0
-    path: str | None = None
-
-    @property
-    def label(self) -> str:
-        """How messages name it."""
-        return self.path if self.path is not None else f"{self.host}:{self.port}"
-
-    @staticmethod
-    def parse(uri: str) -> ServerAddress:
-        """``tcp://HOST:PORT`` or ``unix://PATH``; `UsageError` otherwise."""
-        parsed = urlparse(uri)
-        if parsed.scheme == "tcp":
-            try:
-                port = parsed.port
-            except ValueError:
-                port = None
-            if not parsed.hostname or port is None:
-                raise UsageError(f"--server {uri!r}: expected tcp://HOST:PORT")
-            return ServerAddress(host=parsed.hostname, port=port)
-        if parsed.scheme == "unix" and parsed.path:
-            return ServerAddress(path=parsed.path)
-        raise UsageError(f"--server {uri!r}: expected tcp://HOST:PORT or unix://PATH")
-
-    def connect(self, timeout: float) -> socket.socket:
-        """A connected socket whose operations time out after `timeout` seconds."""
-        if self.path is None:
-            return socket.create_connection((self.host, self.port), timeout=timeout)
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            sock.settimeout(timeout)
-            sock.connect(self.path)
-        except BaseException:
-            sock.close()
-            raise
-        return sock
-
-
-class WyomingConnection:
-    """One connection to a Wyoming server: events out, events in, errors in one line."""
-
-    def __init__(self, address: ServerAddress, timeout: float) -> None:
-        self.address = address
-        self.timeout = timeout
-        self._sock: socket.socket | None = None
-        self._reader: BinaryIO | None = None
-
-    def __enter__(self) -> WyomingConnection:
-        label = self.address.label
-        try:
-            sock = self.address.connect(self.timeout)
-        except ConnectionRefusedError:
-            raise SayError(f"cannot connect to {label}: connection refused") from None
-        except TimeoutError:
-            raise SayError(f"cannot connect to {label}: no answer in {self.timeout:g} s") from None
-        except OSError as exc:
-            raise SayError(f"cannot connect to {label}: {exc.strerror or exc}") from None
-        self._sock = sock
-        self._reader = sock.makefile("rb")
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._reader is not None:
-            self._reader.close()
-        if self._sock is not None:
-            self._sock.close()
-
-    def send(self, event: Event) -> None:
-        assert self._sock is not None, "send before connect"
-        writer = self._sock.makefile("wb")
-        try:
-            write_event(event, writer)
-            writer.flush()
-        except OSError as exc:
-            raise SayError(f"lost the connection to {self.address.label}: {exc}") from None
-        finally:
-            with contextlib.suppress(OSError):
-                writer.close()
-
-    def events(self) -> Iterator[Event]:
-        """Events until the server closes the connection."""
-        label = self.address.label
-        while True:
-            try:
-                event = read_event(self._reader)
-            except TimeoutError:
-                raise SayError(f"no answer from {label} within {self.timeout:g} s") from None
-            except OSError as exc:
-                raise SayError(f"lost the connection to {label}: {exc}") from None
-            except ValueError as exc:  # not JSON: not a Wyoming server
-                bad = f"{label} sent something that is not a Wyoming event: {exc}"
-                raise SayError(bad) from None
-            if event is None:
-                return
-            yield event
-
-
 def _check_server_voice(info: Info, request: Request, label: str) -> None:
     """`UnknownNameError` listing what the server serves when the voice or style names
     nothing there (the rule the server applies, `wyoming_hayakoe.resolve`)."""
@@ -587,51 +482,23 @@ def _check_server_voice(info: Info, request: Request, label: str) -> None:
     resolve_name(names, request.voice, request.style, default=next(iter(names.voices))).exact(label)
 
 
+async def _ask_server(client: WyomingClient, request: Request, sink: AudioSink) -> float:
+    if request.voice is not None:  # check the name first: a server speaks unknown ones anyway
+        _check_server_voice(await client.describe(), request, client.label)
+    spoken = await client.speak(request.text, request.voice, request.style, listener=sink)
+    sink.close()
+    return spoken.seconds
+
+
 def speak_via_server(
     address: ServerAddress, request: Request, sink: AudioSink, timeout: float
 ) -> float:
-    """One ``synthesize`` to the server, its audio into `sink` as it arrives; returns the
-    seconds of audio."""
-    label = address.label
-    if request.voice is not None:  # check the name first: a server speaks unknown ones anyway
-        with WyomingConnection(address, timeout) as conn:
-            conn.send(Describe().event())
-            info = next((Info.from_event(e) for e in conn.events() if Info.is_type(e.type)), None)
-        if info is None:
-            raise SayError(f"{label} closed the connection without describing itself")
-        _check_server_voice(info, request, label)
-
-    voice = (
-        SynthesizeVoice(name=request.voice, speaker=request.style)
-        if request.voice or request.style
-        else None
-    )
-    with WyomingConnection(address, timeout) as conn:
-        conn.send(Synthesize(text=request.text, voice=voice).event())
-        fmt: tuple[int, int, int] | None = None
-        total = 0
-        for event in conn.events():
-            if Error.is_type(event.type):
-                error = Error.from_event(event)
-                raise SayError(f"{label} answered: {error.text} ({error.code or 'error'})")
-            if AudioStart.is_type(event.type):
-                start = AudioStart.from_event(event)
-                fmt = (start.rate, start.width, start.channels)
-                sink.start(*fmt)
-            elif AudioChunk.is_type(event.type):
-                if fmt is None:
-                    raise SayError(f"{label} sent audio before audio-start")
-                audio = AudioChunk.from_event(event).audio
-                if audio:
-                    sink.write(audio)
-                    total += len(audio)
-            elif AudioStop.is_type(event.type):
-                if fmt is None:
-                    raise SayError(f"{label} sent audio-stop without audio-start")
-                sink.close()
-                rate, width, channels = fmt
-                return total / (rate * width * channels)
-        raise SayError(f"{label} closed the connection before the end of the audio")
+    """One ``synthesize`` to the server (`wyoming_hayakoe.client`), its audio into `sink` as
+    it arrives; returns the seconds of audio."""
+    try:
+        return asyncio.run(_ask_server(WyomingClient(address, timeout=timeout), request, sink))
+    except ClientError as exc:
+        raise SayError(str(exc)) from None
 
 
 # -- main ----------------------------------------------------------------------------------
@@ -671,7 +538,10 @@ def run(
             raise UsageError("--audio-device needs --play")
         if not args.timeout > 0:
             raise UsageError(f"--timeout must be > 0, got {args.timeout:g}")
-        address = ServerAddress.parse(args.server) if args.server else None
+        try:
+            address = ServerAddress.parse(args.server) if args.server else None
+        except AddressError as exc:
+            raise UsageError(f"--server {exc}") from None
         if address is not None:
             _check_server_flags(args)
         request = Request(

@@ -2,7 +2,7 @@
 --quick`, in-process): every part small and fast, on the tests' small voice and a tiny BERT
 (built once into benchmarks/.cache/). The figures mean nothing here; what is checked is that
 every part runs, reports its table under the run's header, and records nothing (a quick run
-must not overwrite benchmarks/results/). The server suite's test is tests/server/test_soak.py.
+must not overwrite benchmarks/results/). The server suite's test is tests/benchmarks/test_soak.py.
 """
 
 from __future__ import annotations

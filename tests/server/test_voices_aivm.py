@@ -14,7 +14,7 @@ import pytest
 from engine.aivm import read_metadata
 from tests.helpers.net import free_port
 from tests.helpers.program import Program
-from tests.helpers.wyoming_client import describe, speak
+from wyoming_hayakoe.client import WyomingClient
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -55,7 +55,8 @@ async def test_a_voice_folder_is_served_with_speakers_styles_and_licenses(
         assert f"{folder / 'broken.aivmx'}: truncated" in log
         assert "AivisHub file left out" in log
         assert "license: ACML-NC 1.0" in log and "by Carol Creator" in log
-        info = await describe("127.0.0.1", port)
+        client = WyomingClient(f"tcp://127.0.0.1:{port}", timeout=60)
+        info = await client.describe()
         voices = {v.name: v for p in info.tts for v in p.voices}
         main = {n for n in voices if ":" not in n}
         assert main == {
@@ -75,7 +76,7 @@ async def test_a_voice_folder_is_served_with_speakers_styles_and_licenses(
         assert "license: CC0 1.0 Universal" in voices["duo-alice"].description
         assert "license: ACML-NC 1.0" in voices["carol-voice:Calm"].description
         for name in ("tsukuyomi-test:Happy", f"aivm-{u8}-bob", "carol-voice", "duo-alice"):
-            spoken = await speak("127.0.0.1", port, "こんにちは。", voice=name)
+            spoken = await client.speak("こんにちは。", voice=name)
             assert spoken.rate == 44100 and len(spoken.pcm) > 0.2 * 44100 * 2, name
         assert await prog.stop() == 0
     assert "Traceback" not in prog.log

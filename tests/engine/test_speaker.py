@@ -1,11 +1,9 @@
-"""The engine's public API on the embedded voice: results, streaming, locks, async."""
+"""`engine.Speaker` on the embedded voice: results, streaming, locks, async."""
 
 from __future__ import annotations
 
 import asyncio
 import io
-import subprocess
-import sys
 import threading
 import time
 import wave
@@ -13,22 +11,12 @@ import wave
 import numpy as np
 import pytest
 
-from engine import EMBEDDED_VOICE_NAME, TTS, AudioResult, Speaker
+from engine import TTS, AudioResult, Speaker
 from engine.audio import to_int16
 from engine.openjtalk import OpenJTalkVoice, split_long
 from tests.helpers.speakers import until_unlocked
 
 THREE = "こんにちは。今日はいい天気ですね。散歩に行きましょう！"
-
-
-def test_import_is_light() -> None:
-    code = (
-        "import sys, engine, wyoming_hayakoe.settings, wyoming_hayakoe.handler;"
-        "print(sorted(m for m in ('torch','onnxruntime','pyopenjtalk','transformers') if m in "
-        "sys.modules))"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]"
 
 
 def test_generate_is_int16_at_48k_and_wav_is_valid(embedded: Speaker, tmp_path) -> None:
@@ -205,30 +193,6 @@ async def test_astream_waiting_for_the_lock_can_be_cancelled(embedded: Speaker) 
     assert not embedded.lock.locked()
 
 
-def test_tts_registration_rules() -> None:
-    tts = TTS()
-    assert tts.load(EMBEDDED_VOICE_NAME) is tts
-    assert tts.speakers == {}  # load only registers
-    with pytest.raises(ValueError, match="embedded"):
-        TTS().load(EMBEDDED_VOICE_NAME, source="hf://x/y")
-    with pytest.raises(ValueError, match="non-empty"):
-        TTS().load("  ")
-    tts.prepare()
-    speaker = tts.speakers[EMBEDDED_VOICE_NAME]
-    assert tts.prepare().speakers[EMBEDDED_VOICE_NAME] is speaker  # prepare is idempotent
-    assert "hf_" not in repr(TTS(hf_token="hf_secretsecretsecret"))
-
-
-def test_a_missing_neural_voice_fails_naming_what_is_missing(tmp_path) -> None:
-    tts = TTS(bert_source=str(tmp_path / "no-such-bert")).load(
-        "mine", source=str(tmp_path / "no-such-voice")
-    )
-    with pytest.raises(Exception) as info:
-        tts.prepare()
-    assert "no-such-bert" in str(info.value) or "no-such-voice" in str(info.value)
-    assert tts.speakers == {}
-
-
 def test_long_sentences_are_cut_for_the_embedded_voice() -> None:
     assert split_long("短い。") == ["短い。"]
     parts = split_long("今日は、" * 60)
@@ -256,31 +220,3 @@ def test_user_words_change_the_reading(embedded: Speaker, tmp_path) -> None:
     assert not np.array_equal(before.data, added.data)
     assert np.array_equal(added.data, loaded.data)
     assert np.array_equal(embedded.generate(text).data, before.data)
-
-
-def test_pre_download_of_the_embedded_voice_fetches_nothing() -> None:
-    assert TTS().load(EMBEDDED_VOICE_NAME).pre_download() == []
-
-
-def test_pre_download_delegates_voices_and_options(monkeypatch, tmp_path) -> None:
-    import engine.download
-
-    calls = []
-    monkeypatch.setattr(
-        engine.download, "pre_download", lambda voices, **kw: calls.append((voices, kw)) or ["x"]
-    )
-    tts = TTS("cpu", cache_dir=tmp_path, bert_source="hf://me/bert", hf_token="hf_tok_tok_tok")
-    tts.load(EMBEDDED_VOICE_NAME).load("a").load("b", source="s3://bucket/v")
-    assert tts.pre_download(device="cuda") == ["x"]
-    assert calls == [
-        (
-            [("a", "hf://lemondouble/hayakoe"), ("b", "s3://bucket/v")],
-            {
-                "device": "cuda",
-                "cache_dir": tmp_path,
-                "bert_source": "hf://me/bert",
-                "token": "hf_tok_tok_tok",
-                "offline": False,
-            },
-        )
-    ]

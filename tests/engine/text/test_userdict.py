@@ -212,23 +212,3 @@ def test_watched_files_reload_on_change_and_keep_words_added_in_code(
     finally:
         unwatch_user_dictionaries()
         clear_user_dictionary()
-
-
-def test_dict_check_command_reports_every_bad_line(tmp_path: Path, capsys) -> None:
-    from wyoming_hayakoe.__main__ import main
-
-    good = tmp_path / "good.csv"
-    good.write_text("鬼滅,キメツ,0\n", encoding="utf-8")
-    bad = tmp_path / "bad.csv"
-    bad.write_text("鬼滅,キメツ,0\n鬼,kimetsu\n早声,ハヤコエ,9\n一\n", encoding="utf-8")
-    assert main(["dict", "check", str(good)]) == 0
-    assert main(["dict", "check", str(good), str(bad), str(tmp_path / "none.csv")]) == 1
-    out = capsys.readouterr()
-    lines = out.out.splitlines()
-    assert [line.split(" ")[0].rstrip(":") for line in lines[:3]] == [
-        f"{bad}:2",
-        f"{bad}:3",
-        f"{bad}:4",
-    ]
-    assert "none.csv" in out.out and "cannot read" in out.out
-    assert f"{bad}: 1 word(s) ok, 3 problem(s)" in out.err

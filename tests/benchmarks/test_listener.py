@@ -8,7 +8,7 @@ import pytest
 
 from benchmarks.lib import listener
 from benchmarks.lib import wyoming as wyoming_client
-from tests.helpers.wyoming_client import speak
+from wyoming_hayakoe.client import WyomingClient
 
 RATE = 1000  # one sample per millisecond keeps the schedules readable
 
@@ -66,7 +66,7 @@ TEXT = "こんにちは。今日は一日中いい天気になるそうですの
 
 async def test_listen_one_shot_and_paced_stream_against_a_real_server(start_server) -> None:
     server = await start_server()
-    whole = await speak("127.0.0.1", server.port, TEXT)
+    whole = await WyomingClient(f"tcp://127.0.0.1:{server.port}").speak(TEXT)
     once = await wyoming_client.listen("127.0.0.1", server.port, TEXT, None, streamed=False)
     assert once.rate == whole.rate
     assert once.clock.audio_s == pytest.approx(whole.seconds)
