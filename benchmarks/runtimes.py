@@ -47,9 +47,9 @@ DECODER_FRAMES = 200
 
 
 def _int8_graphs(root: Path, bert: Any) -> Any:
-    from engine import quantize_voice
     from engine.int8.recipe import QuantSettings
     from engine.int8.store import read_int8_dir
+    from engine.neural.quantize import quantize_voice
 
     folder = INT8_ROOT / layout.speaker_prefix(VOICE_NAME, "onnx")
     synthesizer = root / layout.speaker_prefix(VOICE_NAME, "onnx") / "synthesizer.onnx"

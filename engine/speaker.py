@@ -235,7 +235,7 @@ class Speaker:
         """
         opts = self.options(**options)
         # Nobody hears the first piece early here: whole-sentence decoding is cheaper.
-        opts = dataclasses.replace(opts, extra={**opts.extra, "whole_sentences": True})
+        opts = dataclasses.replace(opts, whole_sentences=True)
         chunks = self._speak(text, opts, None, output, measure_whole=True, guard=False)
         return AudioResult.concat(chunks, sr=self.output_rate(output))
 
@@ -268,10 +268,8 @@ class Speaker:
         self, text: str, *, output: OutputOptions | None = None, **options: Any
     ) -> AudioResult:
         """`generate` off the event loop (cancelling it stops the synthesis)."""
-        extra = {**(options.pop("extra", None) or {}), "whole_sentences": True}  # see generate
-        chunks = self.astream(
-            text, extra=extra, output=output, measure_whole=True, guard=False, **options
-        )
+        options["whole_sentences"] = True  # see generate
+        chunks = self.astream(text, output=output, measure_whole=True, guard=False, **options)
         pieces = [chunk async for chunk in chunks]
         return AudioResult.concat(pieces, sr=self.output_rate(output))
 
@@ -301,14 +299,14 @@ class Speaker:
 
         source: str | Iterable[str]
         pacing: RequestPacing | None = None
-        if isinstance(text, str) or not hasattr(text, "__aiter__"):
-            source = text
-            feed: queue.Queue[Any] | None = None
-        else:
+        feed: queue.Queue[Any] | None = None
+        if isinstance(text, AsyncIterable):
             feed = queue.Queue()
             pacing = self._pacing(guarded)  # counts deltas as they arrive, before the worker
             source = _blocking_deltas(feed, cancel)
-            pump = asyncio.ensure_future(_pump(text, feed, pacing))  # type: ignore[arg-type]
+            pump = asyncio.ensure_future(_pump(text, feed, pacing))
+        else:
+            source = text
 
         def send(item: Any) -> bool:
             while not cancel.is_set():

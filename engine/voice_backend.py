@@ -8,7 +8,7 @@ async wrappers — lives in `speaker.py`, so a new kind of voice only implements
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -32,7 +32,10 @@ class SynthesisOptions:
     """Same seed → same samples, run after run, on the same backend."""
     sentence_silence: float | None = None
     """Seconds of silence between sentences; None lets the voice decide (predicted pauses)."""
-    extra: dict = field(default_factory=dict)
+    whole_sentences: bool = False
+    """Decode each sentence whole, never in windows: for a caller that takes the audio only
+    once all of it is made (`Speaker.generate`), where nobody hears a first piece early and
+    whole-sentence decoding costs less."""
 
     def merged(self, **overrides: object) -> SynthesisOptions:
         """A copy with the given fields replaced (None values are ignored)."""

@@ -70,7 +70,7 @@ class StandInBert:
 
 def _voice(root: Path, precision: str = "fp32"):
     from engine import EngineOptions
-    from engine.neural import load_neural_voice
+    from engine.neural.loader import load_neural_voice
 
     options = EngineOptions(threads=1, precision=precision)
     return load_neural_voice(VOICE, root, bert=StandInBert(), options=options)

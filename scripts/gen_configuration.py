@@ -189,7 +189,7 @@ def _command_section(
 
 
 def _subcommands_section(server: argparse.ArgumentParser) -> str:
-    from wyoming_hayakoe.commands import SUBCOMMANDS, module_name
+    from wyoming_hayakoe.subcommands import SUBCOMMANDS, module_name
 
     server_flags = {_signature(a) for a in _shown(server._actions)}
     parts = [

@@ -1,6 +1,6 @@
 """Entry point: ``wyoming-hayakoe [SUBCOMMAND] ...`` / ``python -m wyoming_hayakoe``.
 
-The first argument, when it names a subcommand (`commands.SUBCOMMANDS`), selects
+The first argument, when it names a subcommand (`subcommands.SUBCOMMANDS`), selects
 ``wyoming_hayakoe.commands.<name>.main(argv)``; otherwise the arguments are the server's.
 """
 
@@ -12,7 +12,7 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from .commands import SUBCOMMANDS, module_name
+from .subcommands import SUBCOMMANDS, module_name
 
 _LOGGER = logging.getLogger("wyoming_hayakoe")
 

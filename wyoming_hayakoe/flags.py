@@ -10,7 +10,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from engine import EMBEDDED_VOICE_NAME, OUTPUT_RATES
+from engine import EMBEDDED_VOICE_NAME
+from engine.output import OUTPUT_RATES
 
 
 class SettingsError(ValueError):

@@ -21,7 +21,7 @@ import asyncio
 import logging
 from collections.abc import Callable
 
-from engine import trim_heap
+from engine.heap import trim_heap
 
 __all__ = ["IdleHeapTrim"]
 

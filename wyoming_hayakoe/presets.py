@@ -22,7 +22,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from engine import Chime, OutputOptions, Speaker, WavError
+from engine import Chime, OutputOptions, Speaker
+from engine.output import WavError
 
 from .flags import (
     OutputDefaults,

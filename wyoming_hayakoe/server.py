@@ -22,7 +22,9 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
-from engine import Speaker, __version__, limit_malloc_arenas, reload_user_dictionary
+from engine import Speaker, __version__
+from engine.heap import limit_malloc_arenas
+from engine.text.userdict_watch import reload_user_dictionary
 
 from .admission import Admission
 from .events import EventLimits
@@ -218,7 +220,7 @@ def configure_logging(settings: Settings) -> None:
     """Log to stderr (stdout may carry the protocol) with secrets scrubbed."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter(settings.log_format))
-    from engine import RedactingFilter  # loaded on first use (engine.sources)
+    from engine.sources.redact import RedactingFilter
 
     handler.addFilter(RedactingFilter())
     root = logging.getLogger()

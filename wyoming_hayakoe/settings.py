@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
-from engine import EMBEDDED_VOICE_NAME, OFFICIAL_SOURCE, OUTPUT_RATES, EngineOptions, __version__
+from engine import EMBEDDED_VOICE_NAME, OFFICIAL_SOURCE, EngineOptions, __version__
+from engine.output import OUTPUT_RATES
 
-from .commands import SUBCOMMANDS
 from .flags import (
     OutputDefaults,
     SettingsError,
@@ -33,6 +33,7 @@ from .flags import (
     _volume,
     _wav_file,
 )
+from .subcommands import SUBCOMMANDS
 from .web.options import HttpSettings, add_http_arguments, http_settings_from_args
 
 if TYPE_CHECKING:

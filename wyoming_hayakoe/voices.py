@@ -10,7 +10,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 
-from engine import TTS, Speaker, aivm_voices_in_dir, aivm_voices_of_file, is_aivm_source
+from engine import TTS, Speaker
+from engine.aivm.files import is_aivm_source
+from engine.aivm.loader import voices_in_dir as aivm_voices_in_dir
+from engine.aivm.loader import voices_of_file as aivm_voices_of_file
 
 from .info import VoiceCatalog
 from .presets import output_options, resolve_presets
@@ -45,7 +48,7 @@ def _expand(name: str, source: str | None, settings: Settings) -> list[tuple[str
     """One registration per voice: an AivisHub file with several speakers is one voice per
     speaker (`NAME-<speaker>`); a file that cannot be read stays one registration, which
     fails at load with the file and the reason, leaving the other voices served."""
-    if not is_aivm_source(source):
+    if source is None or not is_aivm_source(source):
         return [(name, source)]
     try:
         return list(

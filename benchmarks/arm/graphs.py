@@ -51,8 +51,8 @@ def _export_full_size(out: Path) -> Path:
     import torch
 
     from engine.model import JPExtraSynthesizer
-    from engine.neural.config import VoiceConfig, parse_config
     from engine.synth.export import export_synthesizer_onnx
+    from engine.voice_config import VoiceConfig, parse_config
 
     cfg = VoiceConfig().to_dict()
     cfg["version"] = "2.5.0-JP-Extra"

@@ -55,7 +55,8 @@ def _timed(fn: object, repeat: int) -> float:
 
 
 def run(args: argparse.Namespace) -> Report:
-    from engine import EMBEDDED_VOICE_NAME, OUTPUT_RATES, TTS, OutputOptions
+    from engine import EMBEDDED_VOICE_NAME, TTS, OutputOptions
+    from engine.output import OUTPUT_RATES
     from engine.text import sentences_of
 
     repeat = 1 if args.quick else args.repeat

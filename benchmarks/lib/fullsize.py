@@ -164,7 +164,7 @@ def _link_or_copy(src: Path, dst: Path) -> None:
 
 
 def _voice_config() -> dict:
-    from engine.neural.config import VoiceConfig
+    from engine.voice_config import VoiceConfig
 
     cfg = VoiceConfig().to_dict()
     cfg["version"] = "2.5.0-JP-Extra"
@@ -258,11 +258,11 @@ def build_synthesizer(root: Path) -> Path:
     import torch
 
     from engine.model import JPExtraSynthesizer
-    from engine.neural.config import parse_config
     from engine.synth.export import (
         export_duration_predictor_onnx,
         export_synthesizer_onnx,
     )
+    from engine.voice_config import parse_config
 
     torch.manual_seed(1234)
     raw = _voice_config()

@@ -26,9 +26,9 @@ from typing import Any
 from ..bert.features import BertBackend
 from ..layout import onnx_folder_files
 from ..neural.build import VoiceFiles, VoiceMeta
-from ..neural.config import load_config
 from ..neural.voice import NeuralVoice
 from ..options import EngineOptions
+from ..voice_config import load_config
 from .files import SPEAKER_SELECTOR, is_aivm_source, local_file, split_selector, with_speaker
 from .manifest import (
     SUFFIXES,

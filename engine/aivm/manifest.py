@@ -30,7 +30,7 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from ..neural.config import ConfigError, VoiceConfig, parse_config
+from ..voice_config import ConfigError, VoiceConfig, parse_config
 
 _LOGGER = logging.getLogger(__name__)
 

@@ -103,8 +103,8 @@ def compact_constants(
     """
     from onnx import helper, numpy_helper
 
-    m = model
-    graph = m.graph  # type: ignore[attr-defined]
+    m: Any = model  # onnx.ModelProto (onnx is imported only here)
+    graph = m.graph
     inits = {t.name: t for t in graph.initializer}
     users: dict[str, list] = {}
     for n in graph.node:

@@ -93,7 +93,7 @@ class BertFeatures:
         `max_batch_attention` allow (normally one); padding does not change the unpadded
         positions' values beyond float rounding.
         """
-        out: list[np.ndarray | None] = [None] * len(id_lists)
+        out: dict[int, np.ndarray] = {}
         order = sorted(range(len(id_lists)), key=lambda i: len(id_lists[i]))
         batch: list[int] = []
 
@@ -127,7 +127,7 @@ class BertFeatures:
                 flush()
             batch.append(i)
         flush()
-        return out  # type: ignore[return-value]
+        return [out[i] for i in range(len(id_lists))]
 
     def features(
         self,
@@ -162,9 +162,10 @@ class BertFeatures:
         if not bert_texts:
             return []
         id_lists = [self.token_ids(t) for t in bert_texts]
-        use_assist = bool(assist_text) and assist_text_weight != 0
-        if use_assist:
-            id_lists.append(self.tokenizer.encode(assist_text))  # type: ignore[arg-type]
+        assist = assist_text if assist_text and assist_text_weight != 0 else None
+        use_assist = assist is not None
+        if assist is not None:
+            id_lists.append(self.tokenizer.encode(assist))
         hidden = self.hidden_states(id_lists)
         assist_mean = None
         if use_assist:

@@ -14,7 +14,7 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import numpy as np
 
@@ -36,6 +36,9 @@ class LatentBackend(Protocol):
 
     fp32_front_path: Path
     fp32_decoder_path: Path
+    run_options: Any
+    """ONNX Runtime `RunOptions` its sessions run under (set by int8 making, whose control
+    terminates a run inside ONNX Runtime); None: the defaults."""
 
     @property
     def prior_noise_input(self) -> str | None: ...
@@ -173,7 +176,7 @@ class LatentStore:
         arrays.update({f"front.{k}": v for k, v in (front or {}).items()})
         path = self._path(style, sentence)
         tmp = path.with_name(f".{path.stem}.{os.getpid()}.partial.npz")
-        np.savez(tmp, **arrays)  # type: ignore[arg-type]
+        np.savez(tmp, **cast(dict[str, Any], arrays))  # names, not savez's own options
         os.replace(tmp, path)
 
     def count(self) -> int:

@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from ..synth.common import StagedSynth
 from .calibrate import FeatureSource, LatentBackend, LatentStore, VoiceSpec, crop, voice_latents
 from .control import Cancelled, Int8Control
 from .gate import FidelityReport, GateThresholds, SentenceFidelity, compare, judge
@@ -220,7 +221,7 @@ class _Maker:
     def run(self) -> Int8Graphs:
         c = self.control
         (self.out / STAMP_FILE).unlink(missing_ok=True)  # incomplete until written again
-        self.synth.run_options = c.run_options()  # type: ignore[attr-defined]
+        self.synth.run_options = c.run_options()
         try:
             prior = self.synth.prior_noise_input
             front_nodes = (
@@ -354,10 +355,9 @@ class _Maker:
             return np.asarray(dec.run(None, feeds, run_options)[0]).reshape(-1)
 
         def fp32(lat: Any) -> np.ndarray:
-            staged = getattr(self.synth, "staged", None)
-            if staged is None:
+            if not isinstance(self.synth, StagedSynth):
                 return np.asarray(self.synth.decode(lat, lat.z)).reshape(-1)
-            decoding = staged(lat, lat.z)
+            decoding = self.synth.staged(lat, lat.z)
             n = int(lat.z.shape[-1])
             pieces = []
             for end in range(HELD_WINDOW, n + HELD_WINDOW, HELD_WINDOW):

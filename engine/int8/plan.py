@@ -27,10 +27,12 @@ boundary). A precision asked for runs on `runtime` (ONNX Runtime unless "openvin
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 from ..options import ONNXRUNTIME, OPENVINO, PRECISIONS
 from ..synth.common import SynthBackend
@@ -292,7 +294,7 @@ class Int8Job:
             found = measure(
                 self.spec,
                 trying,
-                lambda c: self.synth_for(c, graphs),  # type: ignore[arg-type,return-value]
+                functools.partial(self._measured_synth, graphs=graphs),
                 self.bert,
                 stamp=stamp,
                 threads=self.threads,
@@ -315,6 +317,11 @@ class Int8Job:
         if chosen.precision == "int8" or choice.precision == "int8":
             why = f"{why}; {choice.reason}"
         return PrecisionChoice(chosen.precision, why, graphs, chosen.runtime, found)
+
+    def _measured_synth(self, candidate: Candidate, graphs: Int8Graphs | None) -> LatentBackend:
+        """The synthesizer a measurement times: `synth_for`'s, which for every candidate is
+        a split ONNX one (`SplitOnnxSynthesizer`, on ONNX Runtime or OpenVINO)."""
+        return cast(LatentBackend, self.synth_for(candidate, graphs))
 
     def build(self, choice: PrecisionChoice) -> SynthBackend:
         """The synthesizer that runs `choice` (sessions built now, on the calling thread)."""

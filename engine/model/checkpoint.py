@@ -23,7 +23,7 @@ from pathlib import Path
 
 import torch
 
-from ..neural.config import VoiceConfig
+from ..voice_config import VoiceConfig
 from .synthesizer import JPExtraSynthesizer
 
 _LOGGER = logging.getLogger(__name__)

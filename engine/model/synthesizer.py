@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from ..neural.config import VoiceConfig
+from ..voice_config import VoiceConfig
 from .duration import DurationPredictor, StochasticDurationPredictor
 from .flow import TransformerCouplingBlock
 from .generator import Generator

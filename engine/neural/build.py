@@ -32,7 +32,7 @@ from ..layout import INT8_SUBDIR, OnnxFolderFiles
 from ..options import EngineOptions
 from ..synth.common import SynthBackend
 from ..synth.pinned import PinnedSpeaker, pin
-from .config import VoiceConfig, load_config
+from ..voice_config import VoiceConfig, load_config
 from .voice import NeuralVoice, load_style_vectors
 
 if TYPE_CHECKING:

@@ -25,6 +25,15 @@ _LOGGER = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
+class _Failed:
+    """What computing an item raised, handed to the caller by `Prefetch.take`."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+
 class Prefetch(Generic[T]):
     """Items of `items` computed in order on one background thread (see the module doc).
 
@@ -37,7 +46,7 @@ class Prefetch(Generic[T]):
         self._items: Iterator[T] = iter(items)
         self._ahead = ahead
         self._cond = threading.Condition()
-        self._ready: deque[tuple[T | None, BaseException | None]] = deque()
+        self._ready: deque[T | _Failed] = deque()
         self._stop = False
         self._finished = False  # the thread computes nothing more
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
@@ -57,10 +66,10 @@ class Prefetch(Generic[T]):
                     return
                 except BaseException as exc:  # handed to the caller by take()
                     with self._cond:
-                        self._ready.append((None, exc))
+                        self._ready.append(_Failed(exc))
                     return
                 with self._cond:
-                    self._ready.append((item, None))
+                    self._ready.append(item)
                     self._cond.notify_all()
         finally:
             close = getattr(self._items, "close", None)
@@ -81,11 +90,11 @@ class Prefetch(Generic[T]):
                 self._cond.wait()
             if not self._ready:
                 raise StopIteration
-            item, error = self._ready.popleft()
+            entry = self._ready.popleft()
             self._cond.notify_all()
-        if error is not None:
-            raise error
-        return item  # type: ignore[return-value]
+        if isinstance(entry, _Failed):
+            raise entry.error
+        return entry
 
     @property
     def alive(self) -> bool:

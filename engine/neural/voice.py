@@ -31,6 +31,7 @@ from ..pacing import Listener
 from ..synth.common import (
     Latent,
     NoiseSource,
+    SplitSynth,
     SynthBackend,
     SynthInputs,
     SynthOutput,
@@ -43,7 +44,7 @@ from ..synth.windowed import (
     WindowPlan,
 )
 from ..voice_backend import AudioPiece, ListenerView, SynthesisOptions
-from .config import VoiceConfig, load_config
+from ..voice_config import VoiceConfig, load_config
 from .overlap import Prefetch
 from .progress import RenderProgress
 
@@ -258,14 +259,10 @@ class NeuralVoice:
     # -- rendering -------------------------------------------------------------------
     def _window_plan(self, options: SynthesisOptions, started: bool) -> WindowPlan | None:
         """Decoder windows for the next sentence, or None for whole-sentence decoding
-        (backend without `latent`/`decode`, windows turned off, or a caller that wants
-        the whole text at once: `options.extra["whole_sentences"]`)."""
+        (a backend that is no `SplitSynth`, windows turned off, or a caller that wants
+        the whole text at once: `options.whole_sentences`)."""
         plans = self.window_plans
-        if (
-            plans is None
-            or options.extra.get("whole_sentences")
-            or not hasattr(self.synth, "latent")
-        ):
+        if plans is None or options.whole_sentences or not isinstance(self.synth, SplitSynth):
             return None
         return plans.later if started else plans.first
 
@@ -296,9 +293,8 @@ class NeuralVoice:
         return (
             self.overlap
             and n_sentences > 1
-            and getattr(self.synth, "kind", None) == "onnx"
-            and hasattr(self.synth, "latent")
-            and hasattr(self.synth, "decode")
+            and isinstance(self.synth, SplitSynth)
+            and self.synth.kind == "onnx"
         )
 
     def render(
@@ -321,6 +317,8 @@ class NeuralVoice:
         analyses = self._analyses(sentences)
         noise = NoiseSource(options.seed)
         features = self._features(analyses)
+        # the synthesizer of this call (a switch happens between requests, never inside one)
+        split = self.synth if isinstance(self.synth, SplitSynth) else None
 
         def prepare(i: int, front: bool) -> _Prepared:
             """Sentence `i`'s synthesizer inputs (None: nothing to say) and, with `front`,
@@ -338,8 +336,8 @@ class NeuralVoice:
                 options.speaker_id,
             )
             latent = None
-            if front:
-                latent = self.synth.latent(inputs, params, noise.for_sentence(i))  # type: ignore[attr-defined]
+            if front and split is not None:
+                latent = split.latent(inputs, params, noise.for_sentence(i))
             return _Prepared(inputs, latent)
 
         overlap = self._overlaps(len(analyses))
@@ -378,9 +376,9 @@ class NeuralVoice:
                     yield AudioPiece(np.zeros(0, np.float32), i, True, rest, tail)
                     continue
                 plan = self._window_plan(options, started)
-                if plan is not None:  # sub-sentence streaming (engine.synth.windowed)
+                if plan is not None and split is not None:  # sub-sentence streaming (windowed)
                     win = WindowedSentence(
-                        self.synth,
+                        split,
                         inputs,
                         params,
                         noise.for_sentence(i),
@@ -407,9 +405,9 @@ class NeuralVoice:
                     trail, cut_trail = win.trail, win.trail_cut
                     started = True
                 else:
-                    if sentence.latent is not None:  # what `synthesize` does, front done ahead
+                    if sentence.latent is not None and split is not None:  # front done ahead
                         lat = sentence.latent
-                        decoded = self.synth.decode(lat, lat.z)  # type: ignore[attr-defined]
+                        decoded = split.decode(lat, lat.z)
                         out = SynthOutput(np.asarray(decoded, np.float32), lat.durations)
                     else:
                         out = self.synth.synthesize(inputs, params, noise.for_sentence(i))

@@ -14,9 +14,12 @@ A stream's first n values do not depend on how many are drawn, so drawing more t
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol, cast
+from typing import TYPE_CHECKING, Protocol, cast, runtime_checkable
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from .windowed import StagedDecoding
 
 
 @dataclass(frozen=True)
@@ -120,3 +123,32 @@ class Latent:
     @property
     def frames(self) -> int:
         return int(self.z.shape[-1])
+
+
+@runtime_checkable
+class SplitSynth(SynthBackend, Protocol):
+    """A synthesizer cut at the decoder: the front half (`latent`) and the decoder (`decode`)
+    run apart, so that the decoder can run in windows while audio streams (ONNX Runtime's
+    split graphs, PyTorch, and their pinned wrappers)."""
+
+    context: tuple[int, int]
+    """Latent frames the decoder reads left and right of a window (its receptive field)."""
+
+    def latent(self, inputs: SynthInputs, params: SynthParams, noise: NoiseSource) -> Latent:
+        """The sentence's latent: everything but the decoder."""
+        ...
+
+    def decode(self, latent: Latent, z: np.ndarray) -> np.ndarray:
+        """Audio `float32 [frames·hop]` of the latent slice `z` `[1, C, frames]`."""
+        ...
+
+
+@runtime_checkable
+class StagedSynth(SplitSynth, Protocol):
+    """A split synthesizer whose decoder also runs stage by stage, keeping each stage's state
+    between windows (`StagedDecoding`), so a window boundary recomputes a few samples per
+    stage instead of the whole receptive field."""
+
+    def staged(self, latent: Latent, z: np.ndarray | None = None) -> StagedDecoding:
+        """A stage-by-stage decoding of `latent` (of `z` where given)."""
+        ...

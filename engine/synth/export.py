@@ -28,7 +28,7 @@ import torch
 from torch import nn
 
 from ..model import JPExtraSynthesizer, load_synthesizer
-from ..neural.config import VoiceConfig, load_config
+from ..voice_config import VoiceConfig, load_config
 
 _LOGGER = logging.getLogger(__name__)
 

@@ -12,7 +12,15 @@ from typing import Any
 
 import numpy as np
 
-from .common import Latent, NoiseSource, SynthBackend, SynthInputs, SynthOutput, SynthParams
+from .common import (
+    Latent,
+    NoiseSource,
+    SplitSynth,
+    SynthBackend,
+    SynthInputs,
+    SynthOutput,
+    SynthParams,
+)
 
 __all__ = ["PinnedSpeaker", "PinnedSplitSpeaker", "pin"]
 
@@ -56,10 +64,16 @@ class PinnedSpeaker:
 class PinnedSplitSpeaker(PinnedSpeaker):
     """`PinnedSpeaker` of a synthesizer cut at the decoder (windowed streaming)."""
 
+    def __init__(self, inner: SplitSynth, speaker_id: int) -> None:
+        super().__init__(inner, speaker_id)
+        self._split = inner
+        self.context = inner.context
+
     def latent(self, inputs: SynthInputs, params: SynthParams, noise: NoiseSource) -> Latent:
-        split: Any = self._inner
-        result: Latent = split.latent(self._pin(inputs), params, noise)
-        return result
+        return self._split.latent(self._pin(inputs), params, noise)
+
+    def decode(self, latent: Latent, z: np.ndarray) -> np.ndarray:
+        return self._split.decode(latent, z)
 
     def latent_and_feeds(
         self, inputs: SynthInputs, params: SynthParams, noise: NoiseSource
@@ -75,5 +89,6 @@ def pin(synth: SynthBackend, speaker_id: int | None) -> SynthBackend:
     """`synth` pinned to `speaker_id` (itself when None)."""
     if speaker_id is None:
         return synth
-    kind = PinnedSplitSpeaker if hasattr(synth, "latent") else PinnedSpeaker
-    return kind(synth, speaker_id)
+    if isinstance(synth, SplitSynth):
+        return PinnedSplitSpeaker(synth, speaker_id)
+    return PinnedSpeaker(synth, speaker_id)

@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from ..model import load_synthesizer
-from ..neural.config import VoiceConfig
+from ..voice_config import VoiceConfig
 from .common import Latent, NoiseSource, SynthInputs, SynthOutput, SynthParams
 
 _LOGGER = logging.getLogger(__name__)

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..voice_backend import ListenerView
-from .common import Latent
+from .common import Latent, NoiseSource, SplitSynth, StagedSynth, SynthInputs, SynthParams
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -462,7 +462,7 @@ class DecodeSpeed:
 
 
 class WindowedSentence:
-    """One sentence decoded window by window (a backend with `latent`/`decode`/`context`).
+    """One sentence decoded window by window (a `SplitSynth`: `latent`/`decode`/`context`).
 
     `pieces()` yields `(samples, final)`: float32 audio in [-1, 1], the last one with
     `final=True`. Edge trimming follows `NeuralVoice` with what is known when a window is
@@ -478,10 +478,10 @@ class WindowedSentence:
 
     def __init__(
         self,
-        synth: object,
-        inputs: object,
-        params: object,
-        noise: object,
+        synth: SplitSynth,
+        inputs: SynthInputs,
+        params: SynthParams,
+        noise: NoiseSource,
         plan: WindowPlan,
         *,
         sample_rate: int,
@@ -529,21 +529,22 @@ class WindowedSentence:
         now = self.listener.now if self.listener is not None else time.perf_counter
         latent: Latent | None = self.latent
         if latent is None:
-            latent = synth.latent(self.inputs, self.params, self.noise)  # type: ignore[attr-defined]
+            latent = synth.latent(self.inputs, self.params, self.noise)
         self.durations = latent.durations
         n = self.frames = latent.frames
-        left, right = synth.context  # type: ignore[attr-defined]
-        hop = synth.hop_length  # type: ignore[attr-defined]
+        left, right = synth.context
+        hop = synth.hop_length
         sr = self.sample_rate
         frame_s = hop / sr
 
         def decode(z: np.ndarray) -> np.ndarray:
-            return synth.decode(latent, z)  # type: ignore[attr-defined]
+            return synth.decode(latent, z)
 
         # A backend that can decode stage by stage recomputes only a few samples per stage
         # at each window boundary instead of the whole receptive field (`StagedDecoding`).
-        make_staged = getattr(synth, "staged", None)
-        staged: StagedDecoding | None = make_staged(latent) if make_staged is not None else None
+        staged: StagedDecoding | None = (
+            synth.staged(latent) if isinstance(synth, StagedSynth) else None
+        )
         overlap = 0 if staged is not None else left + right
         peak = 0.0
         start = 0

@@ -3,8 +3,11 @@ repository layout spelled only in `engine/layout.py`.
 
 The import graph is read with `ast` from every module of `engine/` and `wyoming_hayakoe/`:
 every import statement counts, also those inside functions (deferred imports), except those
-under ``if TYPE_CHECKING:`` (never run). Importing ``a.b.c`` also runs the packages ``a.b``
-and ``a`` unless the importer is inside them already, so those count as edges too.
+under ``if TYPE_CHECKING:`` (never run), and calls of ``import_module("...")`` /
+``__import__("...")`` with a literal name, so a lazy import cannot hide an edge. Importing
+``a.b.c`` also runs the packages ``a.b`` and ``a`` unless the importer is inside them already,
+so those count as edges too. Beside module cycles, the packages' parts (``engine.synth``,
+``engine.neural``, ``wyoming_hayakoe.web``, ...) must not import each other in a circle.
 """
 
 from __future__ import annotations
@@ -37,8 +40,24 @@ def _is_package(path: Path) -> bool:
     return path.name == "__init__.py"
 
 
+_DYNAMIC_IMPORTS = {"import_module", "__import__"}
+
+
+def _dynamic_import(node: ast.AST) -> str | None:
+    """The module a call ``import_module("x.y")`` / ``__import__("x.y")`` imports, if literal."""
+    if not isinstance(node, ast.Call) or not node.args:
+        return None
+    func = node.func
+    name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+    first = node.args[0]
+    if name in _DYNAMIC_IMPORTS and isinstance(first, ast.Constant):
+        return first.value if isinstance(first.value, str) else None
+    return None
+
+
 def _runtime_imports(tree: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
-    """Import statements that can run (everything but `if TYPE_CHECKING:` bodies)."""
+    """Import statements that can run (everything but `if TYPE_CHECKING:` bodies); a literal
+    ``import_module``/``__import__`` call is given as an ``ast.Import`` of its module."""
     for node in ast.iter_child_nodes(tree):
         if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
             yield from (n for s in node.orelse for n in _runtime_imports_in(s))
@@ -50,6 +69,9 @@ def _runtime_imports_in(node: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
     if isinstance(node, (ast.Import, ast.ImportFrom)):
         yield node
         return
+    dynamic = _dynamic_import(node)
+    if dynamic is not None:
+        yield ast.Import(names=[ast.alias(name=dynamic)])
     yield from _runtime_imports(node)
 
 
@@ -82,6 +104,26 @@ def import_graph() -> dict[str, set[str]]:
                 if prefix in modules and not (name == prefix or name.startswith(prefix + ".")):
                     graph[name].add(prefix)
     return graph
+
+
+def part_of(module: str) -> str:
+    """The part a module belongs to: its package's first level (``engine.synth.onnx_backend`` →
+    ``engine.synth``; a top-level module is its own part, ``engine`` the package's own)."""
+    return ".".join(module.split(".")[:2])
+
+
+def part_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """part → the other parts its modules import; the packages' ``__init__`` left out (they
+    gather names for users and import their parts by design)."""
+    parts: dict[str, set[str]] = {}
+    for module, targets in graph.items():
+        if module in PACKAGES:
+            continue
+        edges = parts.setdefault(part_of(module), set())
+        edges.update(part_of(t) for t in targets if t not in PACKAGES)
+    for part, edges in parts.items():
+        edges.discard(part)
+    return parts
 
 
 def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
@@ -128,6 +170,16 @@ def test_the_import_graph_is_read() -> None:
         assert graph[module] <= pacing, f"{module} must import only engine.pacing (a leaf)"
 
 
+def test_a_literal_import_module_call_is_an_edge() -> None:
+    tree = ast.parse(
+        "from importlib import import_module\n"
+        "def f():\n"
+        "    return import_module('engine.synth.export'), __import__('engine.layout')\n"
+    )
+    names = {a.name for node in _runtime_imports(tree) for a in node.names}
+    assert {"engine.synth.export", "engine.layout"} <= names
+
+
 def test_a_planted_cycle_is_found() -> None:
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}
     assert find_cycle(graph) == ["a", "b", "c", "a"]
@@ -137,6 +189,30 @@ def test_a_planted_cycle_is_found() -> None:
 def test_no_import_cycle() -> None:
     cycle = find_cycle(import_graph())
     assert cycle is None, "import cycle: " + " → ".join(cycle or [])
+
+
+def test_no_cycle_among_the_parts() -> None:
+    parts = part_graph(import_graph())
+    # the reader sees the parts and their edges (a broken one would pass by finding nothing)
+    assert "engine.voice_config" in parts["engine.synth"]
+    assert "engine.synth" in parts["engine.neural"]
+    cycle = find_cycle(parts)
+    assert cycle is None, "parts import each other: " + " → ".join(cycle or [])
+
+
+def test_the_server_uses_no_private_engine_name() -> None:
+    """The server imports only the engine's public names (no ``_name`` from an engine module;
+    dunder names such as ``__version__`` are public)."""
+    private = []
+    for path in sorted((REPO_ROOT / "wyoming_hayakoe").rglob("*.py")):
+        for node in _runtime_imports(ast.parse(path.read_text("utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("engine"):
+                private += [
+                    f"{path.relative_to(REPO_ROOT)}:{node.lineno}: {node.module}.{a.name}"
+                    for a in node.names
+                    if a.name.startswith("_") and not a.name.startswith("__")
+                ]
+    assert private == [], "the server reaches into the engine:\n" + "\n".join(private)
 
 
 def test_the_engine_does_not_import_the_server() -> None:
@@ -226,3 +302,36 @@ def test_only_engine_options_reads_tuning_variables() -> None:
         for hit in tuning_variables_read(path)
     ]
     assert found == [], "tuning variables read outside engine/options.py:\n" + "\n".join(found)
+
+
+# -- the public API ------------------------------------------------------------------------
+
+
+def test_the_engine_exports_twelve_names() -> None:
+    """`engine`'s whole public API (piper's is two calls): what a user needs to load a voice,
+    speak and shape the audio; every other tool is imported from its module."""
+    import engine
+
+    assert sorted(engine.__all__) == sorted(
+        [
+            "TTS",
+            "Speaker",
+            "AudioResult",
+            "AudioPiece",
+            "Voice",
+            "SynthesisOptions",
+            "EngineOptions",
+            "OutputOptions",
+            "Chime",
+            "EMBEDDED_VOICE_NAME",
+            "OFFICIAL_SOURCE",
+            "__version__",
+        ]
+    )
+    assert all(getattr(engine, name) is not None for name in engine.__all__)
+    # the tools left out of it stay importable from their modules
+    from engine.neural.quantize import quantize_voice
+    from engine.synth.export import export_voice
+
+    assert callable(quantize_voice) and callable(export_voice)
+    assert not hasattr(engine, "quantize_voice")

@@ -210,7 +210,7 @@ def write_aivm(checkpoint: Path, out: Path, config: dict, vectors: np.ndarray, s
 def small_model(*, n_speakers: int, bert_channels: int = 1024, seed: int = 0):
     """(model, config dict, style vectors): model_small's size with random weights, audible."""
     from engine.model import JPExtraSynthesizer
-    from engine.neural.config import parse_config
+    from engine.voice_config import parse_config
 
     cfg = json.loads((MODEL_SMALL / "config.json").read_text())
     cfg["model"]["bert_channels"] = bert_channels

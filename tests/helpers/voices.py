@@ -34,7 +34,7 @@ def write_random_voice(folder: Path, *, bert_channels: int, seed: int = 0) -> Pa
     from safetensors.torch import save_file
 
     from engine.model import JPExtraSynthesizer
-    from engine.neural.config import parse_config
+    from engine.voice_config import parse_config
 
     folder.mkdir(parents=True, exist_ok=True)
     raw = small_config(bert_channels)

@@ -12,7 +12,7 @@ import platform
 import pytest
 from wyoming.tts import Synthesize
 
-from engine import limit_malloc_arenas
+from engine.heap import limit_malloc_arenas
 from wyoming_hayakoe.memory import IdleHeapTrim
 
 pytestmark = pytest.mark.timeout(60)

@@ -57,7 +57,7 @@ def test_public_api_speaks_with_seeds(voice_root: Path, tmp_path: Path) -> None:
     assert a.data.shape != c.data.shape or not np.array_equal(a.data, c.data)
     # Whole-sentence decoding (what generate uses); sub-sentence windows:
     # tests/engine/synth/test_windowed.py
-    chunks = list(speaker.stream(TEXT, seed=1, style="Happy", extra={"whole_sentences": True}))
+    chunks = list(speaker.stream(TEXT, seed=1, style="Happy", whole_sentences=True))
     assert len(chunks) == 2  # one per sentence
     np.testing.assert_array_equal(np.concatenate([ch.data for ch in chunks]), a.data)
 

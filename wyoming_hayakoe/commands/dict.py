@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from engine import check_user_dictionary
+from engine.text.userdict_watch import check_user_dictionary
 
 
 def build_parser() -> argparse.ArgumentParser:

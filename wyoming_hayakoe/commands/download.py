@@ -18,7 +18,10 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from engine import OFFICIAL_SOURCE, EngineOptions, RedactingFilter, cache_root, pre_download, redact
+from engine import OFFICIAL_SOURCE, EngineOptions
+from engine.download import pre_download
+from engine.sources.cache import cache_root
+from engine.sources.redact import RedactingFilter, redact
 
 _LOGGER = logging.getLogger(__name__)
 

@@ -50,7 +50,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         format="%(levelname)s %(name)s: %(message)s",
     )
     try:
-        from engine import check_export, export_voice
+        from engine.synth.export import check_export, export_voice
     except ImportError as exc:
         print(
             f"export: needs the torch extra (pip install 'wyoming-hayakoe[torch]'): {exc}",

@@ -89,7 +89,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"export-bert: {exc}", file=sys.stderr)
         return 2
     try:
-        from engine import export_bert
+        from engine.bert.export import export_bert
     except ImportError as exc:  # torch / transformers / onnx missing
         print(
             f"export-bert: needs the torch extra (pip install 'wyoming-hayakoe[torch]'): {exc}",

@@ -20,7 +20,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from engine import OFFICIAL_SOURCE, RedactingFilter, layout, redact
+from engine import OFFICIAL_SOURCE, layout
+from engine.sources.redact import RedactingFilter, redact
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -98,7 +99,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 file=sys.stderr,
             )
             return 2
-    from engine import quantize_voice
+    from engine.neural.quantize import quantize_voice
 
     def progress(message: str) -> None:
         print(message, file=sys.stderr, flush=True)

@@ -52,7 +52,8 @@ from typing import IO, BinaryIO, Protocol
 
 from wyoming.info import Info
 
-from engine import EMBEDDED_VOICE_NAME, RedactingFilter, redact
+from engine import EMBEDDED_VOICE_NAME
+from engine.sources.redact import RedactingFilter, redact
 
 from ..client import AddressError, ClientError, ServerAddress, WyomingClient
 from ..presets import PresetError

@@ -37,7 +37,8 @@ from typing import Any
 
 from aiohttp import web
 
-from engine import TextPipeline, __version__
+from engine import __version__
+from engine.text.pipeline import TextPipeline
 
 from ..admission import Admission, AdmissionRefused
 from ..info import Resolved, VoiceCatalog

@@ -5,16 +5,19 @@ from __future__ import annotations
 import html
 import logging
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from aiohttp import web
 
 from ..handler import ServerContext
-from ..settings import Settings
 from .api import MAX_BODY, STATE, WebState, add_routes, errors_middleware
 from .dictionary import PageDictionary
 from .options import HttpSettings
 from .security import add_security_headers, ingress_base, security_middleware
 from .warnings import WarningLog
+
+if TYPE_CHECKING:  # the settings import the page's options: a type only, no cycle
+    from ..settings import Settings
 
 __all__ = ["STATIC_DIR", "WebServer", "build_app", "state_for"]
 
@@ -76,7 +79,7 @@ class WebServer:
 
     async def start(self) -> None:
         http = self.state.http
-        from engine import register_secret
+        from engine.sources.redact import register_secret
 
         register_secret(http.token)  # never in a log line (a URL with ?token=, say)
         logging.getLogger().addHandler(self.state.warnings)

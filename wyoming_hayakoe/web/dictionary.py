@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from engine import UserDictionaryError, UserWord, read_user_dictionary, reload_user_dictionary
+from engine.text.userdict import UserDictionaryError, UserWord, read_user_dictionary
+from engine.text.userdict_watch import reload_user_dictionary
 
 __all__ = [
     "MAX_READING",

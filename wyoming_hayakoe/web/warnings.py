@@ -16,7 +16,7 @@ class WarningLog(logging.Handler):
     def __init__(self, size: int = 50) -> None:
         super().__init__(logging.WARNING)
         self.records: deque[dict[str, Any]] = deque(maxlen=size)
-        from engine import RedactingFilter
+        from engine.sources.redact import RedactingFilter
 
         self.addFilter(RedactingFilter())
 

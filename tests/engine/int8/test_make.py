@@ -37,7 +37,7 @@ WINDOW_TOLERANCE = 1e-6
 
 
 def _quantize(root: Path, name: str, out_root: Path):
-    from engine import quantize_voice
+    from engine.neural.quantize import quantize_voice
 
     return quantize_voice(
         name,
@@ -198,7 +198,7 @@ def test_int8_windows_join_to_the_int8_whole_sentence(good_root: Path, tmp_path:
 
     opts = SynthesisOptions(style="Happy", seed=11)
     streamed = np.concatenate([p.samples for p in voice.render([HELDOUT[1]], opts)])
-    whole_opts = SynthesisOptions(style="Happy", seed=11, extra={"whole_sentences": True})
+    whole_opts = SynthesisOptions(style="Happy", seed=11, whole_sentences=True)
     at_once = np.concatenate([p.samples for p in voice.render([HELDOUT[1]], whole_opts)])
     assert streamed.shape == at_once.shape
     assert np.abs(streamed - at_once).max() <= WINDOW_TOLERANCE

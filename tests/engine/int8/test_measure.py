@@ -35,7 +35,7 @@ HELDOUT = [read_sentences(HELDOUT_FILE)[i] for i in (0, 3)]
 @pytest.fixture(scope="module")
 def good_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """model_small with int8 graphs baked beside it (they pass the gate)."""
-    from engine import quantize_voice
+    from engine.neural.quantize import quantize_voice
 
     out = tmp_path_factory.mktemp("good")
     quantize_voice(

@@ -129,7 +129,7 @@ def test_voice_whose_graph_lacks_durations(hayakoe_root: Path, tmp_path: Path) -
     onnx.save(model, str(dst / "synthesizer.onnx"))
 
     voice = load_neural_voice("hk", tmp_path, bert=FakeBert())
-    opts = SynthesisOptions(seed=4, extra={"whole_sentences": True})
+    opts = SynthesisOptions(seed=4, whole_sentences=True)
     pieces = list(voice.render(["こんにちは。", "さようなら。"], opts))
     again = list(voice.render(["こんにちは。", "さようなら。"], opts))
     assert [p.sentence for p in pieces] == [0, 1]

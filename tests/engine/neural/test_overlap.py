@@ -162,7 +162,7 @@ def _pieces(voice: Any, options: SynthesisOptions) -> list[Any]:
 @pytest.mark.parametrize("whole", [False, True], ids=["windows", "whole-sentences"])
 def test_overlapped_audio_is_bit_identical(voices, monkeypatch, whole: bool) -> None:
     serial, overlapped = voices
-    options = SynthesisOptions(seed=7, extra={"whole_sentences": True} if whole else {})
+    options = SynthesisOptions(seed=7, whole_sentences=whole)
     rec = Recorder(overlapped)
     monkeypatch.setattr(overlapped.synth, "latent", rec)
     a = _pieces(serial, options)

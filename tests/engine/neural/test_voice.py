@@ -218,9 +218,9 @@ def test_per_speaker_lock_under_concurrent_requests(root: Path) -> None:
 def test_torch_compile_stages_trace_and_match() -> None:
     """The stages `compile=True` wraps trace under torch.compile with dynamic shapes and give
     the eager result (CPU, the `eager` backend: tracing only; CUDA uses inductor)."""
-    from engine.neural.config import load_config
     from engine.synth.common import NoiseSource, SynthInputs, SynthParams
     from engine.synth.torch_backend import TorchSynthesizer
+    from engine.voice_config import load_config
 
     cfg = load_config(SMALL / "config.json")
     ckpt = SMALL / "model.safetensors"

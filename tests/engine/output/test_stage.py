@@ -12,8 +12,15 @@ import numpy as np
 import pytest
 import soxr  # type: ignore[import-untyped]
 
-from engine import OUTPUT_RATES, AudioResult, Chime, OutputOptions, Speaker, WavError
-from engine.output import Limiter, OutputStage, integrated_loudness, read_wav
+from engine import AudioResult, Chime, OutputOptions, Speaker
+from engine.output import (
+    OUTPUT_RATES,
+    Limiter,
+    OutputStage,
+    WavError,
+    integrated_loudness,
+    read_wav,
+)
 from engine.output.limiter import DEFAULT_CEILING_DB, sliding_min
 from engine.text import sentences_of
 

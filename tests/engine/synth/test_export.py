@@ -11,11 +11,11 @@ import onnxruntime as ort
 import pytest
 import torch
 
-from engine.neural.config import load_config
 from engine.synth.common import NoiseSource, SynthInputs, SynthParams
 from engine.synth.export import DP_INPUTS, SYNTH_INPUTS
 from engine.synth.onnx_backend import OnnxSynthesizer, make_noise_inputs
 from engine.synth.torch_backend import TorchSynthesizer
+from engine.voice_config import load_config
 from tests.helpers.voices import SMALL, copy_small
 from wyoming_hayakoe.commands.export import main as export_main
 

@@ -429,7 +429,7 @@ async def test_warnings_are_redacted_and_the_page_token_is_never_logged(
 ):
     import aiohttp
 
-    from engine import redact
+    from engine.sources.redact import redact
 
     http = HttpSettings(port=0, dictionary=dict_path, token="page-token-4f9a8e7d")
     server = HayakoeServer(Settings(uri="tcp://127.0.0.1:0", http=http), embedded_speakers)

@@ -14,11 +14,14 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 _LOGGER = logging.getLogger(__name__)
 
-T = TypeVar("T")
+T = TypeVar("T", bound="DataclassInstance")
 
 
 class ConfigError(ValueError):
@@ -114,7 +117,7 @@ def _build(cls: type[T], raw: Any, where: str) -> T:
         return cls()
     if not isinstance(raw, Mapping):
         raise ConfigError(f"{where}: expected an object, got {type(raw).__name__}")
-    known = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    known = {f.name: f for f in dataclasses.fields(cls)}
     kwargs: dict[str, Any] = {}
     for key, value in raw.items():
         f = known.get(key)
