@@ -94,6 +94,7 @@ class TTS:
         self._registered: dict[str, _Registration] = {}
         self._speakers: dict[str, Speaker] = {}
         self._failed: dict[str, Exception] = {}
+        self._queued: set[str] = set()  # models whose int8 job went to the background
         self._bert: BertBackend | None = None
         self._background = background
         self._models: ModelPool | None = None
@@ -139,7 +140,8 @@ class TTS:
 
     @property
     def int8_upgrades(self) -> dict[str, Int8Upgrade]:
-        """Voices whose int8 graphs are made in the background, with their progress."""
+        """Voices whose int8 graphs are made in the background, with their progress, by
+        voice name (every speaker of a multi-speaker file lists the same upgrade)."""
         return self._background.upgrades if self._background is not None else {}
 
     def close(self) -> None:
@@ -201,15 +203,17 @@ class TTS:
             self._failed.pop(reg.name, None)
             self._speakers[reg.name] = speaker
             note = ""
-            if plan is not None and plan.job is not None:
+            if plan is not None and plan.job is not None and key not in self._queued:
+                # every speaker of one model (a multi-speaker file) joins the model's one job
                 later.setdefault(key, (plan.job, []))[1].append(speaker)
                 note = "; int8 graphs are being made in the background, the switch is logged"
             runs = f", runs {speaker.runs}" if speaker.runs else ""
             _LOGGER.info(
                 "Voice %s ready%s (styles: %s)%s", reg.name, runs, ", ".join(speaker.styles), note
             )
-        for job, speakers in later.values():  # every speaker of a model switches together
-            self._worker().submit(speakers, job)
+        for key, (job, speakers) in later.items():  # a model's speakers switch together
+            self._worker().submit(speakers, job, [s.name for s in speakers])
+            self._queued.add(key)
         return self
 
     def _worker(self) -> BackgroundInt8:
@@ -270,7 +274,7 @@ class TTS:
             models=self._models,
             defer=self.options.quantize_in_background or self._background is not None,
         )
-        return built.voice, built.plan if built.first else None, built.key
+        return built.voice, built.plan, built.key
 
     def pre_download(self, device: str | None = None) -> list[Path]:
         """Fetch every registered neural voice (and the BERT) into the cache, loading nothing.

@@ -184,7 +184,7 @@ class BackgroundInt8:
 
     @property
     def upgrades(self) -> dict[str, Int8Upgrade]:
-        """Every voice handed to `submit`, by name."""
+        """Every voice handed to `submit`, by name (the voices of one file share one)."""
         return dict(self._upgrades)
 
     @property
@@ -196,11 +196,15 @@ class BackgroundInt8:
         """Whether a thread of this worker is still alive."""
         return any(t is not None and t.is_alive() for t in (self._thread, self._maker))
 
-    def submit(self, speakers: Sequence[Switchable], job: Int8Job) -> Int8Upgrade:
+    def submit(
+        self, speakers: Sequence[Switchable], job: Int8Job, names: Sequence[str] = ()
+    ) -> Int8Upgrade:
         """Queue `job`, whose graphs `speakers` (one, or every speaker of a multi-speaker
-        file) switch to together."""
+        file) switch to together. The upgrade is listed in `upgrades` under each of `names`
+        (the voices' names; default: the job's, which for an AivisHub file is its model)."""
         upgrade = Int8Upgrade(job.name)
-        self._upgrades[job.name] = upgrade
+        for name in names or (job.name,):
+            self._upgrades[name] = upgrade
         with self._lock:
             if self._closed.is_set():
                 upgrade._finish(CANCELLED, "the worker is closed")

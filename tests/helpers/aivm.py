@@ -207,13 +207,18 @@ def write_aivm(checkpoint: Path, out: Path, config: dict, vectors: np.ndarray, s
     return out
 
 
-def small_model(*, n_speakers: int, bert_channels: int = 1024, seed: int = 0):
-    """(model, config dict, style vectors): model_small's size with random weights, audible."""
+def small_model(
+    *, n_speakers: int, bert_channels: int = 1024, seed: int = 0, decoder_channels: int = 0
+):
+    """(model, config dict, style vectors): model_small's size with random weights, audible;
+    `decoder_channels` widens the decoder (its `upsample_initial_channel`; 0: model_small's)."""
     from engine.model import JPExtraSynthesizer
     from engine.voice_config import parse_config
 
     cfg = json.loads((MODEL_SMALL / "config.json").read_text())
     cfg["model"]["bert_channels"] = bert_channels
+    if decoder_channels:
+        cfg["model"]["upsample_initial_channel"] = decoder_channels
     cfg["data"]["n_speakers"] = n_speakers
     torch.manual_seed(seed)
     model = JPExtraSynthesizer(parse_config(cfg))
