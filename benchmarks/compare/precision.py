@@ -37,16 +37,22 @@ from benchmarks.lib.wyoming import listen
 
 RESULT = "precision"
 QUICK = False
-VARIANTS = {"ours fp32": "fp32", "ours int8": "int8"}
+VARIANTS = {"ours fp32": "fp32", "ours int8": "int8", "ours auto": "auto"}
+"""Variant → `--precision`. `auto` is the measured choice (`engine.int8.measure`: of what
+passes the gate, the fastest runtime × precision on this machine), made before `prepare()`
+returns (nothing in the background, so no switch happens while it is timed)."""
+
+
+def _env(precision: str) -> dict[str, str]:
+    return {"WYOMING_HAYAKOE_PRECISION": precision, "WYOMING_HAYAKOE_QUANTIZE_IN_BACKGROUND": "0"}
+
+
 RTF_TEXTS = ("medium", "long")
 TTFA_TEXTS = ("short", "medium", "long")
 
 
 def _workers(with_hayakoe: bool) -> dict[str, Any]:
-    workers = {
-        name: drive.start("ours", {"WYOMING_HAYAKOE_PRECISION": p}, label=name)
-        for name, p in VARIANTS.items()
-    }
+    workers = {name: drive.start("ours", _env(p), label=name) for name, p in VARIANTS.items()}
     if with_hayakoe:
         workers["hayakoe"] = drive.start("hayakoe")
     return workers
@@ -71,7 +77,7 @@ def _memory(root: Path, with_hayakoe: bool) -> dict:
         if name == "hayakoe":
             w = drive.start("hayakoe")
         else:
-            w = drive.start("ours", {"WYOMING_HAYAKOE_PRECISION": VARIANTS[name]}, label=name)
+            w = drive.start("ours", _env(VARIANTS[name]), label=name)
         try:
             r = w.call("prepare", root=str(root), speakers=[VOICE_NAME])
             out[name] = {"rss_after_prepare": r["rss"], "prepare_s": r["prepare_s"]}
@@ -83,8 +89,7 @@ def _memory(root: Path, with_hayakoe: bool) -> dict:
 def _wyoming(root: Path, reps: int, with_hayakoe: bool) -> dict:
     texts = {k: TEXTS[k] for k in ("short", "medium") if k in TEXTS}
     servers = {
-        name: drive.server("ours", root, {"WYOMING_HAYAKOE_PRECISION": p}, label=name)
-        for name, p in VARIANTS.items()
+        name: drive.server("ours", root, _env(p), label=name) for name, p in VARIANTS.items()
     }
     if with_hayakoe:
         servers["hayakoe"] = drive.server("hayakoe", root)
@@ -137,6 +142,11 @@ def phase_precision(
         w.call("prepare", root=str(root), speakers=[VOICE_NAME])
     results["int8_ready_s"] = time.perf_counter() - t0
     results["fidelity"] = _fidelity(root)
+    log("precision: the auto choice (measured once, kept in the cache)")
+    with drive.start("ours", _env("auto"), label="ours auto (measure)") as w:
+        r = w.call("prepare", root=str(root), speakers=[VOICE_NAME])
+    results["auto_choice"] = "; ".join(f"{n} runs {v}" for n, v in (r.get("runs") or {}).items())
+    results["auto_measure_s"] = r.get("prepare_s")
     log("precision: memory")
     results["memory"] = _memory(root, with_hayakoe)
     log("precision: speed, idle")
@@ -169,19 +179,29 @@ def render(results: dict) -> str:
     the hayakoe columns are empty unless it ran (`--hayakoe`)."""
     rows: list[list[object]] = []
 
-    def row(name: str, text: str, f: float, i: float, h: float | None, target: float | None):
+    def row(
+        name: str,
+        text: str,
+        f: float,
+        i: float,
+        h: float | None,
+        target: float | None,
+        a: float | None = None,
+    ):
         ratio_h = i / h if h else None
         ok = "" if target is None or ratio_h is None else (" ✅" if ratio_h <= target else " ❌")
         tgt = f"≤ {target:g}×{ok}" if target is not None else ""
         unit = "MiB" if "MiB" in name else ""
         ratio = f"{ratio_h:.2f}×" if ratio_h else "–"
         rows.append([name, text, _fmt(f, unit), _fmt(i, unit), f"{i / f:.2f}×", _fmt(h, unit)])
-        rows[-1] += [ratio, tgt]
+        auto_h = f"{a / h:.2f}×" if a is not None and h else "–"
+        rows[-1] += [ratio, tgt, _fmt(a, unit), auto_h]
 
     for cond, label in (("idle", "idle"), ("busy", "one core busy")):
         if not (per := results.get(cond)):
             continue
         f32, i8, hk = per["ours fp32"], per["ours int8"], per.get("hayakoe", {})
+        au = per.get("ours auto", {})
         idle = cond == "idle"
         for key, texts, name, target in (
             ("rtf", RTF_TEXTS, "RTF `generate()`", 0.5),
@@ -196,12 +216,14 @@ def render(results: dict) -> str:
                     i8[text][key],
                     h,
                     target if idle else None,
+                    au.get(text, {}).get(key),
                 )
         for text in RTF_TEXTS:
             f = f32[text]["stream_wall_s"] / f32[text]["wall_s"]
             i = i8[text]["stream_wall_s"] / i8[text]["wall_s"]
             name = f"`stream()` / `generate()` total time, {label}"
             rows.append([name, text, f"{f:.2f}", f"{i:.2f}", f"{i / f:.2f}×", "", "", "≤ 1.15"])
+            rows[-1] += ["", ""]
     if wy := results.get("wyoming"):
         for text in wy["ours fp32"]:
             h = wy.get("hayakoe", {}).get(text)
@@ -212,6 +234,7 @@ def render(results: dict) -> str:
                 wy["ours int8"][text],
                 h,
                 None,
+                wy.get("ours auto", {}).get(text),
             )
     if mem := results.get("memory"):
         f, i = mem["ours fp32"]["rss_after_prepare"], mem["ours int8"]["rss_after_prepare"]
@@ -222,9 +245,13 @@ def render(results: dict) -> str:
             i,
             mem.get("hayakoe", {}).get("rss_after_prepare"),
             0.6,
+            mem.get("ours auto", {}).get("rss_after_prepare"),
         )
     head = ["measure", "text", "ours fp32", "ours int8", "int8 / fp32", "hayakoe"]
-    out = "\n".join(table([*head, "int8 / hayakoe", "target"], rows, "llrrrrrl"))
+    tail = ["int8 / hayakoe", "target", "ours auto", "auto / hayakoe"]
+    out = "\n".join(table([*head, *tail], rows, "llrrrrrlrr"))
+    if choice := results.get("auto_choice"):
+        out += f"\n\n`auto` chose: {choice}"
     if fid := results.get("fidelity"):
         th = fid["thresholds"]
         out += (
