@@ -7,14 +7,23 @@ RSS after them (what a warm, idle replica holds). Configurations: the embedded v
 `openjtalk-mei`, and a neural voice with the real JP-Extra shapes and the full-size int8
 BERT (random weights: memory depends on shapes, not values; `benchmarks.lib.fullsize`;
 `--quick`: the tests' small voice instead, 2 requests).
+
+`--aivm`: the speakers of one AivisHub file share one set of sessions. A four-speaker
+`.aivmx` with the full-size shapes (random weights, made once into the benchmark cache by the
+tests' AivisHub writer; `--quick`: model_small's shapes) served as one voice, then as all four
+(`--voice sN=file://...#speaker=N`), each answering in turn; fp32, so that no int8 work runs
+behind. Printed: the four-speaker server's RSS over the one-speaker one (target ≤ 1.15×).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import tempfile
+from pathlib import Path
 
+from benchmarks.lib import CACHE
 from benchmarks.lib.procs import Server
 from benchmarks.lib.report import Report
 from benchmarks.lib.voices import SMALL_VOICE, VOICE_NAME, server_args
@@ -31,10 +40,19 @@ MIB = 2**20
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--requests", type=int, default=15)
+    p.add_argument(
+        "--aivm",
+        action="store_true",
+        help="one speaker of a four-speaker .aivmx against all four (shared sessions)",
+    )
 
 
-async def measure(label: str, args: list[str], requests: int, voice: str) -> list[object]:
-    """[label, s to Ready, RSS at Ready, peak while speaking, idle after] (MiB)."""
+async def measure(
+    label: str, args: list[str], requests: int, voice: str | list[str]
+) -> list[object]:
+    """[label, s to Ready, RSS at Ready, peak while speaking, idle after] (MiB); requests go
+    to the voices of `voice` in turn."""
+    voices = [voice] if isinstance(voice, str) else voice
     with tempfile.TemporaryDirectory() as cache:
         with Server([*args, "--cache-dir", cache], label=f"rss-{voice}") as server:
             ready_s = await server.wait_ready()
@@ -49,7 +67,8 @@ async def measure(label: str, args: list[str], requests: int, voice: str) -> lis
 
             sampler = asyncio.create_task(sample())
             for i in range(requests):
-                spoken = await WyomingClient(server.uri).speak(TEXTS[i % len(TEXTS)], voice)
+                name = voices[i % len(voices)]
+                spoken = await WyomingClient(server.uri).speak(TEXTS[i % len(TEXTS)], name)
                 assert spoken.seconds > 0.3, f"{label}: no audio"
             stop.set()
             await sampler
@@ -64,9 +83,76 @@ async def measure(label: str, args: list[str], requests: int, voice: str) -> lis
     ]
 
 
+SPEAKERS = 4
+
+
+def four_speaker_aivmx(quick: bool) -> tuple[Path, Path]:
+    """(a four-speaker `.aivmx`, the root of the BERT it goes with), made once."""
+    import numpy as np
+    import torch
+
+    from benchmarks.lib.voices import fullsize_root, small_root
+    from tests.helpers.aivm import BERT_WIDTH, Speaker, Spec, export_aivis_onnx, write_aivmx
+
+    bert_root = small_root() if quick else fullsize_root()
+    out = CACHE / ("aivm-four-small" if quick else "aivm-four")
+    path = out / "four.aivmx"
+    if path.is_file():
+        return path, bert_root
+    out.mkdir(parents=True, exist_ok=True)
+    torch.manual_seed(4)
+    if quick:
+        from tests.helpers.aivm import small_model
+
+        model, cfg, vectors = small_model(n_speakers=SPEAKERS, bert_channels=BERT_WIDTH)
+    else:
+        from benchmarks.lib.fullsize import _voice_config
+        from engine.model import JPExtraSynthesizer
+        from engine.voice_config import parse_config
+
+        cfg = _voice_config()
+        cfg["data"].update(n_speakers=SPEAKERS, spk2id={f"s{i}": i for i in range(SPEAKERS)})
+        model = JPExtraSynthesizer(parse_config(cfg)).eval()
+        folder = next((bert_root / "onnx" / "speakers").iterdir())
+        vectors = np.load(folder / "style_vectors.npy").astype(np.float32)
+    graph = export_aivis_onnx(model, out / "four.onnx")
+    spec = Spec("Bench Four", [Speaker(f"S{i}", i, {"Neutral": 0}) for i in range(SPEAKERS)])
+    write_aivmx(graph, out / "four.partial.aivmx", json.loads(json.dumps(cfg)), vectors, spec)
+    (out / "four.partial.aivmx").replace(path)
+    graph.unlink()
+    return path, bert_root
+
+
+def run_aivm(args: argparse.Namespace) -> Report:
+    requests = 2 if args.quick else args.requests
+    path, bert_root = four_speaker_aivmx(args.quick)
+    common = ["--bert-source", str(bert_root), "--precision", "fp32"]
+    names = [f"s{i}" for i in range(SPEAKERS)]
+    voices = [a for n in names for a in ("--voice", f"{n}=file://{path}#speaker={n[1:]}")]
+    rows = [
+        asyncio.run(measure("one speaker of the file", [*voices[:2], *common], requests, "s0")),
+        asyncio.run(measure(f"all {SPEAKERS} speakers", [*voices, *common], requests, names)),
+    ]
+    ready = [float(str(r[2]).replace(",", "")) for r in rows]
+    idle = [float(str(r[4]).replace(",", "")) for r in rows]
+    report = Report(f"Server RSS, one {SPEAKERS}-speaker .aivmx, {requests} requests each (MiB)")
+    report.table(
+        ["configuration", "start → Ready (s)", "RSS at Ready", "peak while speaking", "idle after"],
+        rows,
+    )
+    report.note(
+        f"{SPEAKERS} speakers / 1: RSS at Ready {ready[1] / ready[0]:.3f}×, idle after "
+        f"{idle[1] / idle[0]:.3f}× (target ≤ 1.15×; "
+        f"{'full-size shapes' if not args.quick else 'model_small shapes'}, random weights)"
+    )
+    return report
+
+
 def run(args: argparse.Namespace) -> Report:
     from benchmarks.lib.voices import fullsize_root, small_root
 
+    if args.aivm:
+        return run_aivm(args)
     requests = 2 if args.quick else args.requests
     if args.quick:
         neural = ("small random-weight voice", server_args(small_root(), SMALL_VOICE), SMALL_VOICE)
