@@ -113,7 +113,9 @@ def four_speaker_aivmx(quick: bool) -> tuple[Path, Path]:
         cfg = _voice_config()
         cfg["data"].update(n_speakers=SPEAKERS, spk2id={f"s{i}": i for i in range(SPEAKERS)})
         model = JPExtraSynthesizer(parse_config(cfg)).eval()
-        folder = next((bert_root / "onnx" / "speakers").iterdir())
+        from engine import layout
+
+        folder = bert_root / layout.speaker_prefix(VOICE_NAME, "onnx")
         vectors = np.load(folder / "style_vectors.npy").astype(np.float32)
     graph = export_aivis_onnx(model, out / "four.onnx")
     spec = Spec("Bench Four", [Speaker(f"S{i}", i, {"Neutral": 0}) for i in range(SPEAKERS)])
