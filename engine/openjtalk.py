@@ -28,9 +28,11 @@ short margins so that the first sound comes early and pauses are set by the opti
 
 from __future__ import annotations
 
+import atexit
 import logging
 import math
 import re
+import weakref
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
@@ -41,6 +43,19 @@ from .voice_backend import AudioPiece, ListenerView, SynthesisOptions
 __all__ = ["DEFAULT_SENTENCE_PAUSE", "EMBEDDED_VOICE_NAME", "STYLES", "OpenJTalkVoice"]
 
 _LOGGER = logging.getLogger(__name__)
+
+_LIVE: weakref.WeakSet[OpenJTalkVoice] = weakref.WeakSet()
+
+
+@atexit.register
+def _release_engines() -> None:
+    """Free every voice's HTS engine while the interpreter is still whole. An `HTSEngine`
+    left for the last garbage collection of a shutting-down interpreter (a voice held in a
+    reference cycle, as a server's state is) fails in its deallocation, which then prints
+    "Error in sys.excepthook" with nothing after it."""
+    for voice in list(_LIVE):
+        voice._engine = None
+
 
 EMBEDDED_VOICE_NAME = "openjtalk-mei"
 DEFAULT_SENTENCE_PAUSE = 0.25
@@ -124,8 +139,9 @@ class OpenJTalkVoice:
 
         self.name = name
         self._pyopenjtalk = pyopenjtalk
-        self._engine = HTSEngine(pyopenjtalk.DEFAULT_HTS_VOICE)
+        self._engine: HTSEngine | None = HTSEngine(pyopenjtalk.DEFAULT_HTS_VOICE)
         self.sample_rate: int = int(self._engine.get_sampling_frequency())
+        _LIVE.add(self)
 
     # -- Voice -------------------------------------------------------------------------
     def render(
@@ -201,9 +217,12 @@ class OpenJTalkVoice:
         labels = self._pyopenjtalk.make_label(njd)
         if len(labels) < 3:  # only silences
             return np.zeros(0, np.float32)
-        self._engine.set_speed(rate)
-        self._engine.add_half_tone(half_tones)
-        raw = self._engine.synthesize(labels)
+        engine = self._engine
+        if engine is None:
+            raise RuntimeError(f"{self.name}: the interpreter is shutting down")
+        engine.set_speed(rate)
+        engine.add_half_tone(half_tones)
+        raw = engine.synthesize(labels)
         audio = np.asarray(raw, dtype=np.float32) / np.float32(_HTS_FULL_SCALE)
         return self._trim(audio)
 
