@@ -134,11 +134,8 @@ def phase_precision(
     results: dict[str, Any] = {"load_avg_start": list(os.getloadavg())}
     log("precision: making / finding the int8 graphs (first prepare with int8)")
     t0 = time.perf_counter()
-    make_env = {  # prepare waits for the graphs (not made in the background)
-        "WYOMING_HAYAKOE_PRECISION": "int8",
-        "WYOMING_HAYAKOE_QUANTIZE_IN_BACKGROUND": "0",
-    }
-    with drive.start("ours", make_env, label="ours int8 (make)") as w:
+    # prepare waits for the graphs (not made in the background)
+    with drive.start("ours", _env("int8"), label="ours int8 (make)") as w:
         w.call("prepare", root=str(root), speakers=[VOICE_NAME])
     results["int8_ready_s"] = time.perf_counter() - t0
     results["fidelity"] = _fidelity(root)
@@ -270,7 +267,7 @@ def memory_only(root: Path, with_hayakoe: bool) -> dict[str, Any]:
     """RSS after `prepare()`: ours fp32, ours int8 (graphs made first) and hayakoe, in one
     run."""
     results: dict[str, Any] = {"load_avg_start": list(os.getloadavg())}
-    with drive.start("ours", {"WYOMING_HAYAKOE_PRECISION": "int8"}, label="ours int8 (make)") as w:
+    with drive.start("ours", _env("int8"), label="ours int8 (make)") as w:
         w.call("prepare", root=str(root), speakers=[VOICE_NAME])
     results["memory"] = _memory(root, with_hayakoe)
     results["load_avg_end"] = list(os.getloadavg())

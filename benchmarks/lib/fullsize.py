@@ -163,7 +163,7 @@ def _link_or_copy(src: Path, dst: Path) -> None:
     tmp.replace(dst)
 
 
-def _voice_config() -> dict:
+def voice_config() -> dict:
     from engine.voice_config import VoiceConfig
 
     cfg = VoiceConfig().to_dict()
@@ -265,7 +265,7 @@ def build_synthesizer(root: Path) -> Path:
     from engine.voice_config import parse_config
 
     torch.manual_seed(1234)
-    raw = _voice_config()
+    raw = voice_config()
     model = JPExtraSynthesizer(parse_config(raw)).eval()
     n_params = sum(p.numel() for p in model.parameters())
     style_vectors = np.random.default_rng(1234).standard_normal((1, 256)).astype(np.float32)

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import tempfile
 from pathlib import Path
 
@@ -49,9 +48,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 async def measure(
     label: str, args: list[str], requests: int, voice: str | list[str]
-) -> list[object]:
-    """[label, s to Ready, RSS at Ready, peak while speaking, idle after] (MiB); requests go
-    to the voices of `voice` in turn."""
+) -> tuple[float, int, int, int]:
+    """(s to Ready, RSS at Ready, peak while speaking, idle after; bytes) of a server started
+    with `args`; requests go to the voices of `voice` in turn."""
     voices = [voice] if isinstance(voice, str) else voice
     with tempfile.TemporaryDirectory() as cache:
         with Server([*args, "--cache-dir", cache], label=f"rss-{voice}") as server:
@@ -74,13 +73,13 @@ async def measure(
             await sampler
             await asyncio.sleep(1.0)
             idle = server.usage()[0]
-    return [
-        label,
-        f"{ready_s:.1f}",
-        f"{ready / MIB:,.0f}",
-        f"{peak / MIB:,.0f}",
-        f"{idle / MIB:,.0f}",
-    ]
+    return ready_s, ready, peak, idle
+
+
+def row(label: str, figures: tuple[float, int, int, int]) -> list[object]:
+    """A table row: the label, seconds to Ready, then the three RSS figures in MiB."""
+    ready_s, *rss = figures
+    return [label, f"{ready_s:.1f}", *(f"{b / MIB:,.0f}" for b in rss)]
 
 
 SPEAKERS = 4
@@ -106,11 +105,11 @@ def four_speaker_aivmx(quick: bool) -> tuple[Path, Path]:
 
         model, cfg, vectors = small_model(n_speakers=SPEAKERS, bert_channels=BERT_WIDTH)
     else:
-        from benchmarks.lib.fullsize import _voice_config
+        from benchmarks.lib.fullsize import voice_config
         from engine.model import JPExtraSynthesizer
         from engine.voice_config import parse_config
 
-        cfg = _voice_config()
+        cfg = voice_config()
         cfg["data"].update(n_speakers=SPEAKERS, spk2id={f"s{i}": i for i in range(SPEAKERS)})
         model = JPExtraSynthesizer(parse_config(cfg)).eval()
         from engine import layout
@@ -119,7 +118,7 @@ def four_speaker_aivmx(quick: bool) -> tuple[Path, Path]:
         vectors = np.load(folder / "style_vectors.npy").astype(np.float32)
     graph = export_aivis_onnx(model, out / "four.onnx")
     spec = Spec("Bench Four", [Speaker(f"S{i}", i, {"Neutral": 0}) for i in range(SPEAKERS)])
-    write_aivmx(graph, out / "four.partial.aivmx", json.loads(json.dumps(cfg)), vectors, spec)
+    write_aivmx(graph, out / "four.partial.aivmx", cfg, vectors, spec)
     (out / "four.partial.aivmx").replace(path)
     graph.unlink()
     return path, bert_root
@@ -131,20 +130,17 @@ def run_aivm(args: argparse.Namespace) -> Report:
     common = ["--bert-source", str(bert_root), "--precision", "fp32"]
     names = [f"s{i}" for i in range(SPEAKERS)]
     voices = [a for n in names for a in ("--voice", f"{n}=file://{path}#speaker={n[1:]}")]
-    rows = [
-        asyncio.run(measure("one speaker of the file", [*voices[:2], *common], requests, "s0")),
-        asyncio.run(measure(f"all {SPEAKERS} speakers", [*voices, *common], requests, names)),
-    ]
-    ready = [float(str(r[2]).replace(",", "")) for r in rows]
-    idle = [float(str(r[4]).replace(",", "")) for r in rows]
+    one = asyncio.run(measure("one speaker", [*voices[:2], *common], requests, "s0"))
+    four = asyncio.run(measure(f"{SPEAKERS} speakers", [*voices, *common], requests, names))
+    rows = [row("one speaker of the file", one), row(f"all {SPEAKERS} speakers", four)]
     report = Report(f"Server RSS, one {SPEAKERS}-speaker .aivmx, {requests} requests each (MiB)")
     report.table(
         ["configuration", "start → Ready (s)", "RSS at Ready", "peak while speaking", "idle after"],
         rows,
     )
     report.note(
-        f"{SPEAKERS} speakers / 1: RSS at Ready {ready[1] / ready[0]:.3f}×, idle after "
-        f"{idle[1] / idle[0]:.3f}× (target ≤ 1.15×; "
+        f"{SPEAKERS} speakers / 1: RSS at Ready {four[1] / one[1]:.3f}×, idle after "
+        f"{four[3] / one[3]:.3f}× (target ≤ 1.15×; "
         f"{'full-size shapes' if not args.quick else 'model_small shapes'}, random weights)"
     )
     return report
@@ -161,7 +157,7 @@ def run(args: argparse.Namespace) -> Report:
     else:
         neural = ("full-size neural voice (int8 BERT)", server_args(fullsize_root()), VOICE_NAME)
     runs = [("embedded openjtalk-mei", ["--voice", "openjtalk-mei"], "openjtalk-mei"), neural]
-    rows = [asyncio.run(measure(label, a, requests, voice)) for label, a, voice in runs]
+    rows = [row(label, asyncio.run(measure(label, a, requests, voice))) for label, a, voice in runs]
     report = Report(f"Server RSS, {requests} requests each (MiB)")
     report.table(
         ["configuration", "start → Ready (s)", "RSS at Ready", "peak while speaking", "idle after"],

@@ -257,12 +257,14 @@ class NeuralVoice:
         return vec, params
 
     # -- rendering -------------------------------------------------------------------
-    def _window_plan(self, options: SynthesisOptions, started: bool) -> WindowPlan | None:
+    def _window_plan(
+        self, options: SynthesisOptions, started: bool, split: SplitSynth | None
+    ) -> WindowPlan | None:
         """Decoder windows for the next sentence, or None for whole-sentence decoding
-        (a backend that is no `SplitSynth`, windows turned off, or a caller that wants
-        the whole text at once: `options.whole_sentences`)."""
+        (`split`, the render's synthesizer as a `SplitSynth`, is None; windows turned off;
+        or a caller that wants the whole text at once: `options.whole_sentences`)."""
         plans = self.window_plans
-        if plans is None or options.whole_sentences or not isinstance(self.synth, SplitSynth):
+        if plans is None or options.whole_sentences or split is None:
             return None
         return plans.later if started else plans.first
 
@@ -371,11 +373,13 @@ class NeuralVoice:
                 sentence = ahead.take() if ahead is not None else prepare(i, False)
                 inputs = sentence.inputs
                 if inputs is None:
-                    rest, tail = progress.after(i, 0, 0, None, self._window_plan(options, started))
+                    rest, tail = progress.after(
+                        i, 0, 0, None, self._window_plan(options, started, split)
+                    )
                     start_ahead(i)
                     yield AudioPiece(np.zeros(0, np.float32), i, True, rest, tail)
                     continue
-                plan = self._window_plan(options, started)
+                plan = self._window_plan(options, started, split)
                 if plan is not None and split is not None:  # sub-sentence streaming (windowed)
                     win = WindowedSentence(
                         split,
@@ -392,7 +396,7 @@ class NeuralVoice:
                         speed=speed,
                         latent=sentence.latent,
                     )
-                    later = self._window_plan(options, True)
+                    later = self._window_plan(options, True, split)
                     for samples, final in win.pieces():
                         if own is not None:
                             own.hand_out(len(samples) / sr)
