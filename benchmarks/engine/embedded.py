@@ -1,8 +1,7 @@
-"""The embedded OpenJTalk voice: time to first audio and real-time factor of the engine's
-`Speaker.stream` (sentence by sentence) against `pyopenjtalk.tts` of the whole text (the
-baseline: its time is also its time to first audio), in one run, on texts of 1, 3 and 12
-sentences. RTF = time / audio duration. Over Wyoming: `python -m benchmarks.server
-first-audio`.
+"""The embedded OpenJTalk voice: time to first audio and real-time factor (time / audio
+duration) of the engine's `Speaker.stream` (sentence by sentence) against `pyopenjtalk.tts`
+of the whole text (the baseline: its time is its first audio) in one run, on texts of 1, 3
+and 12 sentences. Over Wyoming: `python -m benchmarks.server first-audio`.
 """
 
 from __future__ import annotations
@@ -13,9 +12,10 @@ from functools import partial
 from typing import Any
 
 from benchmarks.lib.report import Report
-from benchmarks.lib.stats import alternate, median
+from benchmarks.lib.stats import alternate, medians, ratios, timed
 
 RESULT = None
+BASELINE = "pyopenjtalk.tts (baseline)"
 TEXTS = {
     "1 sentence": "こんにちは、今日はいい天気ですね。",
     "3 sentences": (
@@ -47,39 +47,31 @@ def baseline(text: str) -> dict[str, float]:
 
 
 def engine_stream(speaker: Any, text: str) -> dict[str, float]:
-    t0 = time.perf_counter()
-    first, samples = None, 0
-    for chunk in speaker.stream(text):
-        if first is None and len(chunk.data):
-            first = time.perf_counter() - t0
-        samples += len(chunk.data)
-    wall = time.perf_counter() - t0
-    return {"ttfa": first or wall, "wall": wall, "audio": samples / speaker.sample_rate}
+    """`Speaker.stream` of the text: first audio = its first non-empty chunk."""
+    figures = timed(lambda: (chunk for chunk in speaker.stream(text) if len(chunk.data)))
+    del figures["cpu"]  # the baseline's figures: first audio, wall, audio
+    return {**figures, "audio": speaker.last_pacing.audio_s}
 
 
 def run(args: argparse.Namespace) -> Report:
     from engine import EMBEDDED_VOICE_NAME, TTS
 
     repeat = 1 if args.quick else args.repeat
-    texts = dict(list(TEXTS.items())[:1]) if args.quick else TEXTS
     speaker = TTS().load(EMBEDDED_VOICE_NAME).prepare(warmup=True).speakers[EMBEDDED_VOICE_NAME]
-    report = Report(f"Embedded voice {EMBEDDED_VOICE_NAME}: first audio and RTF")
     rows = []
-    for label, text in texts.items():
+    for label, text in list(TEXTS.items())[: 1 if args.quick else None]:
+        engine = partial(engine_stream, speaker, text)
         runs = alternate(
-            {
-                "pyopenjtalk.tts (baseline)": partial(baseline, text),
-                "engine Speaker.stream": partial(engine_stream, speaker, text),
-            },
-            repeat,
+            {BASELINE: partial(baseline, text), "engine Speaker.stream": engine}, repeat
         )
-        base = median(r["ttfa"] for r in runs["pyopenjtalk.tts (baseline)"])
-        for path, rs in runs.items():
-            ttfa, wall = median(r["ttfa"] for r in rs), median(r["wall"] for r in rs)
-            audio = rs[-1]["audio"]
-            rows.append(
-                (label, path, f"{ttfa * 1000:.0f}", f"{ttfa / base:.2f}", f"{wall / audio:.3f}")
-            )
-    report.note(f"Medians of {repeat}; TTFA / base: against `pyopenjtalk.tts` of the same text.")
+        for path, rounds in runs.items():
+            m, r = medians(rounds), ratios(rounds, runs[BASELINE])
+            ttfa, rtf = f"{m['ttfa'] * 1000:.0f}", f"{m['wall'] / m['audio']:.3f}"
+            rows.append((label, path, ttfa, f"{r['ttfa']:.2f}", rtf))
+    report = Report(f"Embedded voice {EMBEDDED_VOICE_NAME}: first audio and RTF")
+    report.note(
+        f"Medians of {repeat} alternating rounds; TTFA / base: against `pyopenjtalk.tts` of "
+        "the same text, round by round."
+    )
     report.table(["text", "path", "TTFA ms", "TTFA / base", "RTF"], rows, "llrrr")
     return report

@@ -1,18 +1,12 @@
 """Overlap across sentences: serial against overlapped rendering of a 4-sentence text.
 
-On the full-size benchmark voice (random weights of the real JP-Extra shapes: the timings
-are a real voice's, the audio is not speech), for each precision it streams one
-4-sentence text (`Speaker.stream`) in these variants, `--reps` alternating rounds:
-
-- `serial t2`: every ONNX Runtime session with 2 intra-op threads (the baseline);
-- `overlap t2/t2`: the next sentence's BERT and front graph on a background thread
-  (`EngineOptions.overlap`), the same sessions;
-- `overlap t2/t1`: as above, BERT and front graph from 1-thread sessions;
-- `serial t1`, `overlap t1/t1`: every session with 1 thread.
-
-The playback guard is off (its wait would hide the render times). Time to first audio,
-wall and CPU time of this process, each as a ratio to `serial t2` in the same round, idle
-and with one core busy. Target: wall time ≤ 0.85× serial on 2 cores.
+On the full-size voice (random weights of the real JP-Extra shapes: a real voice's timings,
+audio that is not speech), per precision, `Speaker.stream` with the playback guard off (its
+wait would hide the render times), `--reps` alternating rounds of `serial t2` (every ONNX
+Runtime session with 2 intra-op threads: the baseline), `overlap t2/t2` (the next sentence's
+BERT and front graph on a background thread), `overlap t2/t1` (those two from 1-thread
+sessions), `serial t1`, `overlap t1/t1`. Time to first audio, wall and process CPU time,
+each as a ratio to `serial t2` in the same round. Target: wall ≤ 0.85× serial on 2 cores.
 """
 
 from __future__ import annotations
@@ -20,13 +14,13 @@ from __future__ import annotations
 import argparse
 import gc
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from functools import partial
 from typing import Any
 
-from benchmarks.lib import CACHE
+from benchmarks.engine.common import Variants, add_rounds, load_speaker, ratio_tables
 from benchmarks.lib.report import Report
-from benchmarks.lib.stats import alternate, busy_core, medians, ratios, timed
-from benchmarks.lib.voices import OPTIONS, SMALL_VOICE, VOICE_NAME
+from benchmarks.lib.stats import Figures, timed
+from benchmarks.lib.voices import OPTIONS
 
 RESULT = "overlap"
 TEXT = (
@@ -38,89 +32,45 @@ TEXT = (
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--precisions", default="fp32,int8")
-    p.add_argument("--reps", type=int, default=3)
-    p.add_argument("--no-busy", action="store_true", help="skip the one-core-busy rounds")
+    add_rounds(p)
 
 
-def _load(quick: bool, precision: str, threads: int) -> Any:
-    from benchmarks.lib.voices import fullsize_root, small_root
-    from engine import TTS, EngineOptions
+def _variants(two: Any, one: Any) -> Variants:
+    """`two` (2-thread sessions) or `one` streaming, with `front`'s BERT and front graph."""
 
-    root, name = (small_root(), SMALL_VOICE) if quick else (fullsize_root(), VOICE_NAME)
-    tts = TTS(
-        device="cpu",
-        bert_source=str(root),
-        cache_dir=CACHE / "ours-cache",
-        options=EngineOptions(threads=threads, precision=precision),
-    )
-    tts.load(name, source=str(root))
-    tts.prepare(warmup=False)
-    return tts.speakers[name]
-
-
-@contextmanager
-def _variant(two: Any, one: Any, overlap: bool, front_from_one: bool) -> Iterator[None]:
-    """`two`'s voice with overlap on or off; with `front_from_one`, its BERT and front
-    graph session taken from `one` (the 1-thread voice) meanwhile."""
-    voice = two.voice
-    saved = voice.overlap, voice.bert, voice.synth._synth
-    voice.overlap = overlap
-    if front_from_one:
-        voice.bert, voice.synth._synth = one.voice.bert, one.voice.synth._synth
-    try:
-        yield
-    finally:
-        voice.overlap, voice.bert, voice.synth._synth = saved
-
-
-def _variants(two: Any, one: Any) -> dict[str, Callable[[], dict[str, float]]]:
-    def stream(speaker: Any, overlap: bool, front_from_one: bool = False) -> Callable:
+    def stream(speaker: Any, overlap: bool, front: Any = None) -> Callable[[], Figures]:
         def render() -> Iterator[Any]:
-            with _variant(speaker, one, overlap, front_from_one):
+            voice, source = speaker.voice, (front or speaker).voice
+            saved = voice.overlap, voice.bert, voice.synth._synth
+            voice.overlap, voice.bert = overlap, source.bert
+            voice.synth._synth = source.synth._synth
+            try:
                 yield from speaker.stream(TEXT, guard=False, **OPTIONS, seed=1)
+            finally:
+                voice.overlap, voice.bert, voice.synth._synth = saved
 
         return lambda: timed(render)
 
     return {
         "serial t2": stream(two, False),
         "overlap t2/t2": stream(two, True),
-        "overlap t2/t1": stream(two, True, True),
+        "overlap t2/t1": stream(two, True, one),
         "serial t1": stream(one, False),
         "overlap t1/t1": stream(one, True),
     }
 
 
 def run(args: argparse.Namespace) -> Report:
-    precisions = ["fp32"] if args.quick else [p.strip() for p in args.precisions.split(",")]
-    reps = 1 if args.quick else args.reps
+    from engine import EngineOptions
+
     report = Report("Overlap across sentences")
-    report.note(
-        f"Text of 4 sentences, `Speaker.stream`, {reps} rounds, medians; ratios to `serial t2` "
-        "in the same round."
-    )
+    precisions = ["fp32"] if args.quick else [p.strip() for p in args.precisions.split(",")]
     for precision in precisions:
-        two, one = _load(args.quick, precision, 2), _load(args.quick, precision, 1)
+        options = partial(EngineOptions, precision=precision)
+        two, one = (load_speaker(args.quick, options(threads=threads)) for threads in (2, 1))
         pcm = sum(len(c.data) for c in two.stream(TEXT, guard=False, **OPTIONS, seed=1))
         report.note(f"### {precision} ({pcm / two.sample_rate:.1f} s of audio)")
-        for busy in (False,) if args.no_busy or args.quick else (False, True):
-            variants = _variants(two, one)
-            with busy_core(busy):
-                for v in variants.values():  # warm-up: every shape once
-                    v()
-                runs = alternate(variants, reps)
-            rows = []
-            for name, rs in runs.items():
-                m, r = medians(rs), ratios(rs, runs["serial t2"])
-                rows.append(
-                    [name, *(f"{m[k]:.2f}" for k in ("ttfa", "wall", "cpu"))]
-                    + [f"{r[k]:.2f}" for k in ("ttfa", "wall", "cpu")]
-                )
-            report.note(f"{precision}, {'one core busy' if busy else 'idle'}:")
-            report.table(
-                ["variant", "TTFA s", "wall s", "CPU s"]
-                + ["TTFA / serial", "wall / serial", "CPU / serial"],
-                rows,
-            )
+        ratio_tables(report, args, {precision: _variants(two, one)}, "serial t2")
         del two, one
         gc.collect()
     return report

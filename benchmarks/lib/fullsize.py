@@ -50,24 +50,7 @@ _TOKENIZER_FILES = (
     "special_tokens_map.json",
     "tokenizer.json",
 )
-
 _LOG = logging.getLogger("fullsize")
-
-
-def _tokenizer_source() -> Path:
-    """The real char tokenizer files: the shared reference copy, else the identical copy
-    the tests keep (so a fresh clone builds without ../shared)."""
-    for cand in (
-        REPO.parent / "shared" / "reference" / "tokenizer",
-        REPO / "tests" / "data" / "bert_small",
-    ):
-        if all((cand / f).is_file() for f in _TOKENIZER_FILES):
-            return cand
-    raise FileNotFoundError(
-        "no tokenizer files (vocab.txt, ...) in ../shared/reference/tokenizer or "
-        "tests/data/bert_small"
-    )
-
 
 BERT_LARGE = {
     "hidden_size": 1024,
@@ -138,29 +121,18 @@ def build_bert(root: Path) -> Path:
     if q8.is_file():
         return q8
     t0 = time.perf_counter()
-    src_q8 = build_bert_models()[1] / Q8_PATH
     q8.parent.mkdir(parents=True, exist_ok=True)
-    _link_or_copy(src_q8, q8)
+    shutil.copyfile(build_bert_models()[1] / Q8_PATH, q8.with_suffix(".partial"))
+    q8.with_suffix(".partial").replace(q8)
     tok = root / layout.BERT_TOKENIZER_PREFIX
     tok.mkdir(parents=True, exist_ok=True)
-    src_tok = _tokenizer_source()
-    for name in _TOKENIZER_FILES:
-        shutil.copyfile(src_tok / name, tok / name)
+    for name in _TOKENIZER_FILES:  # the real char tokenizer's files (the tests keep a copy)
+        shutil.copyfile(BERT_TOKENIZER / name, tok / name)
     shutil.copyfile(
         REPO / "benchmarks" / "data" / "deberta_v2_large_config.json", tok / "config.json"
     )
     _LOG.info("BERT ready in %.0f s → %s", time.perf_counter() - t0, q8)
     return q8
-
-
-def _link_or_copy(src: Path, dst: Path) -> None:
-    tmp = dst.with_name(dst.name + ".partial")
-    tmp.unlink(missing_ok=True)
-    try:
-        os.link(src, tmp)
-    except OSError:
-        shutil.copyfile(src, tmp)
-    tmp.replace(dst)
 
 
 def voice_config() -> dict:

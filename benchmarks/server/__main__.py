@@ -8,10 +8,8 @@ from collections.abc import Sequence
 from benchmarks.lib import cli
 
 PARTS = {
-    "first-audio": "benchmarks.server.first_audio",
-    "slow-board": "benchmarks.server.slow_board",
-    "rss": "benchmarks.server.rss",
-    "soak": "benchmarks.server.soak",
+    name: f"benchmarks.server.{name.replace('-', '_')}"
+    for name in ("first-audio", "slow-board", "rss", "soak")
 }
 
 

@@ -1,61 +1,50 @@
-"""A board slower than speech, on this machine: does the playback guard keep speech whole?
+"""A board slower than speech, emulated here: does the playback guard keep speech whole?
 
-    sudo python -m benchmarks.server slow-board           # 20 streamed + 20 one-shot per guard
-    python -m benchmarks.server slow-board --requests 3 --boards slow   # a quick look (as root)
+    sudo python -m benchmarks.server slow-board        # 20 streamed + 20 one-shot per guard
+    sudo python -m benchmarks.server slow-board --boards slow --requests 3   # a quick look
 
-Home Assistant's own boxes (Yellow: a Pi CM4, Green: an RK3566) and a Pi 4 run the full-size
-voice slower than real time. This emulates such a board: the server runs in a CPU-quota
-cgroup (`tests/helpers/cgroup.py`: cgroup v1 `cpu.cfs_quota_us`/`cpu.cfs_period_us` or v2
-`cpu.max`; needs root, removed afterwards) sized so the voice runs at a chosen real-time
-factor, and a listener that keeps time (`benchmarks.lib.wyoming.listen`) plays every answer from its
-first chunk at real time and counts the gaps it hears (waits under 20 ms are scheduling
-noise, counted apart).
+Home Assistant's boxes (Yellow: a Pi CM4, Green: an RK3566) and a Pi 4 run the full-size
+voice slower than real time. Here two servers, `--playback-guard off` and `auto`, each run in
+a CPU-quota cgroup of its own (root only, removed afterwards; `tests/helpers/cgroup.py`) sized
+so the voice runs at the board's real-time factor, and get the same requests in turn; a
+listener that keeps time (`benchmarks.lib.wyoming.listen`) plays every answer from its first
+chunk and counts the gaps it hears (waits under 20 ms: scheduling noise, counted apart). The
+voice: the full-size benchmark voice (`benchmarks.lib.fullsize`, RANDOM weights: speed and
+lengths are real, the sound is not) in int8, `--threads 1` (a quota shared by spinning
+workers would measure the spinning).
 
-The voice: the full-size benchmark voice (`benchmarks.lib.fullsize`: the real JP-Extra shapes with
-RANDOM weights, so speed and lengths are real, the sound is not) in int8 (`--precision int8`,
-its graphs made once in the server's cache), `--threads 1` (a quota shared by
-spinning worker threads would measure the spinning).
+Calibration (also the warm-up): the quota starts from the CPU time the voice needs per second
+of audio and is corrected from the guard-off one-shot RTF until that lies in the board's range
+(`slow`: 1.3-2.0, aiming at 1.6; `just`: ~0.9; `free`: no quota, under 0.8, where the guard
+should not change first audio). Then `--requests` rounds (`stats.alternate`) of a streamed
+(`--chars-per-token` characters at `--tokens-per-s`) and a one-shot request, two or three
+sentences, to each server.
 
-Per board, two servers side by side, `--playback-guard off` and `--playback-guard auto`, each
-in its own cgroup with the same quota; requests alternate between them, one at a time:
-
-1. load at full speed, then the quota; calibration: the quota starts from the CPU time the
-   voice needs per second of audio (measured on this server) and is corrected from the
-   measured one-shot RTF (guard off) until it lies in the board's range; these requests
-   (sent to both servers) are also their warm-up at the board's speed;
-2. `--requests` streamed (`synthesize-start`, deltas of `--chars-per-token` characters at
-   `--tokens-per-s`, `synthesize-stop`) and as many one-shot requests per server, texts of
-   two or three sentences (about 6 s of audio).
-
-Boards: `slow` (RTF 1.3-2.0, aiming at 1.6), `just` (RTF ~0.9: just fast enough), `free` (no
-quota: RTF well under 0.8; guard on vs off should not change first audio).
-
-Figures per board and mode: gaps (count, seconds) with the guard off and on; first audio with
-each; the theoretical minimum first audio D·(r−1) + w for a request of D seconds of audio,
-r the board's measured RTF and w the first window's time (median first audio with the guard
-off) — playback that starts earlier must wait somewhere — and first audio / that minimum
-(target ≤ 1.2). Also the hindsight minimum of each guard-off request: the shortest hold-back
-that would have made that very arrival schedule gapless.
-
-Records benchmarks/results/slow-board.md and .json; `--quick`: the `slow` board, 2 rounds,
-the tests' small voice (its quota is calibrated the same way).
+Per board and mode: gaps (count, seconds) and first audio with the guard off and on; the
+least first audio a gap-free schedule allows, D·(r−1) + w (D: the answer's audio, r: the
+measured RTF, w: first audio with the guard off), and first audio with the guard / that
+(target ≤ 1.2); the hindsight minimum (the shortest hold-back that would have made each
+guard-off answer gapless). Records slow-board.{md,json} (`--update`: the boards not run now
+kept from the last JSON); `--quick`: the `slow` board, 2 rounds, the tests' small voice.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from benchmarks.lib import RESULTS
 from benchmarks.lib.procs import Server
 from benchmarks.lib.report import Report, load, log
-from benchmarks.lib.stats import median
-from benchmarks.lib.voices import SMALL_VOICE, VOICE_NAME, server_args
+from benchmarks.lib.stats import alternate, median
+from benchmarks.lib.voices import SMALL_VOICE, VOICE_NAME, fullsize_root, server_args, small_root
 from benchmarks.lib.wyoming import Pace, listen
 from tests.helpers.cgroup import CpuQuota, quota_unavailable
 
@@ -66,12 +55,12 @@ MODES = ("streamed", "one-shot")
 
 @dataclass(frozen=True)
 class Board:
+    """The real-time factor aimed at (None: no quota) and the range calibration must reach."""
+
     name: str
     rtf: float | None
-    """The real-time factor aimed at (None: no quota)."""
-    low: float = 0.0
-    high: float = float("inf")
-    """The range the calibration must reach."""
+    low: float
+    high: float
 
 
 BOARDS = {
@@ -80,8 +69,7 @@ BOARDS = {
     "free": Board("free", None, 0.0, 0.8),
 }
 
-# Two or three sentences each, about 6 s of audio from the benchmark voice (2.75 frames per
-# phone id, `fullsize.py`).
+# Two or three sentences each, about 5 s of audio from the benchmark voice.
 SLOW_TEXTS = (
     "おはようございます。今日は一日晴れて、最高気温は二十三度の予報です。",
     "リビングの照明を消しました。寝室のエアコンは二十六度に設定してあります。",
@@ -94,148 +82,107 @@ SLOW_TEXTS = (
 )
 
 
-# ---------------------------------------------------------------------- calibration ---
-
-
-def cpu_seconds(pid: int) -> float:
-    """CPU time (user + system) process `pid` has used so far."""
+async def cpu_per_audio(port: int, pid: int, texts: Sequence[str], voice: str | None) -> float:
+    """CPU seconds (user + system) server process `pid` spends per second of audio, one-shot.
+    A quota of that / r CPUs makes the voice run at RTF r."""
     import psutil
 
-    t = psutil.Process(pid).cpu_times()
-    return float(t.user + t.system)
-
-
-def quota_for(cpu_per_audio_s: float, rtf: float) -> float:
-    """CPUs that make a voice needing `cpu_per_audio_s` CPU seconds per second of audio run
-    at real-time factor `rtf` (where nothing but the quota holds it back)."""
-    return cpu_per_audio_s / rtf
-
-
-async def cpu_per_audio(port: int, pid: int, texts: tuple[str, ...], voice: str | None) -> float:
-    """CPU seconds the server process `pid` spends per second of audio, one-shot requests."""
-    audio = 0.0
-    c0 = cpu_seconds(pid)
+    process = psutil.Process(pid)
+    start, audio = sum(process.cpu_times()[:2]), 0.0
     for text in texts:
-        heard = await listen("127.0.0.1", port, text, voice, streamed=False)
-        audio += heard.clock.audio_s
-    return (cpu_seconds(pid) - c0) / max(audio, 1e-9)
+        audio += (await listen("127.0.0.1", port, text, voice, streamed=False)).clock.audio_s
+    return (sum(process.cpu_times()[:2]) - start) / max(audio, 1e-9)
 
 
-# --------------------------------------------------------------------------- servers ---
-
-
-@dataclass
 class Guarded:
-    """One of the two servers of a board, its quota and what its listener heard."""
+    """One of a board's two servers (`--playback-guard GUARD`) and its quota."""
 
-    guard: str
-    server: Server
-    voice: str
-    quota: CpuQuota | None = None
-    heard: list[dict[str, Any]] = field(default_factory=list)
+    def __init__(self, board: str, guard: str, flags: list[str], voice: str, pace: Pace) -> None:
+        self.voice, self.pace, self.asked = voice, pace, 0
+        label = f"slow-board-{board}-{guard}"
+        self.server = Server([*flags, "--playback-guard", guard], label=label)
+        self.quota: CpuQuota | None = None
 
-
-def start_servers(board: str, root: Path, voice: str, threads: int) -> dict[str, Guarded]:
-    servers = {}
-    for guard in GUARDS:
-        args = [*server_args(root, voice), "--precision", "int8"]
-        args += ["--no-quantize-in-background"]  # int8 from the first request, never a switch
-        args += ["--threads", str(threads), "--playback-guard", guard]
-        label = f"slow-board-{board}-guard-{guard}"
-        servers[guard] = Guarded(guard, Server(args, label=label), voice)
-    return servers
-
-
-def stop_servers(servers: dict[str, Guarded]) -> None:
-    for s in servers.values():
-        if s.quota is not None:
-            s.quota.remove()  # a throttled server would take long to drain and stop
-    for s in servers.values():
-        s.server.stop()
+    def ask(self, text: str, mode: str) -> dict[str, Any]:
+        """One request, listened to in real time: its figures."""
+        port, streamed = self.server.port, mode == "streamed"
+        heard = listen("127.0.0.1", port, text, self.voice, streamed=streamed, pace=self.pace)
+        figures = asyncio.run(heard).summary()
+        self.asked += 1
+        if self.asked % 10 == 0:
+            log(f"  {self.server.label}: {self.asked} requests")
+        return {"mode": mode, "chars": len(text), **figures}
 
 
-# -------------------------------------------------------------------------- requests ---
-
-
-async def one(server: Guarded, text: str, mode: str, pace: Pace) -> dict[str, Any]:
-    port = server.server.port
-    heard = await listen(
-        "127.0.0.1", port, text, server.voice, streamed=mode == "streamed", pace=pace
-    )
-    return {"mode": mode, "chars": len(text), **heard.summary()}
-
-
-async def calibrate(servers: dict[str, Guarded], board: Board, pace: Pace, threads: int) -> dict:
+def calibrate(servers: dict[str, Guarded], board: Board, threads: int) -> dict[str, Any]:
     """Set both servers' quota so the guard-off one-shot RTF lies in the board's range (a
-    quota above `threads` CPUs cannot be used: there the machine itself is too slow)."""
+    quota above `threads` CPUs cannot be used up: there the machine itself is too slow)."""
     off = servers["off"]
-    need = await cpu_per_audio(off.server.port, off.server.proc.pid, SLOW_TEXTS[:2], off.voice)
+    pid = off.server.proc.pid
+    need = asyncio.run(cpu_per_audio(off.server.port, pid, SLOW_TEXTS[:2], off.voice))
     found: dict[str, Any] = {"cpu_per_audio_s": need, "steps": []}
     if board.rtf is None:
-        for s in servers.values():  # warm-up, both servers alike
-            await one(s, SLOW_TEXTS[0], "one-shot", pace)
+        for s in servers.values():  # the warm-up, both servers alike
+            s.ask(SLOW_TEXTS[0], "one-shot")
         return found
-    cpus = quota_for(need, board.rtf)
-    for s in servers.values():
-        s.quota = CpuQuota(f"{board.name}-{s.guard}", cpus)
-        s.quota.create()
-        s.quota.add(s.server.proc.pid)
-    rtf = float("nan")
-    for step in range(5):
-        for s in servers.values():
-            assert s.quota is not None
-            s.quota.set(cpus)
-        rtfs = []
-        for i in range(2):
-            text = SLOW_TEXTS[(step * 2 + i) % len(SLOW_TEXTS)]
-            for s in servers.values():
-                r = await one(s, text, "one-shot", pace)
-                if s.guard == "off":
-                    rtfs.append(r["total_s"] / r["audio_s"])
-        rtf = median(rtfs)
+    cpus, rtf, texts = need / board.rtf, float("nan"), itertools.cycle(SLOW_TEXTS)
+    quotas = {g: CpuQuota(f"{board.name}-{g}", cpus) for g in servers}
+    for guard, quota in quotas.items():
+        servers[guard].quota = quota
+        quota.create()
+        quota.add(servers[guard].server.proc.pid)
+    for _ in range(5):
+        for quota in quotas.values():
+            quota.set(cpus)
+        asked = [
+            {g: s.ask(t, "one-shot") for g, s in servers.items()}
+            for t in (next(texts), next(texts))
+        ]
+        rtf = median(a["off"]["total_s"] / a["off"]["audio_s"] for a in asked)
         found["steps"].append({"cpus": cpus, "rtf": rtf})
         log(f"  {board.name}: {cpus:.3f} CPUs → RTF {rtf:.2f} (aim {board.rtf})")
         if board.low <= rtf <= board.high and abs(rtf / board.rtf - 1) < 0.15:
             break
-        if cpus >= threads:  # the quota no longer holds it back: the machine is the limit
+        if cpus >= threads:
             found["saturated"] = True
             log(f"  {board.name}: RTF {rtf:.2f} with a quota it cannot use up: machine too busy")
             break
         cpus = min(cpus * rtf / board.rtf, float(threads))
-    found.update(cpus=servers["off"].quota.cpus if servers["off"].quota else None, rtf=rtf)
+    found.update(cpus=quotas["off"].cpus, rtf=rtf)
     return found
 
 
-async def run_board(board: Board, root: Path, voice: str, args: argparse.Namespace) -> dict:
+def run_board(board: Board, root: Path, voice: str, args: argparse.Namespace) -> dict[str, Any]:
+    """Calibrate, then `args.requests` rounds of every guard and mode in turn."""
     pace = Pace(args.tokens_per_s, args.chars_per_token)
-    servers = start_servers(board.name, root, voice, args.threads)
+    flags = [*server_args(root, voice), "--precision", "int8", "--threads", str(args.threads)]
+    flags += ["--no-quantize-in-background"]  # int8 from the first request, never a switch
+    servers = {g: Guarded(board.name, g, flags, voice, pace) for g in GUARDS}
+
+    def asker(guard: str, mode: str) -> Callable[[], dict[str, Any]]:
+        texts = itertools.cycle(SLOW_TEXTS)  # round i: text i, to every guard and mode
+        return lambda: servers[guard].ask(next(texts), mode)
+
     try:
         for s in servers.values():
-            await s.server.wait_ready()
-        cal = await calibrate(servers, board, pace, args.threads)
-        for i in range(args.requests):
-            text = SLOW_TEXTS[i % len(SLOW_TEXTS)]
-            for mode in MODES:
-                order = GUARDS if (i + MODES.index(mode)) % 2 == 0 else GUARDS[::-1]
-                for guard in order:
-                    servers[guard].heard.append(await one(servers[guard], text, mode, pace))
-            if (i + 1) % 5 == 0:
-                log(f"  {board.name}: {i + 1}/{args.requests} rounds")
+            asyncio.run(s.server.wait_ready())
+        calibration = calibrate(servers, board, args.threads)
+        heard = alternate({f"{g} {m}": asker(g, m) for m in MODES for g in GUARDS}, args.requests)
         throttled = {g: s.quota.throttled() if s.quota else 0 for g, s in servers.items()}
     finally:
-        stop_servers(servers)
+        for s in servers.values():
+            if s.quota is not None:
+                s.quota.remove()  # a throttled server would take long to drain and stop
+            s.server.stop()
     return {
-        "board": board.__dict__,
-        "calibration": cal,
+        "board": asdict(board),
+        "calibration": calibration,
         "throttled_periods": throttled,
-        "requests": {g: s.heard for g, s in servers.items()},
+        "requests": {g: [r for m in MODES for r in heard[f"{g} {m}"]] for g in GUARDS},
     }
 
 
-# ----------------------------------------------------------------------------- report ---
-
-
-def summarize(res: dict) -> dict[str, dict[str, float]]:
+def summarize(res: dict[str, Any]) -> dict[str, dict[str, float]]:
     """Per mode: the figures of the table."""
     out = {}
     for mode in MODES:
@@ -243,25 +190,25 @@ def summarize(res: dict) -> dict[str, dict[str, float]]:
         on = [r for r in res["requests"]["auto"] if r["mode"] == mode]
         if not off or not on:
             continue
-        r = median([x["total_s"] / x["audio_s"] for x in off])
-        w = median([x["first_audio_s"] for x in off])
-        minima = [x["audio_s"] * max(r - 1.0, 0.0) + w for x in on]
-        ratios = [x["first_audio_s"] / m for x, m in zip(on, minima)]
+        rtf = median(x["total_s"] / x["audio_s"] for x in off)
+        window = median(x["first_audio_s"] for x in off)
+        minima = [x["audio_s"] * max(rtf - 1.0, 0.0) + window for x in on]
+        ratios = [x["first_audio_s"] / m for x, m in zip(on, minima, strict=True)]
         out[mode] = {
             "requests": len(on),
-            "audio_s": median([x["audio_s"] for x in off]),
-            "rtf": r,
+            "audio_s": median(x["audio_s"] for x in off),
+            "rtf": rtf,
             "off_gaps": sum(x["gaps"] for x in off),
             "off_gap_s": sum(x["gap_s"] for x in off),
             "off_requests_with_gaps": sum(1 for x in off if x["gaps"]),
             "on_gaps": sum(x["gaps"] for x in on),
             "on_gap_s": sum(x["gap_s"] for x in on),
-            "off_first_audio_s": w,
-            "on_first_audio_s": median([x["first_audio_s"] for x in on]),
+            "off_first_audio_s": window,
+            "on_first_audio_s": median(x["first_audio_s"] for x in on),
             "minimum_s": median(minima),
             "on_over_minimum": median(ratios),
             "on_over_minimum_max": max(ratios),
-            "hindsight_s": median([x["gapless_start_s"] for x in off]),
+            "hindsight_s": median(x["gapless_start_s"] for x in off),
             "noise_waits": sum(x["noise_waits"] for x in off + on),
             "noise_s_max": max(x["noise_s"] for x in off + on),
         }
@@ -275,112 +222,76 @@ HEADER = (
 ).split("|")
 
 
-def _aim(board: Board, rtf: float) -> str:
-    """A mark where the measured RTF missed the board's range (a saturated machine)."""
-    if board.low <= rtf <= board.high:
-        return ""
-    return f" (aim {board.low:g}–{board.high:g}: missed)"
-
-
-def render(results: dict, report: Report) -> None:
-    rows = []
-    for name, res in results["boards"].items():
-        board = Board(**res["board"])
-        for mode, f in summarize(res).items():
-            n = f["requests"]
-            rows.append(
-                [
-                    name,
-                    f"{mode} ×{n}",
-                    f"{f['rtf']:.2f}{_aim(board, f['rtf'])}",
-                    f"{f['audio_s']:.1f}",
-                    f"{f['off_gaps']} in {f['off_requests_with_gaps']}/{n}, {f['off_gap_s']:.1f}",
-                    f"{f['on_gaps']}, {f['on_gap_s']:.1f}",
-                    f"{f['off_first_audio_s']:.2f}",
-                    f"{f['on_first_audio_s']:.2f}",
-                    f"{f['minimum_s']:.2f}",
-                    f"{f['on_over_minimum']:.2f}×, {f['on_over_minimum_max']:.2f}×",
-                    f"{f['hindsight_s']:.2f}",
-                    f"{f['on_first_audio_s'] / f['off_first_audio_s']:.2f}×",
-                ]
-            )
-    report.table(HEADER, rows, "ll" + "r" * (len(HEADER) - 2))
+def render(results: dict[str, Any], report: Report) -> None:
+    pace, rows = results["pace"], []
     notes = [
-        f"Voice: {results.get('voice', 'the full-size benchmark voice')} (RANDOM weights: speed "
-        "and lengths are real, the sound is not) in int8, `--threads "
-        f"{results['threads']}`; each server in its own CPU-quota cgroup "
-        "(quota per board below), requests alternating between guard off and guard on.",
-        f"Streamed text: deltas of {results['pace']['chars_per_token']} characters at "
-        f"{results['pace']['tokens_per_s']:g} tokens/s. RTF: median wall time / audio of the "
-        "guard-off requests of that mode. w: median first audio with the guard off (the first "
-        "window). Gaps: waits of a real-time listener ≥ 20 ms; shorter waits are scheduling "
-        "noise, not counted.",
+        f"Voice: {results['voice']} (RANDOM weights) in int8, `--threads {results['threads']}`, "
+        "each server in its own CPU-quota cgroup (quota per board below). Streamed: deltas of "
+        f"{pace['chars_per_token']} characters at {pace['tokens_per_s']:g} tokens/s. RTF: median "
+        "wall time / audio, guard off. w: median first audio, guard off (the first window). "
+        "Gaps: waits of a real-time listener ≥ 20 ms; shorter ones are scheduling noise."
     ]
     for name, res in results["boards"].items():
-        cal = res["calibration"]
-        q = f"{cal['cpus']:.3f} CPUs" if cal.get("cpus") else "none"
-        per = summarize(res)
-        noise = sum(f["noise_waits"] for f in per.values())
-        load = res.get("load_avg")
-        when = f" (ended {res['when_utc']} UTC, load average {load[0]} → {load[1]})" if load else ""
-        saturated = cal.get("saturated") or (cal.get("cpus") or 0) >= results["threads"]
+        board, cal, per = Board(**res["board"]), res["calibration"], summarize(res)
+        for mode, f in per.items():
+            n, rtf, ok = f["requests"], f["rtf"], board.low <= f["rtf"] <= board.high
+            missed = "" if ok else f" (aim {board.low:g}–{board.high:g}: missed)"
+            cells = (
+                f"{name}|{mode} ×{n}|{rtf:.2f}{missed}|{f['audio_s']:.1f}|"
+                f"{f['off_gaps']} in {f['off_requests_with_gaps']}/{n}, {f['off_gap_s']:.1f}|"
+                f"{f['on_gaps']}, {f['on_gap_s']:.1f}|{f['off_first_audio_s']:.2f}|"
+                f"{f['on_first_audio_s']:.2f}|{f['minimum_s']:.2f}|"
+                f"{f['on_over_minimum']:.2f}×, {f['on_over_minimum_max']:.2f}×|"
+                f"{f['hindsight_s']:.2f}|{f['on_first_audio_s'] / f['off_first_audio_s']:.2f}×"
+            )
+            rows.append(cells.split("|"))
+        load_avg, quota, when = res.get("load_avg"), cal.get("cpus"), ""
+        if load_avg:
+            when = f" (ended {res['when_utc']} UTC, load average {load_avg[0]} → {load_avg[1]})"
+        saturated = cal.get("saturated") or (quota or 0) >= results["threads"]
         busy = "; the machine could not give it the CPU aimed at" if saturated else ""
         notes.append(
-            f"- {name}{when}: quota {q}; the voice needs {cal['cpu_per_audio_s']:.3f} CPU s per "
-            f"s of audio unthrottled; throttled periods {res['throttled_periods']}; "
-            f"{noise} waits under 20 ms in all{busy}."
+            f"- {name}{when}: quota "
+            f"{f'{quota:.3f} CPUs' if quota else 'none'}; the voice needs "
+            f"{cal['cpu_per_audio_s']:.3f} CPU s per s of audio unthrottled; throttled periods "
+            f"{res['throttled_periods']}; {sum(f['noise_waits'] for f in per.values())} waits "
+            f"under 20 ms in all{busy}."
         )
+    report.table(HEADER, rows, "ll" + "r" * (len(HEADER) - 2))
     report.note("\n".join(notes))
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--requests",
-        type=int,
-        default=20,
-        help="streamed and one-shot requests per guard and board",
-    )
-    p.add_argument(
-        "--boards", default="slow,just,free", help="comma-separated: " + ", ".join(BOARDS)
-    )
+    p.add_argument("--requests", type=int, default=20, help="per mode, guard and board")
+    p.add_argument("--boards", default="slow,just,free", help="comma-separated: slow, just, free")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--tokens-per-s", type=float, default=30.0)
     p.add_argument("--chars-per-token", type=int, default=2)
-    p.add_argument(
-        "--update", action="store_true", help="keep the boards not run now from the last JSON"
-    )
+    p.add_argument("--update", action="store_true", help="keep the other boards of the last JSON")
 
 
 def run(args: argparse.Namespace) -> Report:
     names = ["slow"] if args.quick else [b.strip() for b in args.boards.split(",") if b.strip()]
-    unknown = [b for b in names if b not in BOARDS]
-    if unknown:
+    if unknown := [b for b in names if b not in BOARDS]:
         raise SystemExit(f"unknown board(s) {unknown}; known: {list(BOARDS)}")
     if any(BOARDS[b].rtf is not None for b in names) and (reason := quota_unavailable()):
         raise SystemExit(f"a slow board needs a CPU-quota cgroup: {reason}")
-    from benchmarks.lib.voices import fullsize_root, small_root
-
     if args.quick:
         args.requests = 2
     root, voice = (small_root(), SMALL_VOICE) if args.quick else (fullsize_root(), VOICE_NAME)
+    pace = {"tokens_per_s": args.tokens_per_s, "chars_per_token": args.chars_per_token}
+    results: dict[str, Any] = {"threads": args.threads, "voice": voice, "pace": pace, "boards": {}}
     report = Report("The playback guard on an emulated slow board")
-    results: dict[str, Any] = {
-        "threads": args.threads,
-        "voice": voice,
-        "pace": {"tokens_per_s": args.tokens_per_s, "chars_per_token": args.chars_per_token},
-        "boards": {},
-    }
-    saved = args.out or RESULTS / RESULT
-    if args.update and saved.with_suffix(".json").is_file():  # the other boards of the last run
-        old = json.loads(saved.with_suffix(".json").read_text(encoding="utf-8"))
-        results["boards"] = {k: v for k, v in old["boards"].items() if k not in names}
+    saved = (args.out or RESULTS / RESULT).with_suffix(".json")
+    if args.update and saved.is_file():
+        old = json.loads(saved.read_text(encoding="utf-8"))["boards"]
+        results["boards"] = {k: v for k, v in old.items() if k not in names}
     for name in names:
         log(f"board {name}")
         start = load()
-        res = asyncio.run(run_board(BOARDS[name], root, voice, args))
+        res = run_board(BOARDS[name], root, voice, args)
         res.update(when_utc=time.strftime("%H:%M", time.gmtime()), load_avg=[start, load()])
-        res["summary"] = summarize(res)
-        results["boards"][name] = res
+        results["boards"][name] = {**res, "summary": summarize(res)}
     render(results, report)
     report.data = results
     return report

@@ -58,7 +58,7 @@ async def _listen_to_both(root: Path, caches: Path) -> dict[str, Any]:
         pid = servers["off"].proc.pid
         await slow_board.cpu_per_audio(ports["off"], pid, (WARM_UP,), LAYOUT_VOICE)
         need = await slow_board.cpu_per_audio(ports["off"], pid, (TEXT,), LAYOUT_VOICE)
-        cpus = slow_board.quota_for(need, RTF)
+        cpus = need / RTF
 
         # The kernel's smallest quota is 1 ms per period, so at this small share (~1 % of a
         # CPU) the period is long (~70-100 ms) and the server runs in bursts: waits shorter

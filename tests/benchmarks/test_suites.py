@@ -27,8 +27,11 @@ def test_engine_suite_quick_runs_every_part_and_records_nothing(capsys) -> None:
     out = capsys.readouterr().out
     assert out.count("\n## ") + out.startswith("## ") == len(PARTS), out
     assert out.count("at commit ") == len(PARTS)  # every report's header names the commit
-    for row in ("| generate |", "| stream-before |", "| serial t2 |", "| onnx-q8 |"):
-        assert row in out
+    rows = ["| short | generate |", "| short | stream-before |", "| serial t2 |", "| onnx-q8 |"]
+    rows += ["| openjtalk run_frontend (baseline) |", "| rewrite, cold |", "| +20 dB |"]
+    rows += ["| 1 sentence | engine Speaker.stream |"]
+    for row in rows:
+        assert row in out, row
     assert "nan" not in out
     assert _recorded() == before
 

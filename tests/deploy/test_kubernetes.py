@@ -20,7 +20,7 @@ KUBERNETES_VERSION = "1.30.0"
 """The oldest Kubernetes release still maintained by the big distributions the manifests
 must apply to; newer ones accept these fields too."""
 MEASURED_MIB = {"idle": 878, "peak": 985}
-"""benchmarks/server_rss.py, one full-size neural voice (int8 BERT): RSS of a warm idle
+"""`python -m benchmarks.server rss`, one full-size neural voice (int8 BERT): RSS of a warm idle
 replica and the peak while speaking (docs/deployment.md)."""
 
 
