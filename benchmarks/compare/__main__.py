@@ -3,18 +3,14 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
 
 from benchmarks.lib import cli
 
-PARTS = {
-    "side-by-side": "benchmarks.compare.side_by_side",
-    "precision": "benchmarks.compare.precision",
-    "render": "benchmarks.compare.report",
-}
+NAMES = ("side-by-side", "precision", "render")
+PARTS = {name: f"benchmarks.compare.{name.replace('-', '_')}" for name in NAMES}
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     return cli.main("benchmarks.compare", __doc__ or "", PARTS, argv)
 
 

@@ -1,46 +1,43 @@
-"""The driver's side of the comparison: engine workers and servers of both engines.
-
-- `hayakoe_python`: hayakoe 1.3.1's own torch-free venv (made from PyPI on first use);
-- `start(engine, env)`: a worker process (`ours_runner` or `hayakoe_runner worker`) driven
-  over stdin/stdout (`Worker.call`); `timed_calls`: the workers in turn on every text;
-- `server(engine, root)`: a Wyoming server on loopback, ours or the one around hayakoe,
-  both with `voices.OPTIONS`.
+"""The driver's side: variants (name → engine + environment), their workers and Wyoming
+servers, and the three measurements both parts make of them, each figure the median over
+rounds in which every variant runs once, the order reversed every other round
+(`stats.alternate`). hayakoe runs in its own torch-free venv, made from PyPI on first use.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
-import os
-import shutil
 import subprocess
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
+from subprocess import PIPE
 from typing import Any
 
 from benchmarks.lib import CACHE, REPO
 from benchmarks.lib.procs import Server, program_env
 from benchmarks.lib.report import log
-from benchmarks.lib.stats import median
-from benchmarks.lib.voices import OPTIONS, TEXTS, VOICE_NAME, server_args
+from benchmarks.lib.stats import Figures, alternate, medians
+from benchmarks.lib.voices import TEXTS, VOICE_NAME, server_args
+from benchmarks.lib.wyoming import listen
 
 HAYAKOE_VENV = CACHE / "hayakoe-venv"
 HAYAKOE_PINS = ["hayakoe==1.3.1", "psutil>=5.9", "wyoming==1.10.2"]
-OURS_CACHE = CACHE / "ours-cache"
+PerText = dict[str, dict[str, Figures]]  # variant → text → figures
 
 
 def hayakoe_python() -> Path:
-    """hayakoe's venv interpreter, creating the venv (from PyPI) on first use."""
-    py = HAYAKOE_VENV / "bin" / "python"
-    stamp = HAYAKOE_VENV / ".pins"
+    """hayakoe's venv interpreter, the venv made (from PyPI, without torch) on first use."""
+    py, stamp = HAYAKOE_VENV / "bin" / "python", HAYAKOE_VENV / ".pins"
     if py.is_file() and stamp.is_file() and stamp.read_text() == " ".join(HAYAKOE_PINS):
         return py
     log(f"creating {HAYAKOE_VENV} with {' '.join(HAYAKOE_PINS)} (no torch)")
-    base = shutil.which("python3") or sys.executable
-    if Path(sys.prefix) != Path(sys.base_prefix):  # we run in a venv: use its base interpreter
-        v = sys.version_info
-        cand = Path(sys.base_prefix) / "bin" / f"python{v.major}.{v.minor}"
-        base = str(cand) if cand.is_file() else base
-    subprocess.run([base, "-m", "venv", "--clear", str(HAYAKOE_VENV)], check=True)
+    # venv makes it from the interpreter beneath this venv: none of this venv's packages
+    subprocess.run([sys.executable, "-m", "venv", "--clear", str(HAYAKOE_VENV)], check=True)
     subprocess.run([str(py), "-m", "pip", "install", "-q", *HAYAKOE_PINS], check=True)
     probe = "import importlib.util as u; print(u.find_spec('torch') is None)"
     check = subprocess.run([str(py), "-c", probe], capture_output=True, text=True, check=True)
@@ -50,128 +47,147 @@ def hayakoe_python() -> Path:
     return py
 
 
-def engine_env(extra: dict[str, str] | None = None, *, hayakoe: bool = False) -> dict[str, str]:
-    """The environment of an engine's process: its own model cache; hayakoe's venv does not
-    see the project (it imports `benchmarks` from the working directory only)."""
-    env = program_env(extra)
-    env["HAYAKOE_CACHE"] = str(CACHE / ("hayakoe-cache" if hayakoe else "ours-cache"))
-    if hayakoe:
+@dataclass(frozen=True)
+class Variant:
+    """What one column measures: an engine (`ours` or `hayakoe`) in an environment."""
+
+    engine: str
+    env: dict[str, str] = field(default_factory=dict)
+
+    def program(self, module: str) -> tuple[list[str], dict[str, str]]:
+        """`python -m module` in the engine's venv, and its environment (its own model cache;
+        hayakoe's sees only `benchmarks`, from the working directory)."""
+        env = program_env({**self.env, "HAYAKOE_CACHE": str(CACHE / f"{self.engine}-cache")})
+        if self.engine != "hayakoe":
+            return [sys.executable, "-m", module], env
         env.pop("PYTHONPATH")
-    return env
+        return [str(hayakoe_python()), "-m", module], env
 
 
-class Worker:
-    """A benchmark worker process, one JSON command and answer per line."""
+@contextmanager
+def worker(label: str, variant: Variant, root: Path) -> Iterator[Callable[..., dict]]:
+    """A `worker` process of `variant` for the voices of `root`: `call(command, **fields)`."""
+    log_path = CACHE / "logs" / f"{label.replace(' ', '_')}.log"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    program, env = variant.program("benchmarks.compare.worker")
+    argv, err = [*program, variant.engine, str(root)], log_path.open("ab")
+    proc = subprocess.Popen(argv, stdin=PIPE, stdout=PIPE, stderr=err, env=env, text=True, cwd=REPO)
+    err.close()  # the worker has its own copy
+    stdin, stdout = proc.stdin, proc.stdout
+    assert stdin and stdout
 
-    def __init__(self, name: str, argv: list[str], env: dict[str, str]) -> None:
-        self.name = name
-        self.log_path = CACHE / "logs" / f"{name.replace(' ', '_').replace(':', '')}.log"
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        self._log = self.log_path.open("ab")
-        pipe = subprocess.PIPE
-        self.proc = subprocess.Popen(
-            argv, stdin=pipe, stdout=pipe, stderr=self._log, env=env, text=True, cwd=REPO
-        )
-
-    def call(self, cmd: str, **kw: Any) -> dict:
-        assert self.proc.stdin and self.proc.stdout
-        self.proc.stdin.write(json.dumps({"cmd": cmd, **kw}, ensure_ascii=False) + "\n")
-        self.proc.stdin.flush()
-        line = self.proc.stdout.readline()
-        if not line:
-            raise RuntimeError(f"{self.name} died (see {self.log_path})")
-        reply = json.loads(line)
+    def call(cmd: str, **kw: Any) -> dict:
+        stdin.write(json.dumps({"cmd": cmd, **kw}, ensure_ascii=False) + "\n")
+        stdin.flush()
+        reply = json.loads(stdout.readline() or '{"error": "exited"}')
         if "error" in reply:
-            raise RuntimeError(f"{self.name}: {cmd} failed: {reply['error']} (see {self.log_path})")
+            raise RuntimeError(f"{label}: {cmd}: {reply['error']} (see {log_path})")
         return reply
 
-    def __enter__(self) -> Worker:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        try:
-            self.call("quit")
-        except (RuntimeError, OSError):  # already gone
-            pass
-        try:
-            self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-        self._log.close()
+    try:
+        yield call
+    finally:
+        stdin.close()  # the worker ends with its input
+        proc.wait()
 
 
-def start(engine: str, extra_env: dict[str, str] | None = None, label: str | None = None) -> Worker:
-    """A worker of `engine` (`ours` or `hayakoe`) with `extra_env` set."""
-    if engine == "hayakoe":
-        argv = [str(hayakoe_python()), "-m", "benchmarks.compare.hayakoe_runner", "worker"]
-        return Worker(label or engine, argv, engine_env(extra_env, hayakoe=True))
-    argv = [sys.executable, "-m", "benchmarks.compare.ours_runner"]
-    return Worker(label or engine, argv, engine_env(extra_env))
+def server(label: str, variant: Variant, root: Path) -> Server:
+    """`variant`'s Wyoming server on loopback for the voice of `root`, with `voices.OPTIONS`:
+    ours, or the minimal one around hayakoe's `astream()` (`hayakoe_runner`)."""
+    hayakoe = variant.engine == "hayakoe"
+    module = "benchmarks.compare.hayakoe_runner" if hayakoe else "wyoming_hayakoe"
+    program, env = variant.program(module)
+    args = ["--root", str(root), "--voice", VOICE_NAME] if hayakoe else server_args(root)
+    return Server(args, label=f"wyoming-{label}", env=env, program=program)
 
 
-def server(
-    engine: str,
-    root: Path,
-    extra_env: dict[str, str] | None = None,
-    label: str | None = None,
-    args: tuple[str, ...] = (),
-) -> Server:
-    """A Wyoming server of `engine` on loopback for the voice of `root`."""
-    name = f"wyoming-{label or engine}"
-    if engine == "hayakoe":
-        program = [str(hayakoe_python()), "-m", "benchmarks.compare.hayakoe_runner", "serve"]
-        env = engine_env(hayakoe=True)
-        return Server(
-            ["--root", str(root), "--voice", VOICE_NAME], label=name, env=env, program=program
-        )
-    return Server([*server_args(root), *args], label=name, env=engine_env(extra_env))
+def _rounds(variants: dict[str, Variant], one: Callable[[str], Any], reps: int) -> dict[str, list]:
+    return alternate({name: partial(one, name) for name in variants}, reps)
 
 
-def timed_calls(
-    workers: dict[str, Worker],
-    texts: dict[str, str],
-    reps: int,
-    *,
-    generate: bool = True,
-    stream: bool = True,
-) -> dict:
-    """The workers in turn on every text, order alternating; medians of `generate()` wall
-    time and RTF, and of `stream()`'s first audio, gaps and end."""
-    raw: dict[str, dict[str, dict[str, list[float]]]] = {n: {t: {} for t in texts} for n in workers}
-    names = list(workers)
-    for w in workers.values():  # warm-up: first-call costs are not what we compare
-        for text in texts.values():
-            w.call("stream", speaker=VOICE_NAME, text=text, options=OPTIONS, first_only=True)
-        w.call("generate", speaker=VOICE_NAME, text=TEXTS["short"], options=OPTIONS)
-    for rep in range(reps):
-        for key, text in texts.items():
-            for name in names if rep % 2 == 0 else names[::-1]:
-                rec, w = raw[name][key], workers[name]
-                if generate:
-                    r = w.call("generate", speaker=VOICE_NAME, text=text, options=OPTIONS)
-                    rec.setdefault("wall_s", []).append(r["wall_s"])
-                    rec.setdefault("audio_s", []).append(r["audio_s"])
-                    rec.setdefault("rtf", []).append(r["wall_s"] / max(r["audio_s"], 1e-9))
-                    rec.setdefault("rss_after", []).append(r["rss"])
-                if stream:
-                    r = w.call("stream", speaker=VOICE_NAME, text=text, options=OPTIONS)
-                    for key_out, key_in in (
-                        ("ttfa_s", "ttfa_s"),
-                        ("stream_wall_s", "wall_s"),
-                        ("stream_chunks", "chunks"),
-                        ("gap_s", "gap_s"),
-                        ("played_s", "played_s"),
-                    ):
-                        rec.setdefault(key_out, []).append(r[key_in])
-        log(f"speed: rep {rep + 1}/{reps} done")
-    return {
-        n: {t: {k: median(v) for k, v in m.items()} for t, m in per.items()}
-        for n, per in raw.items()
-    }
+def _per_text(rounds: dict[str, list[dict[str, Figures]]]) -> PerText:
+    return {n: {text: medians([r[text] for r in rs]) for text in rs[0]} for n, rs in rounds.items()}
 
 
-def load_avg() -> list[float]:
-    return [round(x, 2) for x in os.getloadavg()]
+def memory(
+    root: Path, variants: dict[str, Variant], reps: int, texts: dict[str, str] | None = None
+) -> dict[str, Figures]:
+    """RSS and peak RSS after `prepare()` with one voice, a fresh process per variant and
+    round; with `texts`, also the peak while speaking them and (a fresh process again) the
+    RSS per extra speaker, two more copies of the voice."""
+
+    def one(name: str) -> Figures:
+        with worker(name, variants[name], root) as call:
+            r = call("prepare")
+            figs = {"rss_after_prepare": r["rss"], "peak_after_prepare": r["hwm"]}
+            figs["prepare_s"] = r["prepare_s"]
+            if texts is None:
+                return figs
+            for text in texts.values():
+                call("generate", text=text)
+                call("stream", text=text, first_only=True)
+            figs["peak_while_speaking"] = call("mem")["hwm"]
+        # Each speaker speaks once after it is added: heap freed while loading one and
+        # reused by the next neither hides nor inflates what a speaker holds once in use.
+        rss = []
+        with worker(f"{name} speakers", variants[name], root) as call:
+            for speaker in (VOICE_NAME, "bench2", "bench3"):
+                call("prepare", speaker=speaker)
+                rss.append(call("generate", speaker=speaker, text=TEXTS["short"])["rss_after"])
+        log(f"memory {name}: {rss[0] / 2**20:.0f} MiB with one voice, {rss[2] / 2**20:.0f} with 3")
+        figs["rss_per_extra_speaker"] = (rss[2] - rss[0]) / 2
+        figs["rss_1_voice_used"], figs["rss_3_voices_used"] = rss[0], rss[2]
+        return figs
+
+    return {n: medians(rs) for n, rs in _rounds(variants, one, reps).items()}
+
+
+def speed(root: Path, variants: dict[str, Variant], texts: dict[str, str], reps: int) -> PerText:
+    """The variants' workers loaded side by side and called in turn on every text:
+    `generate()` wall time and real-time factor, `stream()` first audio, gaps and end."""
+    with ExitStack() as stack:
+        calls = {n: stack.enter_context(worker(n, v, root)) for n, v in variants.items()}
+        for call in calls.values():
+            call("prepare")
+            for text in texts.values():  # warm-up: first-call costs are not what we compare
+                call("stream", text=text, first_only=True)
+            call("generate", text=TEXTS["short"])
+
+        def one(name: str) -> dict[str, Figures]:
+            log(f"speed: {name}")
+            call = calls[name]
+            return {
+                k: {**call("generate", text=t), **call("stream", text=t)} for k, t in texts.items()
+            }
+
+        return _per_text(_rounds(variants, one, reps))
+
+
+def wyoming(
+    root: Path, variants: dict[str, Variant], texts: dict[str, str], reps: int, oneshot: bool
+) -> PerText:
+    """Every variant's Wyoming server on loopback, timed by a real TCP client: first audio and
+    end, streaming (text deltas) and, with `oneshot`, one `synthesize`."""
+    modes = ("oneshot", "streaming") if oneshot else ("streaming",)
+    with ExitStack() as stack:
+        servers = {n: stack.enter_context(server(n, v, root)) for n, v in variants.items()}
+
+        def once(name: str, text: str, mode: str) -> Figures:
+            port, streamed = servers[name].port, mode == "streaming"
+            heard = asyncio.run(listen("127.0.0.1", port, text, VOICE_NAME, streamed=streamed))
+            figs = {f"{mode}_ttfa_s": heard.first_audio_s, f"{mode}_wall_s": heard.total_s}
+            return {**figs, "audio_s": heard.clock.audio_s}
+
+        def one(name: str) -> dict[str, Figures]:
+            log(f"wyoming: {name}")
+            return {
+                k: {f: v for m in modes for f, v in once(name, t, m).items()}
+                for k, t in texts.items()
+            }
+
+        for s in servers.values():
+            asyncio.run(s.wait_ready())
+        for name in servers:  # warm-up
+            for text in texts.values():
+                once(name, text, "oneshot")
+        return _per_text(_rounds(variants, one, reps))

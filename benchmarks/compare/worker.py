@@ -1,11 +1,7 @@
-"""What both engines' worker processes share: memory probes, timing, the wire format.
-
-Imported by `ours_runner` (project venv) and `hayakoe_runner` (hayakoe's own torch-free
-venv), so it uses only the standard library, numpy and psutil.
-
-Workers talk to their driver (`drive.Worker`) over stdin/stdout, one JSON object per line.
-Anything a library prints goes to stderr: a worker moves its real stdout to a private
-descriptor before it imports the engine (`claim_stdout`).
+"""One engine as a worker process, `python -m benchmarks.compare.worker ENGINE ROOT` (`ours`, or
+`hayakoe` in its own venv: standard library, numpy and psutil only at import), started by
+`drive.worker`. It answers each JSON command on stdin (`prepare`, `generate`, `stream`, `mem`:
+the methods below) with one JSON line on its real stdout; what libraries print goes to stderr.
 """
 
 from __future__ import annotations
@@ -14,156 +10,85 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable
-from typing import Any, TextIO
+import traceback
+from typing import Any
 
 from benchmarks.lib.listener import ListenerClock
-from benchmarks.lib.voices import OPTIONS
+from benchmarks.lib.voices import OPTIONS, VOICE_NAME
 
 
-def memory() -> dict[str, int]:
-    """Resident set size now and its peak so far (bytes) for this process."""
-    rss = hwm = 0
-    try:
+class EngineWorker:
+    """Both engines timed by the same code (hayakoe's API shape)."""
+
+    def __init__(self, engine: str, root: str) -> None:
+        self.engine, self.root = engine, root
+        self.tts: Any = None
+
+    def prepare(self, msg: dict) -> dict:
+        """Load one more speaker (the first call makes the TTS, timed too) and prepare."""
+        t0 = time.perf_counter()
+        if self.tts is None and self.engine == "hayakoe":
+            from hayakoe import TTS
+
+            self.tts = TTS(device="cpu", bert_source=self.root)
+        elif self.tts is None:
+            from engine import TTS, EngineOptions  # options: the variant's environment
+
+            self.tts = TTS(device="cpu", bert_source=self.root, options=EngineOptions.from_env())
+        self.tts.load(msg.get("speaker", VOICE_NAME), source=self.root).prepare()
+        runs = {name: getattr(s, "runs", None) for name, s in self.tts.speakers.items()}
+        return {"prepare_s": time.perf_counter() - t0, "runs": runs, **self.mem(msg)}
+
+    def generate(self, msg: dict) -> dict:
+        t0 = time.perf_counter()
+        audio = self.tts.speakers[msg.get("speaker", VOICE_NAME)].generate(msg["text"], **OPTIONS)
+        wall, audio_s, rss = (
+            time.perf_counter() - t0,
+            len(audio.data) / audio.sr,
+            self.mem(msg)["rss"],
+        )
+        return {"wall_s": wall, "audio_s": audio_s, "rtf": wall / audio_s, "rss_after": rss}
+
+    def stream(self, msg: dict) -> dict:
+        """First audio and end, and for a real-time player the silence from late chunks
+        (summed however short) and when it hears the last sample. `first_only` closes the
+        stream after its first chunk (the rest is not made)."""
+        speaker = self.tts.speakers[VOICE_NAME]
+        rate = getattr(speaker, "sample_rate", None) or speaker.sampling_rate
+        t0 = time.perf_counter()
+        clock, chunks = ListenerClock(start=t0, min_gap=0.0), speaker.stream(msg["text"], **OPTIONS)
+        for chunk in chunks:
+            clock.feed(time.perf_counter(), len(chunk.data), rate)
+            if msg.get("first_only"):
+                getattr(chunks, "close", lambda: None)()
+                break
+        wall = time.perf_counter() - t0
+        first = wall if clock.first_audio_s is None else clock.first_audio_s
+        figs = {"ttfa_s": first, "stream_wall_s": wall, "stream_chunks": clock.chunks}
+        return {**figs, "gap_s": clock.gap_s, "played_s": clock.heard_until_s}
+
+    def mem(self, msg: dict) -> dict:
+        """Resident set size now and its peak so far, bytes (Linux)."""
         with open("/proc/self/status", encoding="ascii") as fh:
-            for line in fh:
-                if line.startswith("VmRSS:"):
-                    rss = int(line.split()[1]) * 1024
-                elif line.startswith("VmHWM:"):
-                    hwm = int(line.split()[1]) * 1024
-    except OSError:  # not Linux: psutil gives the current RSS only
-        import psutil
-
-        rss = hwm = psutil.Process().memory_info().rss
-    return {"rss": rss, "hwm": hwm}
+            pairs = (line.split(":", 1) for line in fh if line.startswith(("VmRSS:", "VmHWM:")))
+            kib = {key: int(value.split()[0]) for key, value in pairs}
+        return {"rss": kib["VmRSS"] * 1024, "hwm": kib["VmHWM"] * 1024}
 
 
-def reset_peak() -> bool:
-    """Reset VmHWM to the current RSS (Linux ≥ 4.0: write 5 to clear_refs). True if done."""
-    try:
-        with open("/proc/self/clear_refs", "w", encoding="ascii") as fh:
-            fh.write("5")
-        return True
-    except OSError:
-        return False
-
-
-def claim_stdout() -> TextIO:
-    """Keep the real stdout for the JSON protocol and point fd 1 and sys.stdout at stderr."""
-    fd = os.dup(1)
+def main(engine: str, root: str) -> None:
+    out = os.fdopen(os.dup(1), "w", encoding="utf-8", buffering=1)  # the protocol's stdout
     os.dup2(2, 1)
     sys.stdout = sys.stderr
-    return os.fdopen(fd, "w", encoding="utf-8", buffering=1)
-
-
-def serve_commands(handlers: dict[str, Callable[[dict], dict]], out: TextIO) -> None:
-    """Read JSON commands from stdin, answer each with one JSON line ({"error": ...} on
-    failure) until {"cmd": "quit"} or end of input."""
+    worker = EngineWorker(engine, root)
     for line in sys.stdin:
-        line = line.strip()
-        if not line:
-            continue
         msg = json.loads(line)
-        cmd = msg.get("cmd")
-        if cmd == "quit":
-            out.write(json.dumps({"ok": True}) + "\n")
-            return
         try:
-            handler = handlers[cmd]
-            reply = handler(msg)
-        except Exception as exc:  # noqa: BLE001 - reported to the driver, which stops with the message
-            import traceback
-
+            reply = getattr(worker, msg["cmd"])(msg)
+        except Exception as exc:  # noqa: BLE001 - the driver stops with the message
             traceback.print_exc()
             reply = {"error": f"{type(exc).__name__}: {exc}"}
         out.write(json.dumps(reply) + "\n")
 
 
-def time_stream(chunks: Any, sample_rate: int, *, first_only: bool = False) -> dict[str, float]:
-    """Consume an iterator of audio results (objects with `.data` int16 arrays), timing the
-    first one and the end. Starts the clock when called: create the iterator right before.
-
-    `gap_s`: the silence a player would insert, starting to play the first chunk when it
-    arrives and each later one as soon as both it has arrived and the previous one has
-    played (underruns, summed, however short: `listener.ListenerClock` with no noise floor).
-    With `first_only` the stream is closed after the first chunk (time to first audio only;
-    the rest is not synthesized)."""
-    t0 = time.perf_counter()
-    clock = ListenerClock(start=t0, min_gap=0.0)
-    for chunk in chunks:
-        clock.feed(time.perf_counter(), len(chunk.data), sample_rate)
-        if first_only:
-            close = getattr(chunks, "close", None)
-            if close is not None:
-                close()
-            break
-    wall = time.perf_counter() - t0
-    first = clock.first_audio_s
-    return {
-        "ttfa_s": first if first is not None else wall,
-        "wall_s": wall,
-        "audio_s": clock.audio_s,
-        "chunks": clock.chunks,
-        "gap_s": clock.gap_s,
-        "played_s": clock.heard_until_s,  # when a real-time player would finish
-    }
-
-
-class EngineWorker:
-    """The benchmark commands (`prepare`, `add_speakers`, `generate`, `stream`, `mem`) for an
-    engine with hayakoe's API shape; each runner subclasses it and names its `TTS` class and
-    how a speaker reports its sample rate, so both engines are timed by the same code."""
-
-    sample_rate_attr = "sample_rate"
-
-    def __init__(self) -> None:
-        self.tts: Any = None
-        self.root = ""
-
-    def make_tts(self, cache_dir: str | None) -> Any:
-        raise NotImplementedError
-
-    def prepare(self, msg: dict) -> dict:
-        self.root = msg["root"]
-        t0 = time.perf_counter()
-        tts = self.make_tts(msg.get("cache_dir"))
-        for name in msg["speakers"]:
-            tts.load(name, source=self.root)
-        tts.prepare()
-        self.tts = tts
-        return {"prepare_s": time.perf_counter() - t0, **memory()}
-
-    def add_speakers(self, msg: dict) -> dict:
-        t0 = time.perf_counter()
-        for name in msg["speakers"]:
-            self.tts.load(name, source=self.root)
-        self.tts.prepare()
-        return {"prepare_s": time.perf_counter() - t0, **memory()}
-
-    def generate(self, msg: dict) -> dict:
-        speaker = self.tts.speakers[msg["speaker"]]
-        t0 = time.perf_counter()
-        audio = speaker.generate(msg["text"], **msg.get("options", OPTIONS))
-        wall = time.perf_counter() - t0
-        return {"wall_s": wall, "audio_s": len(audio.data) / audio.sr, **memory()}
-
-    def stream(self, msg: dict) -> dict:
-        speaker = self.tts.speakers[msg["speaker"]]
-        chunks = speaker.stream(msg["text"], **msg.get("options", OPTIONS))
-        rate = getattr(speaker, self.sample_rate_attr)
-        return {**time_stream(chunks, rate, first_only=msg.get("first_only", False)), **memory()}
-
-    def mem(self, msg: dict) -> dict:
-        if msg.get("reset"):
-            reset_peak()
-        return memory()
-
-    def handlers(self) -> dict[str, Callable[[dict], dict]]:
-        """Command name → method, for `serve_commands`."""
-        return {
-            "prepare": self.prepare,
-            "add_speakers": self.add_speakers,
-            "generate": self.generate,
-            "stream": self.stream,
-            "mem": self.mem,
-        }
+if __name__ == "__main__":
+    main(*sys.argv[1:3])
