@@ -14,8 +14,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from wyoming.info import Info
-
 from benchmarks.lib.listener import MIN_GAP_S, ListenerClock
 from wyoming_hayakoe.client import ServerAddress, WyomingClient, deltas_of
 
@@ -68,12 +66,6 @@ class Listened:
             "text_sent_s": self.text_sent_s,
             "chunks": self.clock.chunks,
         }
-
-
-async def wait_ready(host: str, port: int, timeout: float = 600.0) -> Info:
-    """Ask `describe` until the server answers; its info."""
-    client = WyomingClient(ServerAddress(host, port), timeout=5.0)
-    return await client.wait_until_answering(timeout)
 
 
 async def listen(
