@@ -1,16 +1,20 @@
 """The driver's side: variants (name → engine + environment), their workers and Wyoming
 servers, and the three measurements both parts make of them, each figure the median over
 rounds in which every variant runs once, the order reversed every other round
-(`stats.alternate`). hayakoe runs in its own torch-free venv, made from PyPI on first use.
+(`stats.alternate`), the other variants' processes frozen meanwhile (`paused`: an idle
+ONNX Runtime's spinning threads would take the timed one's cores). hayakoe runs in its own
+torch-free venv, made from PyPI on first use.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from functools import partial
@@ -65,7 +69,36 @@ class Variant:
 
 
 @contextmanager
-def worker(label: str, variant: Variant, root: Path) -> Iterator[Callable[..., dict]]:
+def paused(pids: Iterable[int]) -> Iterator[None]:
+    """These processes stopped (SIGSTOP) meanwhile, continued after."""
+    stopped = list(pids)
+    for pid in stopped:
+        os.kill(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        for pid in stopped:
+            os.kill(pid, signal.SIGCONT)
+
+
+class Call:
+    """`call(command, **fields)`: one command to a worker process (`pid`), its JSON answer."""
+
+    def __init__(self, label: str, proc: subprocess.Popen[str], log_path: Path) -> None:
+        self.label, self.proc, self.pid, self.log_path = label, proc, proc.pid, log_path
+
+    def __call__(self, cmd: str, **kw: Any) -> dict:
+        assert self.proc.stdin and self.proc.stdout
+        self.proc.stdin.write(json.dumps({"cmd": cmd, **kw}, ensure_ascii=False) + "\n")
+        self.proc.stdin.flush()
+        reply = json.loads(self.proc.stdout.readline() or '{"error": "exited"}')
+        if "error" in reply:
+            raise RuntimeError(f"{self.label}: {cmd}: {reply['error']} (see {self.log_path})")
+        return reply
+
+
+@contextmanager
+def worker(label: str, variant: Variant, root: Path) -> Iterator[Call]:
     """A `worker` process of `variant` for the voices of `root`: `call(command, **fields)`."""
     log_path = CACHE / "logs" / f"{label.replace(' ', '_')}.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -73,21 +106,11 @@ def worker(label: str, variant: Variant, root: Path) -> Iterator[Callable[..., d
     argv, err = [*program, variant.engine, str(root)], log_path.open("ab")
     proc = subprocess.Popen(argv, stdin=PIPE, stdout=PIPE, stderr=err, env=env, text=True, cwd=REPO)
     err.close()  # the worker has its own copy
-    stdin, stdout = proc.stdin, proc.stdout
-    assert stdin and stdout
-
-    def call(cmd: str, **kw: Any) -> dict:
-        stdin.write(json.dumps({"cmd": cmd, **kw}, ensure_ascii=False) + "\n")
-        stdin.flush()
-        reply = json.loads(stdout.readline() or '{"error": "exited"}')
-        if "error" in reply:
-            raise RuntimeError(f"{label}: {cmd}: {reply['error']} (see {log_path})")
-        return reply
-
     try:
-        yield call
+        yield Call(label, proc, log_path)
     finally:
-        stdin.close()  # the worker ends with its input
+        assert proc.stdin
+        proc.stdin.close()  # the worker ends with its input
         proc.wait()
 
 
@@ -156,9 +179,11 @@ def speed(root: Path, variants: dict[str, Variant], texts: dict[str, str], reps:
         def one(name: str) -> dict[str, Figures]:
             log(f"speed: {name}")
             call = calls[name]
-            return {
-                k: {**call("generate", text=t), **call("stream", text=t)} for k, t in texts.items()
-            }
+            with paused(c.pid for n, c in calls.items() if n != name):
+                return {
+                    k: {**call("generate", text=t), **call("stream", text=t)}
+                    for k, t in texts.items()
+                }
 
         return _per_text(_rounds(variants, one, reps))
 
@@ -180,10 +205,11 @@ def wyoming(
 
         def one(name: str) -> dict[str, Figures]:
             log(f"wyoming: {name}")
-            return {
-                k: {f: v for m in modes for f, v in once(name, t, m).items()}
-                for k, t in texts.items()
-            }
+            with paused(s.proc.pid for n, s in servers.items() if n != name):
+                return {
+                    k: {f: v for m in modes for f, v in once(name, t, m).items()}
+                    for k, t in texts.items()
+                }
 
         for s in servers.values():
             asyncio.run(s.wait_ready())
