@@ -14,6 +14,7 @@ import traceback
 from typing import Any
 
 from benchmarks.lib.listener import ListenerClock
+from benchmarks.lib.memory import own_memory
 from benchmarks.lib.voices import OPTIONS, VOICE_NAME
 
 
@@ -68,11 +69,9 @@ class EngineWorker:
         return {**figs, "gap_s": clock.gap_s, "played_s": clock.heard_until_s}
 
     def mem(self, msg: dict) -> dict:
-        """Resident set size now and its peak so far, bytes (Linux)."""
-        with open("/proc/self/status", encoding="ascii") as fh:
-            pairs = (line.split(":", 1) for line in fh if line.startswith(("VmRSS:", "VmHWM:")))
-            kib = {key: int(value.split()[0]) for key, value in pairs}
-        return {"rss": kib["VmRSS"] * 1024, "hwm": kib["VmHWM"] * 1024}
+        """Resident set size now and its peak so far, bytes."""
+        rss, peak = own_memory()
+        return {"rss": rss, "hwm": peak}
 
 
 def main(engine: str, root: str) -> None:

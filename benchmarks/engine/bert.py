@@ -15,11 +15,11 @@ import multiprocessing
 import time
 from functools import partial
 from multiprocessing.connection import Connection
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from benchmarks.lib.memory import own_memory
 from benchmarks.lib.report import Report
 from benchmarks.lib.stats import alternate, medians, ratios, timed
 
@@ -79,8 +79,8 @@ def _worker(
             out |= {f"{name}_ms": figures["wall"], f"{name}_cpu_ms": figures["cpu"]}
         conn.send({key: s * 1e3 / len(texts) for key, s in out.items()})
     features = bert.features(texts, w2ps)
-    status = dict(line.split(":", 1) for line in Path("/proc/self/status").read_text().splitlines())
-    rss_mb, peak_mb = (int(status[key].split()[0]) / 1e3 for key in ("VmRSS", "VmHWM"))  # kB
+    rss, peak = own_memory()
+    rss_mb, peak_mb = rss / 1024e3, peak / 1024e3  # KiB / 1000: the MB figures as before
     conn.send({"features": features, "rss_mb": rss_mb, "peak_mb": peak_mb})
 
 

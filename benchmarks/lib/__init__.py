@@ -6,9 +6,11 @@
 - `cli`: one command line per suite (`python -m benchmarks.SUITE PART`, `--quick`);
 - `procs`: the real program (`python -m wyoming_hayakoe`) on loopback, `Server`;
 - `voices`: the texts and options, the tests' small voice, the full-size voice (`fullsize`);
-- `listener`, `wyoming`: a listener that keeps time, over real Wyoming TCP.
+- `listener`, `wyoming`: a listener that keeps time, over real Wyoming TCP;
+- `memory`: this process's RSS and peak RSS.
 
-This module and `listener` use the standard library only: hayakoe's own venv imports them."""
+This module, `listener` and `memory` use the standard library only: hayakoe's own venv
+imports them."""
 
 from __future__ import annotations
 

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
-from benchmarks.engine.embedded import TEXTS, baseline
+from benchmarks.engine.embedded import BASELINE, TEXTS, baseline
 from benchmarks.lib import REPO
 from benchmarks.lib.procs import Server, program_env
 from benchmarks.lib.report import Report
@@ -35,7 +35,6 @@ from benchmarks.lib.wyoming import listen
 from tests.helpers.net import free_port
 
 RESULT = None
-BASELINE = "pyopenjtalk.tts (baseline)"
 PLAYER = """#!{python}
 import os, sys, time
 first = None
