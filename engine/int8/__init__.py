@@ -1,5 +1,6 @@
 """int8 graphs of a voice: made once, gated on fidelity, kept in the cache.
 
+- `kernels`: whether this CPU's int8 kernels saturate on full-range weights;
 - `recipe`: how they are made (`QuantSettings`), the shipped sentences, the stamp;
 - `calibrate`: the voice's own latents (`voice_latents`), kept as made (`LatentStore`);
 - `quantize`: ONNX Runtime's static QDQ quantization of the decoder and the front graph;

@@ -166,6 +166,7 @@ def _quantize_static(
                 quant_format=QuantFormat.QDQ,
                 op_types_to_quantize=list(settings.op_types),
                 per_channel=settings.per_channel,
+                reduce_range=settings.reduce_range,
                 nodes_to_quantize=list(include) if include is not None else None,
                 nodes_to_exclude=list(exclude),
                 activation_type=QuantType.QUInt8,

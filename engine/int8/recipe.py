@@ -1,7 +1,7 @@
 """The int8 recipe: how a voice's int8 graphs are made, and the stamp that says so.
 
-`QuantSettings` (calibration method, operators, per-channel weights, the decoder stages
-left in fp32, crops, the flow's feed-forward convolutions), the shipped calibration and
+`QuantSettings` (calibration method, operators, per-channel and 7-bit weights, the decoder
+stages left in fp32, crops, the flow's feed-forward convolutions), the shipped calibration and
 held-out sentences (`data/`), the file names of one voice's int8 folder, and `Int8Stamp`:
 a hash of the source graph, the settings, the sentences, the engine version and `FORMAT`,
 so that a changed voice, recipe or engine makes new graphs and an old folder is never
@@ -11,9 +11,11 @@ used by mistake.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+from .kernels import int8_kernels_saturate
 
 DATA = Path(__file__).resolve().parent / "data"
 CALIBRATION_FILE = DATA / "calibration_ja.txt"
@@ -42,6 +44,11 @@ class QuantSettings:
     only adds requantization steps)."""
     per_channel: bool = True
     """One weight scale per output channel (decoder weights differ a lot between channels)."""
+    reduce_range: bool = field(default_factory=int8_kernels_saturate)
+    """Weights in 7 bits instead of 8 (ONNX Runtime's `reduce_range`). By default where
+    this CPU's int8 kernels saturate on full-range weights (x86 without VNNI,
+    `engine.int8.kernels`); part of the stamp, so graphs made on another kind of CPU are
+    made again rather than run saturated."""
     fp32_tail_stages: int = 1
     """Upsampling stages at the end of the decoder left in fp32 (their convolutions are
     narrow, so int8 gains little there, and their rounding reaches the audio directly):

@@ -1,0 +1,59 @@
+"""Whether this CPU's int8 kernels saturate on full-range weights.
+
+ONNX Runtime (and OpenVINO) multiply uint8 activations by int8 weights on x86-64 with
+`VPMADDUBSW` unless the CPU has VNNI: that instruction adds two products into a signed
+16-bit lane, which saturates when both are large (255 × 127 × 2 > 32767). The result is
+not an occasional rounding: on model_small the int8 decoder's audible-band SNR fell from
+17.3 dB to 6.8 dB (docs/synthesizer.md, "int8 on CPUs without VNNI"). Weights in 7 bits
+(`QuantSettings.reduce_range`) keep every pair's sum in range. CPUs with VNNI
+(`vpdpbusd` adds into 32 bits) and ARM's int8 kernels (widening multiplies, `sdot`/`udot`)
+do not saturate, so they keep the eighth bit.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import platform
+from pathlib import Path
+
+_LOGGER = logging.getLogger(__name__)
+
+CPUINFO = Path("/proc/cpuinfo")
+VNNI_FLAGS = frozenset({"avx512_vnni", "avx_vnni"})
+"""`/proc/cpuinfo` flags of the x86 dot-product instructions that add into 32 bits."""
+_X86 = frozenset({"x86_64", "amd64", "i386", "i686", "x86"})
+
+
+def saturates(machine: str, flags: frozenset[str] | None) -> bool:
+    """Whether uint8 × int8 products saturate on a CPU of architecture `machine`
+    (`platform.machine()`) with these `/proc/cpuinfo` flags (None: not known, as on a
+    system without `/proc`; an x86 CPU is then taken to saturate, the safe side)."""
+    if machine.lower() not in _X86:
+        return False
+    if flags is None:
+        return True
+    return not (flags & VNNI_FLAGS)
+
+
+def cpu_flags(cpuinfo: str) -> frozenset[str] | None:
+    """The flags of the first processor in `/proc/cpuinfo`'s text (None: no flags line)."""
+    for line in cpuinfo.splitlines():
+        key, sep, value = line.partition(":")
+        if sep and key.strip() == "flags":
+            return frozenset(value.split())
+    return None
+
+
+@functools.lru_cache(maxsize=1)
+def int8_kernels_saturate() -> bool:
+    """`saturates` for this machine (read once per process)."""
+    try:
+        flags = cpu_flags(CPUINFO.read_text(encoding="utf-8", errors="replace"))
+    except OSError:
+        flags = None
+    result = saturates(platform.machine(), flags)
+    _LOGGER.debug(
+        "int8 kernels on this %s CPU %s", platform.machine(), "saturate" if result else "do not"
+    )
+    return result
