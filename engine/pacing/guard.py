@@ -41,8 +41,14 @@ _LOGGER = logging.getLogger(__name__)
 
 RATE_MARGIN = 1.05
 """The speed estimate is multiplied by this before it is used (a slightly pessimistic r)."""
-SAFETY_S = 0.15
-"""Seconds of audio kept in hand on top of the largest piece to come (scheduling jitter)."""
+SAFETY_S = 0.4
+"""Seconds of audio kept in hand on top of the largest piece to come: what the speed
+estimate does not see. The work of handing audio out (the Wyoming writer, the resampler)
+and a loaded machine's scheduling delays fall between the voice's pieces; on the emulated
+slow board (tests/benchmarks/test_slow_board.py, 1-2 % of a CPU) handing out the chunks
+released at once took 0.47 s and, with 0.15 s here, one run in about ten heard its last
+chunk 0.33 s late. On a slow board the first audio waits seconds anyway (about D·(r − 1));
+this adds a quarter of a second to that wait, and nothing where the voice keeps up."""
 MAX_NEED_S = 30.0
 """At most this much audio is held back: a very long text on a slow machine starts after at
 most about this long and may pause later, instead of starting only after minutes."""
