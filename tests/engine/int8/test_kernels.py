@@ -48,3 +48,24 @@ def test_the_recipe_defaults_to_this_machines_answer_and_stamps_it() -> None:
     # graphs made for the other kind of CPU have another stamp: made again, not run saturated
     other = QuantSettings(reduce_range=not settings.reduce_range)
     assert other.to_dict() != settings.to_dict()
+
+
+def test_graphs_stamped_for_the_other_kind_of_cpu_or_before_the_choice_are_not_used(
+    tmp_path,
+) -> None:
+    from dataclasses import asdict
+
+    from engine.int8.recipe import stamp_for, stamp_matches
+
+    source = tmp_path / "synthesizer.onnx"
+    source.write_bytes(b"graph")
+    here = QuantSettings()
+    stamp = asdict(stamp_for(source, here))
+    assert stamp_matches(stamp, source, here)
+    other = asdict(stamp_for(source, QuantSettings(reduce_range=not here.reduce_range)))
+    assert not stamp_matches(other, source, here)
+    before = {
+        **stamp,
+        "settings": {k: v for k, v in stamp["settings"].items() if k != "reduce_range"},
+    }
+    assert not stamp_matches(before, source, here)  # an older engine's graphs: made again
