@@ -1,4 +1,5 @@
-"""Whether this CPU's int8 kernels saturate on full-range weights.
+"""Whether this CPU's int8 kernels saturate on full-range weights; the one reader of
+`/proc/cpuinfo` for the int8 package (`cpuinfo_value`: also the CPU model of a measurement).
 
 ONNX Runtime (and OpenVINO) multiply uint8 activations by int8 weights on x86-64 with
 `VPMADDUBSW` unless the CPU has VNNI: that instruction adds two products into a signed
@@ -15,6 +16,7 @@ from __future__ import annotations
 import functools
 import logging
 import platform
+from collections.abc import Collection
 from pathlib import Path
 
 _LOGGER = logging.getLogger(__name__)
@@ -36,23 +38,34 @@ def saturates(machine: str, flags: frozenset[str] | None) -> bool:
     return not (flags & VNNI_FLAGS)
 
 
-def cpu_flags(cpuinfo: str) -> frozenset[str] | None:
-    """The flags of the first processor in `/proc/cpuinfo`'s text (None: no flags line)."""
+def read_cpuinfo() -> str:
+    """`/proc/cpuinfo`'s text ("" where there is none)."""
+    try:
+        return CPUINFO.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+def cpuinfo_value(cpuinfo: str, keys: Collection[str]) -> str | None:
+    """The value of the first line of `/proc/cpuinfo`'s text whose key is one of `keys`
+    (None: no such line)."""
     for line in cpuinfo.splitlines():
         key, sep, value = line.partition(":")
-        if sep and key.strip() == "flags":
-            return frozenset(value.split())
+        if sep and key.strip() in keys:
+            return value.strip()
     return None
+
+
+def cpu_flags(cpuinfo: str) -> frozenset[str] | None:
+    """The flags of the first processor in `/proc/cpuinfo`'s text (None: no flags line)."""
+    value = cpuinfo_value(cpuinfo, ("flags",))
+    return None if value is None else frozenset(value.split())
 
 
 @functools.lru_cache(maxsize=1)
 def int8_kernels_saturate() -> bool:
     """`saturates` for this machine (read once per process)."""
-    try:
-        flags = cpu_flags(CPUINFO.read_text(encoding="utf-8", errors="replace"))
-    except OSError:
-        flags = None
-    result = saturates(platform.machine(), flags)
+    result = saturates(platform.machine(), cpu_flags(read_cpuinfo()))
     _LOGGER.debug(
         "int8 kernels on this %s CPU %s", platform.machine(), "saturate" if result else "do not"
     )

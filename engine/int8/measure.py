@@ -51,6 +51,7 @@ from ..options import ONNXRUNTIME, OPENVINO, usable_cpus
 from .calibrate import FeatureSource, LatentBackend, VoiceSpec, voice_latents
 from .control import Int8Control
 from .gate import FidelityReport, GateThresholds, SentenceFidelity, compare, judge
+from .kernels import cpuinfo_value, read_cpuinfo
 from .recipe import HELDOUT_FILE, STAMP_FILE, QuantSettings, read_sentences
 
 __all__ = [
@@ -241,14 +242,8 @@ def _rss_mb() -> float | None:
 
 
 def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
-            key, _, value = line.partition(":")
-            if key.strip() in ("model name", "CPU part", "Hardware"):
-                return value.strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
+    model = cpuinfo_value(read_cpuinfo(), ("model name", "CPU part", "Hardware"))
+    return model if model is not None else platform.processor() or "unknown"
 
 
 def _file_id(path: Path | None) -> dict[str, Any] | None:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 import pytest
 
-from engine.int8.kernels import cpu_flags, int8_kernels_saturate, saturates
-from engine.int8.recipe import QuantSettings
+from engine.int8.kernels import cpu_flags, cpuinfo_value, int8_kernels_saturate, saturates
+from engine.int8.recipe import QuantSettings, stamp_for, stamp_matches
 
 AMD_AVX2 = """processor\t: 0
 vendor_id\t: AuthenticAMD
@@ -24,6 +26,9 @@ def test_flags_are_read_from_the_first_flags_line() -> None:
     flags = cpu_flags(AMD_AVX2)
     assert flags is not None and "avx2" in flags and "avx512_vnni" not in flags
     assert cpu_flags(PI4) is None  # ARM's cpuinfo has "Features", not "flags"
+    # the CPU model a measurement is stamped with, from the same reader
+    assert cpuinfo_value(AMD_AVX2, ("model name", "CPU part")) == "AMD EPYC"
+    assert cpuinfo_value(PI4, ("model name", "CPU part")) == "0xd08"
 
 
 @pytest.mark.parametrize(
@@ -53,10 +58,6 @@ def test_the_recipe_defaults_to_this_machines_answer_and_stamps_it() -> None:
 def test_graphs_stamped_for_the_other_kind_of_cpu_or_before_the_choice_are_not_used(
     tmp_path,
 ) -> None:
-    from dataclasses import asdict
-
-    from engine.int8.recipe import stamp_for, stamp_matches
-
     source = tmp_path / "synthesizer.onnx"
     source.write_bytes(b"graph")
     here = QuantSettings()
