@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -40,6 +42,18 @@ _WARMUP_TEXT = WARMUP_TEXT
 """Two sentences, about three seconds: long enough that the speed it measures (the playback
 guard's first estimate, `Speaker.speed`) is not all start-up cost; `--precision auto` times
 its candidates on them too (`engine.int8.measure`)."""
+
+
+def _wait_idle(speakers: dict[str, Speaker], timeout: float) -> None:
+    """Until none of `speakers` has a request in flight, or `timeout` seconds."""
+    deadline = time.monotonic() + max(0.0, timeout)
+    for name, speaker in speakers.items():
+        while speaker.busy and time.monotonic() < deadline:
+            time.sleep(0.02)
+        if speaker.busy:
+            _LOGGER.warning(
+                "Voice %s removed with a request still running (after %g s)", name, timeout
+            )
 
 
 @dataclass(frozen=True)
@@ -98,6 +112,7 @@ class TTS:
         self._bert: BertBackend | None = None
         self._background = background
         self._models: ModelPool | None = None
+        self._changes = threading.Lock()  # add / remove, one at a time
 
     def __repr__(self) -> str:  # no token in here
         return (
@@ -295,6 +310,85 @@ class TTS:
             token=self._hf_token,
             offline=self.options.offline,
         )
+
+    # -- voices added and removed while others serve --------------------------------------
+    def add(
+        self, voices: Sequence[tuple[str, str | None]], *, warmup: bool = False
+    ) -> list[Speaker]:
+        """Add voices to a prepared `TTS` while its other voices serve: `voices` are
+        ``(name, source)`` pairs, all the speakers of one file, which come together or not at
+        all. Every heavy cost (download, sessions, derived graphs, `warmup`) is paid before
+        any of them is listed in `speakers`; int8 graphs still to be made are made in the
+        background as `prepare` does. A name already registered raises `ValueError`; a
+        voice that cannot be built raises, and none of `voices` is listed. Returns the new
+        speakers, in order. Thread-safe against other adds and removes."""
+        pairs = [(str(n).strip(), s) for n, s in voices]
+        if not pairs:
+            raise ValueError("TTS.add: no voices given")
+        with self._changes:
+            taken = [n for n, _ in pairs if n in self._registered or n in self._speakers]
+            if taken:
+                raise ValueError(f"TTS.add: voice {taken[0]!r} is already loaded")
+            built: dict[str, Speaker] = {}
+            jobs: dict[str, tuple[Int8Job, list[Speaker]]] = {}
+            try:
+                for name, source in pairs:
+                    if not name:
+                        raise ValueError("TTS.add: voice name must be a non-empty string")
+                    voice, plan, key = self._build_voice(_Registration(name, source), compile=False)
+                    speaker = Speaker(
+                        voice,
+                        rewrite=self.rewrite,
+                        playback_guard=self.options.playback_guard != "off",
+                        first_clause=self.options.first_clause,
+                    )
+                    built[name] = speaker
+                    if warmup:
+                        speaker.generate(_WARMUP_TEXT)
+                    if plan is not None and plan.job is not None and key not in self._queued:
+                        jobs.setdefault(key, (plan.job, []))[1].append(speaker)
+            except BaseException:
+                if self._models is not None:
+                    self._models.discard([s.voice for s in built.values()])
+                raise
+            for name, source in pairs:
+                self._registered[name] = _Registration(name, source)
+            self._speakers = {**self._speakers, **built}  # a new dict: readers never see it change
+            for key, (job, speakers) in jobs.items():
+                self._worker().submit(speakers, job, [s.name for s in speakers])
+                self._queued.add(key)
+            _LOGGER.info("Voices added: %s", ", ".join(built))
+            return list(built.values())
+
+    def remove(self, names: Sequence[str], *, timeout: float = 30.0) -> list[str]:
+        """Remove prepared voices while the others serve (all the speakers of one file
+        together): they leave `speakers` at once, requests already using them finish
+        (waited for up to `timeout` seconds; one still running then keeps what it holds
+        until it ends), then their sessions are freed (the shared BERT stays) and the C heap
+        handed back. Unknown names raise `KeyError` and nothing is removed. Returns the
+        names removed."""
+        with self._changes:
+            missing = [n for n in names if n not in self._speakers]
+            if missing:
+                raise KeyError(f"TTS.remove: voice {missing[0]!r} is not loaded")
+            gone = {n: self._speakers[n] for n in names}
+            self._speakers = {n: s for n, s in self._speakers.items() if n not in gone}
+            for name in gone:
+                self._registered.pop(name, None)
+        _wait_idle(gone, timeout)
+        with self._changes:
+            if self._models is not None:
+                for key in self._models.discard([s.voice for s in gone.values()]):
+                    self._queued.discard(key)
+        del gone
+        import gc
+
+        from .heap import trim_heap
+
+        gc.collect()
+        trim_heap()
+        _LOGGER.info("Voices removed: %s", ", ".join(names))
+        return list(names)
 
     # -- dictionary ----------------------------------------------------------------------
     def add_word(

@@ -114,9 +114,23 @@ class ModelPool:
     def _add(self, key: str, model: _Model) -> None:
         self._models[key] = model
 
+    def discard(self, voices: list[Any]) -> list[str]:
+        """Forget `voices` (removed from their `TTS`); a model left with none is dropped
+        (its sessions freed once no request holds them). The dropped models' keys."""
+        gone = {id(v) for v in voices}
+        dropped = []
+        for key, model in list(self._models.items()):
+            model.voices = [v for v in model.voices if id(v) not in gone]
+            if not model.voices:
+                del self._models[key]
+                dropped.append(key)
+        return dropped
+
     def note(self, key: str, choice: PrecisionChoice) -> None:
         """Every voice of model `key` keeps its synthesizer; `choice` says why now."""
-        model = self._models[key]
+        model = self._models.get(key)
+        if model is None:  # removed meanwhile (`discard`)
+            return
         model.plan = Int8Plan(model.plan.state, choice, model.plan.job)
         for voice in model.voices:
             voice.precision_choice = choice
@@ -124,8 +138,11 @@ class ModelPool:
     def switch(self, key: str, synth: SynthBackend, choice: PrecisionChoice) -> None:
         """Every voice of model `key` speaks through `synth` (which runs `choice`) from now
         on (call between requests of all of them); the old synthesizer's memory is given
-        back."""
-        model = self._models[key]
+        back. A model removed meanwhile (`discard`) is left alone."""
+        model = self._models.get(key)
+        if model is None:
+            synth.release_memory()
+            return
         old = model.synth
         model.synth = synth
         for voice in model.voices:
