@@ -19,6 +19,8 @@ import numpy as np
 
 from .recipe import QuantSettings
 
+_LOGGER = logging.getLogger(__name__)
+
 
 class QuantizeError(RuntimeError):
     """int8 graphs could not be made for a voice (names the voice and the cause)."""
@@ -65,15 +67,41 @@ def quantize_decoder(
     between: Callable[[], None] | None = None,
 ) -> None:
     """Write the int8 (QDQ) version of `fp32_decoder` to `out`, calibrated on `feeds`
-    (the last `settings.fp32_tail_stages` upsampling stages stay fp32)."""
-    _quantize_static(
-        fp32_decoder,
-        out,
-        feeds,
-        settings,
-        exclude=tail_nodes(fp32_decoder, settings.fp32_tail_stages),
-        between=between,
-    )
+    (the last `settings.fp32_tail_stages` upsampling stages stay fp32; with
+    `settings.upsample_as_conv` the upsampling layers are first rewritten as ordinary
+    convolutions, `engine.synth.polyphase`, so that they get int8 kernels too)."""
+    if not settings.upsample_as_conv:
+        _quantize_static(
+            fp32_decoder,
+            out,
+            feeds,
+            settings,
+            exclude=tail_nodes(fp32_decoder, settings.fp32_tail_stages, settings.tail_blocks),
+            between=between,
+        )
+        return
+    import onnx
+
+    from ..synth.polyphase import convtranspose_as_conv
+
+    model = onnx.load(str(fp32_decoder))
+    rewritten = convtranspose_as_conv(model)
+    _LOGGER.debug("%s: %d upsampling layers as convolutions", fp32_decoder, rewritten)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    source = out.with_name(f".{out.stem}.{os.getpid()}.polyphase.onnx")
+    try:
+        onnx.save(model, str(source))
+        del model
+        _quantize_static(
+            source,
+            out,
+            feeds,
+            settings,
+            exclude=tail_nodes(source, settings.fp32_tail_stages, settings.tail_blocks),
+            between=between,
+        )
+    finally:
+        source.unlink(missing_ok=True)
 
 
 def quantize_front(
@@ -179,21 +207,35 @@ def _quantize_static(
     os.replace(tmp, out)
 
 
-def tail_nodes(decoder: Path, stages: int) -> list[str]:
-    """Names of the nodes from the `stages`-th last upsampling layer (ConvTranspose) to the
-    end of the decoder graph (graph order is execution order in exported graphs)."""
+def tail_nodes(decoder: Path, stages: int, blocks: bool = False) -> list[str]:
+    """Names of the nodes from the `stages`-th last upsampling layer (ConvTranspose or its
+    polyphase Conv) to the end of the decoder graph (graph order is execution order in
+    exported graphs). With `blocks`, only those that are not a residual block's
+    convolution: the blocks' convolutions are quantized, the upsampling layers, the
+    additions (the residual stream) and the last convolution (conv_post: the audio) not."""
     if stages <= 0:
         return []
     import onnx
 
+    from ..synth.polyphase import upsampling_layers
+
     model = onnx.load(str(decoder), load_external_data=False)
     nodes = list(model.graph.node)
-    ups = [i for i, n in enumerate(nodes) if n.op_type == "ConvTranspose"]
+    index = {n.output[0]: i for i, n in enumerate(nodes)}
+    ups = [index[n.output[0]] for n in upsampling_layers(model.graph)]
     if len(ups) < stages:
         raise QuantizeError(
             f"{decoder}: {len(ups)} upsampling layers, cannot keep {stages} in fp32"
         )
-    names = [n.name for n in nodes[ups[-stages] :]]
+    tail = nodes[ups[-stages] :]
+    if blocks:
+        convs = [i for i, n in enumerate(tail) if n.op_type == "Conv"]
+        last_ups = {index[n.output[0]] for n in upsampling_layers(model.graph)}
+        block_convs = {
+            i for i in convs[:-1] if index[tail[i].output[0]] not in last_ups
+        }  # the last Conv is conv_post
+        tail = [n for i, n in enumerate(tail) if i not in block_convs]
+    names = [n.name for n in tail]
     if not all(names):
         raise QuantizeError(f"{decoder}: unnamed nodes, cannot keep the last stages in fp32")
     return names

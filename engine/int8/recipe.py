@@ -21,7 +21,7 @@ DATA = Path(__file__).resolve().parent / "data"
 CALIBRATION_FILE = DATA / "calibration_ja.txt"
 HELDOUT_FILE = DATA / "heldout_ja.txt"
 
-FORMAT = 2
+FORMAT = 3
 """Bump when the recipe changes in a way the settings do not show: old graphs are remade."""
 
 DECODER_FILE = "synthesizer.decoder.int8.onnx"
@@ -39,9 +39,14 @@ class QuantSettings:
     method: str = "minmax"
     """Activation range calibration: "minmax", "entropy" or "percentile" (measured in
     docs/synthesizer.md; min-max was best and cheapest on the decoder)."""
-    op_types: tuple[str, ...] = ("Conv", "ConvTranspose")
-    """Operators given int8 kernels (the decoder is convolutions; adding Add/Mul/LeakyRelu
-    only adds requantization steps)."""
+    op_types: tuple[str, ...] = ("Conv", "ConvTranspose", "Reshape", "Transpose")
+    """Operators given int8 kernels: the convolutions, and the interleave of the polyphase
+    upsampling layers (`upsample_as_conv`; data movement, so in uint8 it moves a quarter of
+    the bytes and needs no Dequantize/Quantize around it)."""
+    upsample_as_conv: bool = True
+    """The decoder's upsampling layers (ConvTranspose, which has no int8 kernel in ONNX
+    Runtime) rewritten as ordinary convolutions and an interleave before quantizing
+    (`engine.synth.polyphase`: exact in fp32), so they run in int8 like the rest."""
     per_channel: bool = True
     """One weight scale per output channel (decoder weights differ a lot between channels)."""
     reduce_range: bool = field(default_factory=int8_kernels_saturate)
@@ -55,6 +60,9 @@ class QuantSettings:
     measured on the full-size voice, keeping the last stage in fp32 took the audible-band
     SNR from 13 to 26 dB and the log-mel distance from 1.2 to 0.3 dB for ~20 % of the
     speed-up (docs/synthesizer.md)."""
+    tail_blocks: bool = False
+    """In those fp32 stages, the residual blocks' convolutions in int8 all the same (their
+    upsampling layer, the additions of the residual stream and conv_post stay fp32)."""
     crop_frames: int = 48
     """Latent frames per calibration crop (one crop per sentence and style)."""
     front_ffn: bool = True

@@ -37,6 +37,7 @@ from ..heap import trim_heap
 from ..options import ONNXRUNTIME, OPENVINO, RUNTIME_NAMES
 from .common import Latent, NoiseSource, SynthInputs, SynthOutput, SynthParams
 from .onnx_backend import NOISE_INPUT, OnnxSynthesizer, make_noise_inputs, session_options
+from .polyphase import upsampling_layers
 from .windowed import DecoderGeometry, DecoderStage, StagedDecoding
 
 _LOGGER = logging.getLogger(__name__)
@@ -187,17 +188,16 @@ STAGE_OUT = "y"
 
 def find_stage_cuts(decoder: Any) -> list[str]:
     """The tensors where the decoder's upsampling stages begin: the input of the LeakyRelu
-    before each ConvTranspose (through Q/DQ nodes in a quantized graph), in graph order."""
+    before each upsampling layer (a ConvTranspose, or its polyphase Conv:
+    `engine.synth.polyphase`; through Q/DQ nodes in a quantized graph), in graph order."""
     producer = {out: node for node in decoder.graph.node for out in node.output}
     cuts = []
-    for node in decoder.graph.node:
-        if node.op_type != "ConvTranspose":
-            continue
+    for node in upsampling_layers(decoder.graph):
         src = producer.get(node.input[0])
         while src is not None and src.op_type in _PASS_THROUGH:
             src = producer.get(src.input[0])
         if src is None or src.op_type != "LeakyRelu":
-            raise SplitError(f"ConvTranspose {node.name!r} is not preceded by a LeakyRelu")
+            raise SplitError(f"upsampling layer {node.name!r} is not preceded by a LeakyRelu")
         cuts.append(src.input[0])
     if not cuts:
         raise SplitError("no ConvTranspose node: not a HiFi-GAN decoder")
