@@ -34,6 +34,7 @@ import dataclasses
 import logging
 import queue
 import threading
+import time
 from collections.abc import (
     AsyncGenerator,
     AsyncIterable,
@@ -54,13 +55,20 @@ from .pacing import SYSTEM_CLOCK, Clock, PacingReport, RequestPacing, SpeedMeter
 from .text.pipeline import Part, TextPipeline
 from .voice_backend import SynthesisOptions, Voice
 
-__all__ = ["DEFAULT_STREAM_PAUSE", "Speaker", "StreamCancelled"]
+__all__ = ["DEFAULT_STREAM_PAUSE", "DEFAULT_STREAM_QUIET", "Speaker", "StreamCancelled"]
 
 _LOGGER = logging.getLogger(__name__)
 
 DEFAULT_STREAM_PAUSE = 0.3
 """Seconds of silence between batches of sentences rendered separately (text in deltas),
 when neither `sentence_silence` nor the voice's `sentence_pause` says otherwise."""
+
+DEFAULT_STREAM_QUIET = 0.25
+"""Seconds without a text delta after which a stream's sentences whose end is seen are
+spoken without waiting for the next delta (`TextPipeline.settle`). Longer than the gaps
+between an LLM's tokens (25-100 ms at 10-40 characters/s), so an unpaused stream is split
+exactly as the whole text; short enough that a sentence spoken before a tool call is heard
+at once (the embedded voice: about 0.3 s after its 。)."""
 
 CLAUSE_PAUSE = 0.0
 """Seconds of silence added after a stream's first part when it ended at a clause mark
@@ -280,10 +288,14 @@ class Speaker:
         output: OutputOptions | None = None,
         measure_whole: bool = False,
         guard: bool | None = None,
+        quiet: float | None = DEFAULT_STREAM_QUIET,
         **options: Any,
     ) -> AsyncGenerator[AudioResult, None]:
         """`stream` driven by a worker thread; text may also be an async iterable of deltas.
 
+        Deltas from an async iterable: when none came for `quiet` seconds, the sentences
+        whose end is seen are spoken without waiting for the next one (`TextPipeline.settle`;
+        None or 0: they wait for the next delta or the end).
         The worker runs at most a couple of chunks ahead of the consumer (bounded memory).
         Closing the async generator (or cancelling the task iterating it) stops the worker
         and waits until it has released the speaker's lock.
@@ -303,8 +315,9 @@ class Speaker:
         if isinstance(text, AsyncIterable):
             feed = queue.Queue()
             pacing = self._pacing(guarded)  # counts deltas as they arrive, before the worker
-            source = _blocking_deltas(feed, cancel)
-            pump = asyncio.ensure_future(_pump(text, feed, pacing))
+            arrivals = _Arrivals()
+            source = _blocking_deltas(feed, cancel, quiet or None, arrivals)
+            pump = asyncio.ensure_future(_pump(text, feed, pacing, arrivals))
         else:
             source = text
 
@@ -554,10 +567,11 @@ class _Failure:
 
 _END = object()
 _CANCEL = object()
+_QUIET = object()  # no delta for a while: settle what has ended
 
 
 def _parts(
-    deltas: Iterable[str],
+    deltas: Iterable[Any],
     pipeline: TextPipeline,
     cancel: threading.Event | None,
     arrivals: RequestPacing | None = None,
@@ -567,16 +581,43 @@ def _parts(
     for delta in deltas:
         if cancel is not None and cancel.is_set():
             raise StreamCancelled()
+        if delta is _QUIET:
+            yield from pipeline.settle()
+            continue
         if arrivals is not None and isinstance(delta, str):
             arrivals.arrived(len(delta))
         yield from pipeline.feed(delta)
     yield from pipeline.close()
 
 
-def _blocking_deltas(feed: queue.Queue[Any], cancel: threading.Event) -> Iterator[str]:
-    """Deltas put on `feed` by the event loop, read in the worker thread."""
+class _Arrivals:
+    """When the last delta arrived (`time.monotonic`), written by the pump, read by the worker."""
+
+    def __init__(self) -> None:
+        self.last = time.monotonic()
+
+
+def _blocking_deltas(
+    feed: queue.Queue[Any],
+    cancel: threading.Event,
+    quiet: float | None = None,
+    arrivals: _Arrivals | None = None,
+) -> Iterator[Any]:
+    """Deltas put on `feed` by the event loop, read in the worker thread; `_QUIET` once
+    when none arrived for `quiet` seconds after the last one (timed from its arrival, not
+    from when the worker read it)."""
+    waiting = True  # nothing to settle before the first delta, nor twice in one silence
     while True:
-        item = feed.get()
+        if quiet is not None and arrivals is not None and not waiting:
+            try:
+                item = feed.get(timeout=max(0.0, arrivals.last + quiet - time.monotonic()))
+            except queue.Empty:
+                waiting = True
+                yield _QUIET
+                continue
+        else:
+            item = feed.get()
+        waiting = False
         if item is _END:
             return
         if item is _CANCEL or cancel.is_set():
@@ -586,13 +627,20 @@ def _blocking_deltas(feed: queue.Queue[Any], cancel: threading.Event) -> Iterato
         yield item
 
 
-async def _pump(source: AsyncIterable[str], feed: queue.Queue[Any], pacing: RequestPacing) -> None:
+async def _pump(
+    source: AsyncIterable[str],
+    feed: queue.Queue[Any],
+    pacing: RequestPacing,
+    arrivals: _Arrivals | None = None,
+) -> None:
     """Move deltas from an async iterable to the worker's queue (telling `pacing` what
-    arrived)."""
+    arrived, and `arrivals` when)."""
     try:
         async for delta in source:
             if isinstance(delta, str):
                 pacing.arrived(len(delta))
+            if arrivals is not None:
+                arrivals.last = time.monotonic()
             feed.put(delta)
     except asyncio.CancelledError:
         feed.put(_CANCEL)

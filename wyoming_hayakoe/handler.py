@@ -2,9 +2,11 @@
 
 - One-shot ``synthesize`` → exactly one ``audio-start``, the chunks, one ``audio-stop``.
 - Streaming ``synthesize-start`` / ``synthesize-chunk``* / ``synthesize-stop`` → audio for
-  each sentence as soon as it is complete in the incoming text; one ``audio-start`` (sent
-  with the first audio), one ``audio-stop`` and ``synthesize-stopped`` after the stop. A
-  compatibility ``synthesize`` sent during a stream is ignored.
+  each sentence as soon as it is complete in the incoming text (a sentence whose end closes
+  a chunk is spoken once no chunk came for ``stream_quiet`` seconds, not held for the
+  next); one ``audio-start`` (sent with the first audio), one ``audio-stop`` and
+  ``synthesize-stopped`` after the stop. A compatibility ``synthesize`` sent during a
+  stream is ignored.
 - Synthesis runs in the engine's worker threads (`Speaker.astream`), never on the event
   loop, and runs at most a couple of chunks ahead of what the client has read.
 - A request that cannot be served gets an ``error`` event; the connection stays usable.
@@ -40,6 +42,7 @@ from wyoming.tts import (
 )
 
 from engine import AudioResult
+from engine.speaker import DEFAULT_STREAM_QUIET
 
 from .admission import Admission, AdmissionRefused, Ticket
 from .events import BadEvent, EventLimits, read_event
@@ -74,6 +77,9 @@ class ServerContext:
     """The `describe` answer (`info.event()`: says which precision each voice runs now)."""
     samples_per_chunk: int = 1024
     max_text_length: int = 100_000
+    stream_quiet: float = DEFAULT_STREAM_QUIET
+    """Seconds without a chunk after which a stream's finished sentences are spoken
+    (`Speaker.astream`'s `quiet`; 0: they wait for the next chunk)."""
     limits: EventLimits = field(default_factory=EventLimits)
     options: dict[str, Any] = field(default_factory=dict)
     """Synthesis defaults passed to every request (speed, sentence_silence, ...)."""
@@ -324,6 +330,7 @@ class HayakoeHandler(AsyncEventHandler):
             style=resolved.style,
             output=resolved.output,
             measure_whole=measure_whole,
+            quiet=self.context.stream_quiet,
             **options,
         )
 

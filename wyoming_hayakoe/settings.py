@@ -17,6 +17,7 @@ from urllib.parse import urlparse
 
 from engine import EMBEDDED_VOICE_NAME, OFFICIAL_SOURCE, EngineOptions, __version__
 from engine.output import OUTPUT_RATES
+from engine.speaker import DEFAULT_STREAM_QUIET
 
 from .flags import (
     OutputDefaults,
@@ -33,6 +34,7 @@ from .flags import (
     _volume,
     _wav_file,
 )
+from .library.options import LibrarySettings, add_library_arguments, library_settings_from_args
 from .subcommands import SUBCOMMANDS
 from .web.options import HttpSettings, add_http_arguments, http_settings_from_args
 
@@ -90,6 +92,9 @@ class Settings:
     presets: tuple[Preset, ...] = ()
     """Named bundles of voice, style and options, served as voices of their own."""
     max_text_length: int = DEFAULT_MAX_TEXT_LENGTH
+    stream_quiet: float = DEFAULT_STREAM_QUIET
+    """Seconds without a ``synthesize-chunk`` after which a stream's finished sentences are
+    spoken without waiting for the next chunk; 0: they wait for it (or the stop)."""
     max_event_payload_bytes: int = 1 << 20
     """Largest binary payload accepted in one event (a TTS server receives no audio)."""
     max_queue: int = DEFAULT_MAX_QUEUE
@@ -103,6 +108,8 @@ class Settings:
     log_format: str = logging.BASIC_FORMAT
     http: HttpSettings | None = None
     """The web page (`wyoming_hayakoe.web`); None: off."""
+    library: LibrarySettings = LibrarySettings()
+    """The voice library (`wyoming_hayakoe.library`): its folder, the hub, the upload limit."""
     engine: EngineOptions = EngineOptions()
     """Engine tuning (threads, streaming windows, memory, offline): flags, else the documented
     environment variables (`EngineOptions.from_env`)."""
@@ -416,6 +423,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="longest text (characters) one request may carry (default: %(default)s)",
     )
     p.add_argument(
+        "--stream-quiet",
+        type=_non_negative_float("--stream-quiet"),
+        default=DEFAULT_STREAM_QUIET,
+        metavar="SECONDS",
+        help="streamed text: when no chunk came for this long, speak the sentences whose end "
+        "was seen without waiting for the next chunk (an LLM calling a tool); 0: wait for it "
+        "(default: %(default)s)",
+    )
+    p.add_argument(
         "--max-queue",
         type=_non_negative_int("--max-queue"),
         default=DEFAULT_MAX_QUEUE,
@@ -430,6 +446,7 @@ def build_parser() -> argparse.ArgumentParser:
         "(default: %(default)s)",
     )
     add_http_arguments(p)
+    add_library_arguments(p)
     p.add_argument("--debug", action="store_true", help="log DEBUG messages")
     p.add_argument("--log-format", default=logging.BASIC_FORMAT, help="format of log messages")
     p.add_argument(
@@ -518,12 +535,14 @@ def settings_from_args(
         streaming=not args.no_streaming,
         presets=presets,
         max_text_length=args.max_text_length,
+        stream_quiet=args.stream_quiet,
         max_queue=args.max_queue,
         drain_timeout=args.drain_timeout,
         warmup=not args.no_warmup,
         debug=args.debug,
         log_format=args.log_format,
         http=http,
+        library=library_settings_from_args(args),
         **{**voice_fields(args, env), "user_dicts": tuple(user_dicts)},
     )
 

@@ -9,6 +9,10 @@ time: sentences to speak in one render call (at an SSML prosody rate), or an exa
 (an SSML break). `engine.speaker.Speaker` renders the parts; it never reaches back into
 the text.
 
+A stream that goes quiet (`settle`, called by `engine.speaker.Speaker` when no delta came for
+`quiet` seconds) hands out the sentences whose end is seen at once, instead of waiting for the
+next delta to decide whether closing quotes or a quotative と belong to them.
+
 Text in deltas (a language model's tokens) can end its first part early, at a clause mark
 (、 ，) once it holds `first_clause` characters: the first audio then waits for a clause,
 not for a whole long sentence (`benchmarks/bench_first_clause.py` measures what it gains and
@@ -127,6 +131,15 @@ class TextPipeline:
         if not self._parts and not parts:
             parts = self._plain(self._early_clause(), clause=True)
         return parts
+
+    def settle(self) -> list[Part]:
+        """The stream went quiet (no delta for a while): the sentences whose end is seen,
+        without waiting for the next delta to decide what follows them (`SentenceSplitter.settle`:
+        what a late delta would have added to them is dropped). Nothing while the start of
+        the stream is still being sniffed for SSML."""
+        if self._mode is None:
+            return []
+        return self._plain(self._splitter.settle())
 
     def close(self) -> list[Part]:
         """The end of the stream: what is left."""

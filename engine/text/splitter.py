@@ -26,8 +26,19 @@ Rules (the same for :func:`split_sentences` and :class:`SentenceSplitter`):
 
 Incremental decisions that need a look-ahead (a ``.`` at the end of the buffer, a terminator
 run that reaches the end of the buffer, a finished sentence waiting for the next speech
-character) wait for the next delta or :meth:`SentenceSplitter.flush`. Feeding a text in
-deltas cut anywhere gives exactly the sentences that :func:`split_sentences` gives.
+character) wait for the next delta, :meth:`SentenceSplitter.flush`, or
+:meth:`SentenceSplitter.settle`. Feeding a text in deltas cut anywhere gives exactly the
+sentences that :func:`split_sentences` gives, as long as `settle` is not called.
+
+A stream that goes quiet (`settle`: its producer stopped sending for a while, e.g. an LLM
+calling a tool) ends every sentence whose end is seen: the look-ahead is decided as if the
+text ended there, except a ``.`` right after a digit (``23.`` may still become ``23.5``).
+The unfinished rest stays. What a later delta would have added to a settled sentence is
+dropped, up to the next speech character or opening bracket: closing brackets and quotes,
+more terminators, emoji, symbols, whitespace (``「はい。`` quiet ``」と言った。`` →
+``「はい。`` then ``と言った。``; ``はい。`` quiet ``😊次`` → ``はい。`` then ``次``). The
+sentence was already spoken, and none of these is read aloud; a late quotative ``と``
+begins the next sentence instead of continuing the quotation's.
 """
 
 from __future__ import annotations
@@ -92,11 +103,15 @@ def _long_cut(seg: str) -> int | None:
     return at
 
 
-def _scan(buf: str, final: bool, max_chars: int | None = None) -> tuple[list[str], int]:
+def _scan(
+    buf: str, final: bool, max_chars: int | None = None, settle: bool = False
+) -> tuple[list[str], int]:
     """Split ``buf`` (text not yet emitted).
 
     Returns the complete sentences and how many characters of ``buf`` they consumed. With
-    ``final`` the whole buffer is consumed.
+    ``final`` the whole buffer is consumed; with ``settle`` every sentence whose end is seen
+    (the look-ahead decided as if the text ended here, but for a ``.`` after a digit) and
+    the unfinished rest is left.
     """
     out: list[str] = []
     n = len(buf)
@@ -141,7 +156,7 @@ def _scan(buf: str, final: bool, max_chars: int | None = None) -> tuple[list[str
             continue
         if ch in _DOTS:
             if i + 1 >= n:
-                if not final:
+                if not final and not (settle and not (i and buf[i - 1].isdigit())):
                     break  # undecidable: "23." may become "23.5"
             elif _dot_continues(buf[i + 1]):
                 i += 1
@@ -152,7 +167,7 @@ def _scan(buf: str, final: bool, max_chars: int | None = None) -> tuple[list[str
             buf[j] in _TERMINATORS or buf[j] in _CLOSERS or buf[j] in _AMBIGUOUS_QUOTES
         ):
             j += 1
-        if j >= n and not final:
+        if j >= n and not final and not settle:
             break  # more closers may follow in the next delta
         if has_speech:
             pending = True
@@ -160,6 +175,10 @@ def _scan(buf: str, final: bool, max_chars: int | None = None) -> tuple[list[str
             quote_end = j if buf[j - 1] in _CLOSERS else -1
         i = j
 
+    if settle and pending:
+        end = n if cut is None else cut
+        out.append(buf[start:end].strip())
+        start = end
     if not final:
         return out, start
     rest = buf[start:].strip()
@@ -189,11 +208,16 @@ class SentenceSplitter:
     def __init__(self, max_chars: int | None = MAX_CHARS) -> None:
         self._buf = ""
         self.max_chars = max_chars
+        self._settled = False  # a settled sentence's late additions are still dropped
 
     def feed(self, delta: str) -> list[str]:
         """Add ``delta`` and return the sentences completed so far (possibly none)."""
         if not delta:
             return []
+        if self._settled:
+            delta = self._drop_late(delta)
+            if not delta:
+                return []
         self._buf += delta
         sentences, used = _scan(self._buf, final=False, max_chars=self.max_chars)
         if used:
@@ -204,7 +228,30 @@ class SentenceSplitter:
         """Return what is left as sentences (end of the stream) and reset the splitter."""
         sentences, _ = _scan(self._buf, final=True, max_chars=self.max_chars)
         self._buf = ""
+        self._settled = False
         return sentences
+
+    def settle(self) -> list[str]:
+        """The stream went quiet: return every sentence whose end is seen, without waiting
+        for the look-ahead (module docstring); the unfinished rest stays pending."""
+        sentences, used = _scan(self._buf, final=False, max_chars=self.max_chars, settle=True)
+        if not sentences:
+            return []
+        self._buf = self._buf[used:]
+        self._settled = True
+        if self._buf:  # already here: what the settled sentence would have taken
+            self._buf = self._drop_late(self._buf)
+        return sentences
+
+    def _drop_late(self, text: str) -> str:
+        """``text`` without what would have joined the settled sentence before it."""
+        for k, ch in enumerate(text):
+            if _is_speech(ch) or ch in _OPENERS:
+                self._settled = False
+                if k:
+                    _LOGGER.debug("Dropped %r after a settled sentence", text[:k])
+                return text[k:]
+        return ""
 
     @property
     def pending(self) -> str:

@@ -254,3 +254,31 @@ def test_a_voice_still_held_at_exit_leaves_quietly(tmp_path) -> None:
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "spoke"
     assert "Error in sys.excepthook" not in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize(("quiet", "early"), [(0.25, True), (None, False)])
+async def test_a_finished_sentence_is_spoken_when_the_deltas_stop(
+    embedded: Speaker, quiet: float | None, early: bool
+) -> None:
+    """A sentence whose end closes a delta is spoken once no delta came for `quiet` seconds,
+    not held until the next delta (an LLM calling a tool); None: it waits for it."""
+    heard = asyncio.Event()
+    came_early: list[bool] = []
+
+    async def deltas():  # type: ignore[no-untyped-def]
+        yield "こんにちは。"
+        try:  # the next sentence only once audio came (or it is clear none will)
+            await asyncio.wait_for(heard.wait(), 60 if early else 0.5)
+            came_early.append(True)
+        except asyncio.TimeoutError:
+            came_early.append(False)
+        yield "今日はいい天気ですね。"
+
+    chunks = []
+    async for chunk in embedded.astream(deltas(), guard=False, quiet=quiet):
+        chunks.append(chunk)
+        heard.set()
+    assert came_early == [early]
+    alone = embedded.generate("こんにちは。")
+    assert np.array_equal(AudioResult.concat(chunks).data[: alone.data.size], alone.data)
+    assert sum(c.duration for c in chunks) > alone.duration + 1.0  # and the second sentence

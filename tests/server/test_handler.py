@@ -186,6 +186,42 @@ async def test_streaming_first_audio_arrives_while_text_is_still_coming(start_se
     assert len(wy.pcm(events)) > 48000  # both sentences
 
 
+async def test_a_sentence_ending_a_chunk_is_spoken_while_the_client_pauses(
+    start_server, wy, embedded
+) -> None:
+    """Home Assistant's order with an LLM that calls a tool after its first sentence: the
+    sentence closes a chunk and the next chunk comes only later. Its audio comes during the
+    pause (after `stream_quiet`), not with the next chunk; a closing quote that comes late
+    is dropped, the quotative と then begins the next sentence."""
+    server = await start_server()
+    async with wy.client(server) as client:
+        await client.write_event(SynthesizeStart().event())
+        await client.write_event(SynthesizeChunk(text="「はい。").event())
+        # no further chunk until audio came: a server waiting for one never answers
+        early = await wy.read_until(client, "audio-chunk")
+        assert wy.types(early) == ["audio-start", "audio-chunk"]
+        await client.write_event(SynthesizeChunk(text="」と言った。").event())
+        await client.write_event(SynthesizeStop().event())
+        events = early + await wy.read_until(client, "synthesize-stopped")
+    first = embedded.generate("「はい。").pcm_bytes()
+    pcm = wy.pcm(events)
+    assert pcm[: len(first)] == first and len(pcm) > len(first) + 48000  # then と言った
+
+
+async def test_with_stream_quiet_0_a_finished_sentence_waits_for_the_next_chunk(
+    start_server, wy, embedded
+) -> None:
+    server = await start_server(stream_quiet=0.0)
+    async with wy.client(server) as client:
+        await client.write_event(SynthesizeStart().event())
+        await client.write_event(SynthesizeChunk(text="「はい。").event())
+        assert await wy.quiet(client, 1.0) is None  # held: a closing quote could follow
+        await client.write_event(SynthesizeChunk(text="」と言った。").event())
+        await client.write_event(SynthesizeStop().event())
+        events = await wy.read_until(client, "synthesize-stopped")
+    assert wy.pcm(events) == embedded.generate("「はい。」と言った。").pcm_bytes()
+
+
 async def test_empty_and_unspeakable_text_gives_empty_audio(start_server, wy) -> None:
     server = await start_server()
     for text in ["", "   ", "😀🎉✨", "！？"]:

@@ -138,3 +138,13 @@ def test_readings_are_what_the_voice_gets_with_accents() -> None:
     kana = "".join(p.reading for p in found.phrases)
     assert "ジュウジサンジュップン" in kana and kana.endswith("アメデス")
     assert TextPipeline(rewrite=False).readings("10:30").text == "10:30"
+
+
+def test_settle_hands_out_a_finished_sentence_once_the_stream_is_quiet() -> None:
+    pipe = TextPipeline(rewrite=False)
+    assert pipe.settle() == []  # nothing yet (the start is still being sniffed for SSML)
+    assert pipe.feed("こんにちは。") == []  # a closing quote could still follow
+    assert pipe.settle() == [Part(("こんにちは。",), chars=6)]
+    assert pipe.settle() == []
+    assert pipe.feed("」と今日は晴れ。") == []
+    assert pipe.close() == [Part(("と今日は晴れ。",))]  # the late 」 dropped

@@ -141,3 +141,44 @@ def test_deltas_equal_whole_with_length_limit(text: str, cuts: list[int], max_ch
     whole = split_sentences(text, max_chars=max_chars)
     assert _feed_in_pieces(text, cuts, max_chars) == whole
     assert re.sub(r"\s", "", "".join(whole)) == re.sub(r"\s", "", text)
+
+
+# -- a stream that goes quiet (settle) ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("deltas", "expected"),
+    [
+        # the end of a chunk is the end of the sentence: no need to see the next character
+        (["こんにちは。"], ["こんにちは。", "|"]),
+        (["こんにちは！？"], ["こんにちは！？", "|"]),
+        (["Hello there."], ["Hello there.", "|"]),
+        (["見出し\n"], ["見出し", "|"]),
+        # an unfinished rest stays; an opener already seen starts the next sentence
+        (["一つ目。二つ"], ["一つ目。", "|", "二つ"]),
+        (["はい。「"], ["はい。", "|", "「"]),
+        # 23. may still become 23.5: a dot after a digit waits
+        (["気温は23.", "5度です。"], ["|", "気温は23.5度です。", "|"]),
+        # late closers, terminators, emoji and symbols: dropped, the next sentence starts
+        # at its first speech character (a late quotative と begins it)
+        (["「はい。", "」と言った。"], ["「はい。", "|", "と言った。", "|"]),
+        (["はい。", "😊次です。"], ["はい。", "|", "次です。", "|"]),
+        (["はい。", "」", "！", "次"], ["はい。", "|", "|", "|", "|", "次"]),
+        (["はい。", "」「そう」"], ["はい。", "|", "|", "「そう」"]),
+        # nothing with speech ended: nothing to settle
+        (["😊"], ["|", "😊"]),
+        (["はい"], ["|", "はい"]),
+    ],
+)
+def test_settle_ends_the_sentences_whose_end_is_seen(
+    deltas: list[str], expected: list[str]
+) -> None:
+    """After each delta the stream goes quiet (`settle`, "|" in the expected list); what is
+    left comes with `flush`."""
+    s = SentenceSplitter()
+    got: list[str] = []
+    for delta in deltas:
+        got += s.feed(delta)
+        got += s.settle() + ["|"]
+    got += s.flush()
+    assert got == expected
