@@ -104,6 +104,11 @@ class EngineOptions:
     cores a 4-sentence text took 0.91-0.95x the serial time, first audio unchanged
     (docs/synthesizer.md, "Overlap across sentences")."""
 
+    progress: bool = True
+    """Long work a call starts (int8 graphs made, `precision="int8"` on a fresh cache) shows
+    its progress on stderr (`engine.progress`: a bar on a terminal, a line per step
+    otherwise); off: the lines go to `logging` at INFO only (the server: its log has them)."""
+
     first_clause: int = DEFAULT_FIRST_CLAUSE
     """Text in deltas (a language model's reply): the first part may end at a clause mark
     (、，) once it holds this many characters, so the first audio does not wait for a long

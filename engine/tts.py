@@ -11,11 +11,12 @@ is shared by all neural speakers of a `TTS`.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,13 +26,14 @@ from .int8.measure import WARMUP_TEXT
 from .layout import OFFICIAL_SOURCE
 from .openjtalk import EMBEDDED_VOICE_NAME, OpenJTalkVoice
 from .options import EngineOptions
+from .progress import StderrProgress
 from .speaker import Speaker
 from .voice_backend import Voice
 
 if TYPE_CHECKING:  # engine.bert is imported when the first neural voice is prepared
     from .bert import BertBackend
     from .int8.plan import Int8Job, Int8Plan
-    from .neural.build import ModelPool
+    from .neural.build import ModelPool, VoiceFiles
 
 __all__ = ["TTS"]
 
@@ -70,18 +72,24 @@ class TTS:
     turns on the text rewriting pass (times, units, Latin words, user dictionary). `options`
     (`EngineOptions`) holds the tuning knobs: threads, streaming windows, memory, offline.
     `precision` (``"auto"``, ``"fp32"``, ``"int8"``; default: `options.precision`, "auto")
-    picks the decoder arithmetic of CPU voices: "auto" runs int8 where the voice's int8
-    graphs passed the fidelity gate (`engine.int8.plan`), fp32 otherwise.
+    picks the decoder arithmetic of CPU voices. `progress` (default: `options.progress`,
+    on) shows long work on stderr; ``progress=False`` leaves it to `logging`.
 
-    The contract of `prepare`: it pays every heavy cost before it returns. Int8 graphs not
-    in the cache yet are made then (a progress line per step; resumed if an earlier run
-    was stopped), so a voice runs what its plan says from the first request, on a fresh
-    cache as on a warm one. Nothing runs in the background unless asked: with
-    `options.quantize_in_background` (the server's default) or a `background` worker, such
-    voices serve in fp32 at once and switch to int8 between requests once their graphs
-    pass the gate (`engine.int8.background`); that work pauses while any request is in
-    flight. `close` (or leaving a ``with`` block, or interpreter exit) cancels it, inside
-    ONNX Runtime too, and joins its threads.
+    The contract of `prepare`: it pays every heavy cost of what it runs before it returns,
+    and starts no long work that was not asked for.
+
+    - ``"auto"`` takes what is already made: a voice whose int8 graphs are in the cache
+      (made by ``wyoming-hayakoe quantize``, ``precision="int8"``, or a server's background
+      work) runs int8 where their fidelity gate passed (or what a stored measurement chose
+      among runtimes); otherwise it runs fp32 at once, and one line on stderr says int8 is
+      not made yet, what it gains on this kind of CPU, and how to make it.
+    - ``"int8"`` runs int8 when `prepare` returns: graphs not in the cache are made then
+      (minutes on a full-size voice; progress on stderr; resumed if an earlier run stopped).
+    - With `options.quantize_in_background` (the server's default) or a `background`
+      worker, voices whose graphs are missing serve fp32 at once and switch to int8
+      between requests once their graphs pass the gate (`engine.int8.background`); that
+      work pauses while any request is in flight. `close` (or leaving a ``with`` block,
+      or interpreter exit) cancels it, inside ONNX Runtime too, and joins its threads.
     """
 
     def __init__(
@@ -94,12 +102,15 @@ class TTS:
         rewrite: bool = True,
         options: EngineOptions | None = None,
         precision: str | None = None,
+        progress: bool | None = None,
         background: BackgroundInt8 | None = None,
     ) -> None:
         self.device = device
         self.options = options or EngineOptions()
         if precision is not None:
             self.options = replace(self.options, precision=precision)
+        if progress is not None:
+            self.options = replace(self.options, progress=progress)
         """Tuning passed to sources, the BERT and every voice (see `engine.options`)."""
         self.cache_dir = Path(cache_dir) if cache_dir is not None else None
         self.bert_source = bert_source
@@ -113,6 +124,8 @@ class TTS:
         self._background = background
         self._models: ModelPool | None = None
         self._changes = threading.Lock()  # add / remove, one at a time
+        # long work's progress on stderr (times counted from here), unless asked not to
+        self._stderr_progress = StderrProgress() if self.options.progress else None
 
     def __repr__(self) -> str:  # no token in here
         return (
@@ -250,16 +263,6 @@ class TTS:
         from .neural.loader import find_native, load_voice_files
         from .sources import parse_source
 
-        if self._bert is None:
-            bert_src = parse_source(
-                self.bert_source,
-                cache_dir=self.cache_dir,
-                token=self._hf_token,
-                offline=self.options.offline,
-            )
-            self._bert = load_bert(
-                bert_src, self.device, threads=self.options.threads, cache_dir=self.cache_dir
-            )
         if is_aivm_source(reg.source):  # an AivisHub file (engine.aivm)
             files = describe_aivm(
                 reg.name,
@@ -277,6 +280,23 @@ class TTS:
                 offline=self.options.offline,
             )
             files = find_native(reg.name, src, self.device, self.cache_dir)
+        if self._bert is None:
+            # the voice's graph cut at the decoder (made once, seconds of protobuf and disk)
+            # is made while the BERT's session is built (native code, the GIL released)
+            with self._deriving(files):
+                bert_src = parse_source(
+                    self.bert_source,
+                    cache_dir=self.cache_dir,
+                    token=self._hf_token,
+                    offline=self.options.offline,
+                )
+                self._bert = load_bert(
+                    bert_src,
+                    self.device,
+                    threads=self.options.threads,
+                    cache_dir=self.cache_dir,
+                    make_derived=self._long_work_asked,
+                )
         if self._models is None:
             self._models = ModelPool()
         built = load_voice_files(
@@ -288,8 +308,46 @@ class TTS:
             options=self.options,
             models=self._models,
             defer=self.options.quantize_in_background or self._background is not None,
+            progress=self._progress(),
         )
         return built.voice, built.plan, built.key
+
+    @contextlib.contextmanager
+    def _deriving(self, files: VoiceFiles) -> Iterator[None]:
+        """The block runs while a thread makes `files`' split graphs (`engine.synth.
+        decoder_split.derived_graphs`, cached) where the voice runs on ONNX Runtime; a
+        failure there is left for the voice's build to meet and report."""
+        onnx = files.onnx
+        if onnx is None or (str(self.device).startswith("cuda") and not files.onnx_only):
+            yield
+            return
+        from .synth.decoder_split import derived_graphs
+
+        def derive() -> None:
+            try:
+                derived_graphs(onnx.synthesizer, self.cache_dir, conv2d=self.options.conv2d)
+            except Exception as exc:  # noqa: BLE001 - the build makes them again and says why
+                _LOGGER.debug("Deriving %s ahead failed: %s", onnx.synthesizer, exc)
+
+        worker = threading.Thread(target=derive, name="hayakoe-derive", daemon=True)
+        worker.start()
+        try:
+            yield
+        finally:
+            worker.join()
+
+    @property
+    def _long_work_asked(self) -> bool:
+        """Whether derived graphs made once per machine (seconds: the compacted BERT) may be
+        made in `prepare()`: by the server (it starts once and serves for months) and where
+        int8 is asked for (minutes anyway); a script's `auto` takes them from the cache only,
+        so its first `prepare()` costs about what hayakoe's does."""
+        return self.options.quantize_in_background or self.options.precision == "int8"
+
+    def _progress(self) -> Callable[[str], None] | None:
+        """Where long work's progress lines go: stderr (`engine.progress`) unless
+        `options.progress` is off (then `logging`, at INFO)."""
+        return self._stderr_progress
 
     def pre_download(self, device: str | None = None) -> list[Path]:
         """Fetch every registered neural voice (and the BERT) into the cache, loading nothing.

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import os
 import signal
@@ -56,7 +57,6 @@ class HayakoeServer:
             info=InfoAnswer(catalog, streaming=settings.streaming),
             samples_per_chunk=settings.samples_per_chunk,
             max_text_length=settings.max_text_length,
-            stream_quiet=settings.stream_quiet,
             limits=EventLimits(
                 max_data=settings.max_event_data_bytes,
                 max_payload=settings.max_event_payload_bytes,
@@ -239,7 +239,9 @@ async def run_server(settings: Settings) -> int:
 
         ensure_dictionary_file(settings.http.dictionary)  # read like --user-dict, so it must be
     _LOGGER.info("Loading voices: %s", ", ".join(v.name for v in settings.voices))
-    tts = await asyncio.to_thread(prepare_tts, settings)
+    # the log has every progress line (at INFO): none of them also printed bare on stderr
+    quiet = dataclasses.replace(settings.engine, progress=False)
+    tts = await asyncio.to_thread(prepare_tts, dataclasses.replace(settings, engine=quiet))
     server = HayakoeServer(settings, tts.speakers)
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()

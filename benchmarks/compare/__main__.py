@@ -6,7 +6,7 @@ import sys
 
 from benchmarks.lib import cli
 
-NAMES = ("side-by-side", "precision", "render")
+NAMES = ("side-by-side", "precision", "render", "first-prepare")
 PARTS = {name: f"benchmarks.compare.{name.replace('-', '_')}" for name in NAMES}
 
 

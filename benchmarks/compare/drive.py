@@ -59,9 +59,10 @@ class Variant:
     env: dict[str, str] = field(default_factory=dict)
 
     def program(self, module: str) -> tuple[list[str], dict[str, str]]:
-        """`python -m module` in the engine's venv, and its environment (its own model cache;
-        hayakoe's sees only `benchmarks`, from the working directory)."""
-        env = program_env({**self.env, "HAYAKOE_CACHE": str(CACHE / f"{self.engine}-cache")})
+        """`python -m module` in the engine's venv, and its environment (its own model cache
+        unless the variant's environment names one; hayakoe's sees only `benchmarks`, from
+        the working directory)."""
+        env = program_env({"HAYAKOE_CACHE": str(CACHE / f"{self.engine}-cache"), **self.env})
         if self.engine != "hayakoe":
             return [sys.executable, "-m", module], env
         env.pop("PYTHONPATH")

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from benchmarks.lib import cli
 
-NAMES = ("frontend", "rewrite", "bert", "stream", "overlap", "output", "embedded")
+NAMES = ("frontend", "rewrite", "bert", "stream", "overlap", "output", "embedded", "measure_traces")
 PARTS = {name: f"benchmarks.engine.{name}" for name in NAMES}
 
 

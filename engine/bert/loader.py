@@ -75,6 +75,7 @@ def load_bert(
     precision: str = "q8",
     threads: int | None = None,
     cache_dir: str | Path | None = None,
+    make_derived: bool = True,
 ) -> BertBackend:
     """Load the BERT of a voice root laid out like hayakoe's repository.
 
@@ -85,7 +86,8 @@ def load_bert(
     e.g. PyTorch on CPU. The tokenizer comes from ``bert/tokenizer/``. `cache_dir`: where
     the optimised ONNX graph is kept (default: the cache root). The int8 graph's fp32
     tables (word embeddings, folded position tables) are held in int8 too where they pass
-    their gate (`engine.bert.compact`).
+    their gate (`engine.bert.compact`); `make_derived=False` uses them only when the cache
+    holds them already (the library's first `prepare()`: no long work not asked for).
     """
     if backend is None:
         backend = "torch" if str(device).startswith("cuda") else "onnx"
@@ -108,6 +110,7 @@ def load_bert(
                 threads=threads,
                 cache_dir=cache_dir,
                 int8_tables=precision == "q8",
+                make_derived=make_derived,
             )
         except (ImportError, FileNotFoundError, MemoryError):
             raise

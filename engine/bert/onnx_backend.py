@@ -83,7 +83,8 @@ class OnnxBert(BertFeatures):
     where the graph optimised once is kept (default: the cache root). `int8_tables`: hold the
     word embeddings and folded position tables in int8 (`engine.bert.compact`: made once into
     the cache and gated on the features; graphs under `COMPACT_MIN_BYTES` and a failed gate
-    keep the file as it is).
+    keep the file as it is). `make_derived=False`: derived graphs (the compacted one, the
+    optimised one) are taken from the cache where made, never made now: the graph as it is.
     """
 
     def __init__(
@@ -97,6 +98,7 @@ class OnnxBert(BertFeatures):
         max_batch_tokens: int = 16384,
         max_batch_attention: int = 1 << 20,
         int8_tables: bool = False,
+        make_derived: bool = True,
     ) -> None:
         import onnxruntime as ort
 
@@ -113,14 +115,15 @@ class OnnxBert(BertFeatures):
         if int8_tables and onnx_path.stat().st_size >= COMPACT_MIN_BYTES:
             from .compact import compact_model  # gated; None: use the file as it is
 
-            compact = compact_model(onnx_path, tokenizer_dir, cache_dir)
+            compact = compact_model(onnx_path, tokenizer_dir, cache_dir, make=make_derived)
         self.int8_tables = compact is not None
         """Whether the fp32 tables are held in int8 (`engine.bert.compact`)."""
         try:
             from ..synth.ort_cache import optimized_model  # made once: lower peak memory at start
 
+            graph = compact or (optimized_model(onnx_path, cache_dir) if make_derived else None)
             self.session = ort.InferenceSession(
-                str(compact or optimized_model(onnx_path, cache_dir)),
+                str(graph or onnx_path),
                 sess_options=session_options(threads),
                 providers=providers or ["CPUExecutionProvider"],
             )

@@ -7,13 +7,16 @@ OpenVINO in bf16 or fp16 where the CPU has it. Which is fastest depends on the m
 that serves, once:
 
 1. **candidates** (`candidates`): the runtimes and precisions the options allow and this
-   machine offers; the reference is fp32 on ONNX Runtime;
-2. **timing** of each candidate, alternated with the reference in the same run (`ROUNDS`
-   pairs; the ratio is median candidate / median reference), on the voice's own warm-up
-   sentences (`WARMUP_TEXT`), front graph and whole decoder, with the threads the voice
-   serves with; every run has input lengths of its own (a runtime that prepares kernels
-   per shape pays for it, as it would on new sentences); a run that a request overlapped
-   (`busy`) is taken again;
+   machine offers; the reference is fp32 on ONNX Runtime. `runtime` "auto" times ONNX
+   Runtime only (OpenVINO compiles per input length: measured never a server's choice, and
+   minutes to find out); "openvino" times OpenVINO's precisions against the reference;
+2. **timing** of each candidate (int8 on ONNX Runtime first), alternated with the reference
+   in the same run (`ROUNDS` pairs; the ratio is median candidate / median reference), on
+   the voice's own warm-up sentences (`WARMUP_TEXT`), front graph and whole decoder, with
+   the threads the voice serves with; every run has input lengths of its own, each a little
+   shorter than the last (a runtime that prepares kernels per shape pays for it, as it would
+   on new sentences; an arena sized by the first run does not grow); a run that a request
+   overlapped (`busy`) is taken again;
 3. **the gate** for each candidate faster than the reference (a slower one cannot be
    chosen): the held-out sentences of the int8 gate (every style) through the reference
    and through the candidate, the same inputs and noise, judged by the same thresholds
@@ -21,8 +24,9 @@ that serves, once:
    `make_int8` wrote); a candidate whose front graph changes the latent's length
    (durations moved) fails;
 4. **the choice**: the lowest ratio among those that passed (the reference is 1.00). A
-   faster candidate whose resident memory grew by more than `MEMORY_GROWTH_MB` per timed
-   run (new input lengths each) is left out too: a server running it would grow.
+   faster candidate whose resident memory keeps growing by more than `MEMORY_GROWTH_MB`
+   per timed run once settled (`settled_growth_mb`) is left out too: a server running it
+   would grow. A candidate not begun within `BUDGET_S` is left out, with that reason.
 
 The result (`Measurement`: every candidate's gate figures and ratio, the choice) is kept as
 `speed.json` in the voice's int8 cache folder, stamped with what it depends on (CPU,
@@ -65,20 +69,30 @@ __all__ = [
     "measure",
     "measurement_stamp",
     "read_measurement",
+    "settled_growth_mb",
 ]
 
 _LOGGER = logging.getLogger(__name__)
 
 SPEED_FILE = "speed.json"
-FORMAT = 2
-"""Bump when what is measured changes: stored measurements are then taken again."""
+FORMAT = 3
+"""Bump when what is measured changes: stored measurements are then taken again (3: new
+input lengths now shorter run by run, memory judged once settled, a time budget)."""
 ROUNDS = 3
 """Timed runs of each candidate (each next to one of the reference)."""
 RETRIES = 3
 MEMORY_GROWTH_MB = 16.0
-"""A candidate whose resident memory grows by more than this per timed run (each run new
-input lengths) is left out: measured, OpenVINO's CPU plugin keeps ~55-80 MB per new
-decoder input length of the full-size voice, so a server would grow without bound."""
+"""A candidate whose resident memory keeps growing by more than this per timed run once
+settled (`settled_growth_mb`: each run new input lengths, the first run's growth not
+counted) is left out: measured, OpenVINO's CPU plugin keeps ~55-186 MB per new decoder
+input length of the full-size voice, so a server would grow without bound. ONNX Runtime's
+arena grows only while the lengths grow, and the timed lengths shrink run by run."""
+SETTLE_RUNS = 1
+"""Timed runs whose memory growth is not judged (an arena's first blocks)."""
+BUDGET_S = 30.0
+"""The measurement's time budget (gates, sessions, timing): a candidate not begun within it
+is left out with that reason. With `runtime` "auto" only ONNX Runtime is timed (fp32 and
+int8, whose gate report is stored), which takes ~15 s on the full-size voice on 2 cores."""
 SLOWER_CUTOFF = 1.5
 """A candidate whose first timed run takes this many times the reference's is not timed
 again (it cannot win)."""
@@ -111,13 +125,16 @@ REFERENCE = Candidate(ONNXRUNTIME, "fp32")
 
 
 def candidates(runtime: str, *, int8: bool, openvino: Any = None) -> list[Candidate]:
-    """What `precision="auto"` chooses among under `runtime` ("auto", "onnxruntime",
-    "openvino"): fp32 always, int8 where `int8` graphs passed their gate, bf16 / fp16 on
-    OpenVINO where the CPU reports them. `openvino`: the module that answers
+    """What `precision="auto"` chooses among under `runtime` ("auto" and "onnxruntime": ONNX
+    Runtime; "openvino": OpenVINO's): fp32 always, int8 where `int8` graphs passed their
+    gate, bf16 / fp16 on OpenVINO where the CPU reports them. `openvino`: the module that answers
     `available()` / `supports(precision)` (default `engine.synth.openvino_backend`)."""
     if openvino is None:
         from ..synth import openvino_backend as openvino
-    runtimes = [ONNXRUNTIME, OPENVINO] if runtime == "auto" else [runtime]
+    # "auto" times ONNX Runtime only: OpenVINO compiles its kernels per input length, which
+    # was measured at 0.68-0.79x fp32's time but +160-186 MB per new length (fp32) and 50x
+    # with +7.5 GB per length (int8): never a server's choice, and minutes to find out.
+    runtimes = [ONNXRUNTIME] if runtime == "auto" else [runtime]
     out = []
     for rt in runtimes:
         if rt == OPENVINO and not openvino.available():
@@ -142,7 +159,8 @@ class Trial:
     gate: str
     """"reference", "passed", "failed", "slower" (slower than the reference, so not gated:
     it cannot be chosen), "memory" (its memory grew with new input lengths, so not
-    chosen) or "error" (could not be built)."""
+    chosen), "budget" (not begun within the time budget, `BUDGET_S`) or "error" (could not
+    be built)."""
     fidelity: str = ""
     """The gate's summary (figures and thresholds); empty for the reference."""
     snr_db_min: float | None = None
@@ -191,6 +209,8 @@ class Measurement:
                     f"{t.candidate.label} {t.ratio:.2f}× but left out: memory "
                     f"+{t.memory_mb_per_run:.0f} MB per new input length"
                 )
+            elif t.gate == "budget":
+                parts.append(f"{t.candidate.label}: not timed ({t.fidelity})")
             elif t.gate == "slower":
                 parts.append(f"{t.candidate.label} {t.ratio:.2f}× (slower)")
             elif t.gate == "failed":
@@ -299,13 +319,23 @@ def read_measurement(path: Path, stamp: dict[str, Any]) -> Measurement | None:
         return None
     if found.stamp != stamp:
         changed = sorted(k for k in {*stamp, *found.stamp} if stamp.get(k) != found.stamp.get(k))
-        _LOGGER.info("Measuring again: %s changed since %s", ", ".join(changed), path)
+        _LOGGER.info("Stored measurement not used: %s changed since %s", ", ".join(changed), path)
         return None
     return found
 
 
 Builder = Callable[[Candidate], LatentBackend]
 """A candidate → a fresh synthesizer cut at the decoder that runs it."""
+
+
+def settled_growth_mb(trace_mb: Sequence[float], settle: int = SETTLE_RUNS) -> float:
+    """Resident memory added per run once settled: `trace_mb` is the RSS (MB) before the
+    first timed run and after each; the first `settle` runs' growth (an arena's first
+    blocks) is not counted, and of the rest the median (one run's spike is not a trend).
+    0.0 when no run is left to judge."""
+    steps = [b - a for a, b in zip(trace_mb, trace_mb[1:])]
+    judged = steps[settle:] if len(steps) > settle else []
+    return float(statistics.median(judged)) if judged else 0.0
 
 
 def measure(
@@ -323,6 +353,7 @@ def measure(
     rounds: int = ROUNDS,
     control: Int8Control | None = None,
     progress: Callable[[str], None] | None = None,
+    budget_s: float = BUDGET_S,
 ) -> Measurement:
     """Gate and time `trying` (see the module doc). `int8_report`: the stored gate report
     of the int8 graphs (int8 on ONNX Runtime is judged by it); `heldout` replaces the
@@ -379,10 +410,11 @@ def measure(
 
     def timed(synth: Any, run: int) -> float:
         """One timed run: every timing sentence, front graph and whole decoder. `run` > 0
-        stretches the sentences a little (length scale 1 + 1.1 % per run), so that every
+        shortens the sentences a little (length scale 1 - 1.1 % per run), so that every
         run has input lengths of its own: a runtime that prepares kernels per input shape
-        (OpenVINO) pays that as it would on a stream of new sentences, not only once."""
-        stretched = SynthParams(length_scale=1.0 + 0.011 * run)
+        (OpenVINO) pays that as it would on a stream of new sentences, not only once, while
+        an arena sized by the first (longest) run has no reason to grow."""
+        stretched = SynthParams(length_scale=max(0.5, 1.0 - 0.011 * run))
         for _ in range(RETRIES + 1):
             control.checkpoint()
             t0 = time.perf_counter()
@@ -395,11 +427,19 @@ def measure(
 
     timed(reference, 0)  # first-call costs out of the figures
     run = 0
-    for cand in trying:
+    # int8 on ONNX Runtime first: the likeliest choice, and gated already (its stored report)
+    order = sorted(trying, key=lambda c: c != Candidate(ONNXRUNTIME, "int8"))
+    for cand in order:
         if cand == REFERENCE:
             continue
         trial = Trial(cand.runtime, cand.precision, "error")
         trials.append(trial)
+        spent = time.perf_counter() - t_start
+        if spent > budget_s:
+            trial.gate = "budget"
+            trial.fidelity = f"the measurement's {budget_s:.0f} s were spent ({spent:.0f} s)"
+            say(f"{voice.name}: {cand.label} left out: {trial.fidelity}")
+            continue
         try:
             synth = build(cand)
         except Exception as exc:  # noqa: BLE001 - this candidate is out, the others stay
@@ -408,22 +448,24 @@ def measure(
             say(f"{voice.name}: {cand.label} left out: {trial.fidelity}")
             continue
         timed(synth, 0)  # first-call costs
-        rss_before = _rss_mb()
+        rss = [_rss_mb()]
         for r in range(rounds):
             run += 1
             pair = [(synth, trial.seconds), (reference, trial.reference_seconds)]
             for runner, into in pair if r % 2 == 0 else pair[::-1]:
                 into.append(timed(runner, run))
+            rss.append(_rss_mb())
             if trial.seconds[-1] > SLOWER_CUTOFF * trial.reference_seconds[-1]:
                 break  # clearly slower: more runs would not change the choice
+            pair_s = trial.seconds[-1] + trial.reference_seconds[-1]
+            if time.perf_counter() - t_start + pair_s > budget_s and len(trial.seconds) >= 2:
+                break  # another pair would overrun the budget: two pairs are a figure
         trial.ratio = round(
             statistics.median(trial.seconds) / statistics.median(trial.reference_seconds), 3
         )
         say(f"{voice.name}: {cand.label} {trial.ratio:.2f}× the time of {REFERENCE.label}")
-        rss_after = _rss_mb()
-        if rss_before is not None and rss_after is not None:
-            # the reference's runs between: ONNX Runtime's arena is warm by now
-            trial.memory_mb_per_run = round((rss_after - rss_before) / len(trial.seconds), 1)
+        if all(m is not None for m in rss):
+            trial.memory_mb_per_run = round(settled_growth_mb([m or 0.0 for m in rss]), 1)
         if trial.ratio < 1.0 and (trial.memory_mb_per_run or 0.0) > MEMORY_GROWTH_MB:
             trial.gate = "memory"  # faster, but a server running it would grow
             say(

@@ -9,20 +9,27 @@
   were made for them on purpose: their int8 graphs were measured slower than fp32.
 
 Graphs are looked for beside the voice (baked by `wyoming-hayakoe quantize`) and in the
-cache. When none are found, they are made now (state ``ready`` once done: `prepare()`
-returns with the answer, on a fresh cache as on a warm one), or, with `defer` (the server's
-`--quantize-in-background`), left for later: state ``pending``, fp32 until then, and the
-plan's `job` says how to make and install them (`engine.int8.background`). A stored report
-is judged again against the thresholds asked for (its figures are kept; only the verdict
-may change). Every answer comes with its reason, which the loader logs.
+cache. When none are found:
 
-With ``"auto"`` the choice is also a runtime: where more than one runtime × precision
-passes the gate (`engine.int8.measure`: fp32 and int8 on ONNX Runtime and OpenVINO, bf16 /
-fp16 on OpenVINO where the CPU has it), the fastest measured on this machine is taken —
-measured once, kept in the cache (`speed.json`), read back by later starts. In the library
-the measurement is made before `prepare()` returns; with `defer` it is the pending job's
-last step (the voice serves what the gate allows meanwhile, and switches at a request
-boundary). A precision asked for runs on `runtime` (ONNX Runtime unless "openvino").
+- ``"auto"`` in the library runs fp32 at once (state ``none``) and says so in one line:
+  int8 is not made yet, what it gains on this kind of CPU, and how to make it
+  (`not_made_note`). It starts no minutes of work nobody asked for.
+- ``"int8"`` makes them now (state ``ready`` once done: `prepare()` returns with int8);
+- with `defer` (the server's `--quantize-in-background`), under either, they are left for
+  later: state ``pending``, fp32 until then, and the plan's `job` says how to make and
+  install them (`engine.int8.background`).
+
+A stored report is judged again against the thresholds asked for (its figures are kept;
+only the verdict may change). Every answer comes with its reason, which the loader logs.
+
+With ``"auto"`` the choice may also be a runtime: where more than one runtime × precision
+passes the gate (`engine.int8.measure`: fp32 and int8 on ONNX Runtime; with `runtime`
+"openvino" also OpenVINO's), the fastest measured on this machine is taken — measured once,
+kept in the cache (`speed.json`), read back by later starts. The library never measures in
+`prepare()`: it takes a stored measurement, else the gate's verdict (int8 on ONNX Runtime
+where it passed); with `defer` the measurement is the pending job's last step (the voice
+serves what the gate allows meanwhile, and switches at a request boundary). A precision
+asked for runs on `runtime` (ONNX Runtime unless "openvino").
 """
 
 from __future__ import annotations
@@ -39,6 +46,7 @@ from ..synth.common import SynthBackend
 from .calibrate import FeatureSource, LatentBackend, VoiceSpec
 from .control import Int8Control
 from .gate import FidelityReport, GateThresholds, judge
+from .kernels import int8_gain_here
 from .make import make_int8
 from .measure import (
     SPEED_FILE,
@@ -57,6 +65,7 @@ __all__ = [
     "Int8Job",
     "Int8Plan",
     "PrecisionChoice",
+    "not_made_note",
     "plan_int8",
     "verdict",
 ]
@@ -358,6 +367,16 @@ class Int8Plan:
         return self.choice.precision
 
 
+def not_made_note(name: str) -> str:
+    """What `auto` says of a voice whose int8 graphs are not made: what int8 gains on this
+    kind of CPU (`engine.int8.kernels.int8_gain_here`) and the one call that makes them."""
+    return (
+        f"{int8_gain_here()}. Make them once (minutes; kept in the cache, taken by every later "
+        f'start): TTS(precision="int8") in a script, `wyoming-hayakoe quantize SOURCE --name '
+        f"{name}`, or a server, which makes them in the background"
+    )
+
+
 def plan_int8(
     precision: str,
     *,
@@ -388,9 +407,11 @@ def plan_int8(
             return Int8Plan(READY, choice)
         todo = job()
         todo.graphs = graphs
-        found = todo.measured(graphs, choice, cached_only=defer, control=control, progress=progress)
+        found = todo.measured(graphs, choice, cached_only=True, control=control, progress=progress)
         if found is not None:
             return Int8Plan(READY, found)
+        if not defer:  # the library takes what is made: the gate's verdict, nothing timed now
+            return Int8Plan(READY, choice)
         todo.serving = choice  # serves the gate's choice now; measured in the background
         return Int8Plan(PENDING, choice, todo)
     if precision == "auto" and decoder_channels < AUTO_MIN_CHANNELS:
@@ -418,6 +439,10 @@ def plan_int8(
         todo.serving = serving
         return Int8Plan(PENDING, serving, todo)
     say = progress or (lambda message: _LOGGER.info("%s", message))
+    if precision == "auto":  # nothing made yet, and nobody asked for minutes of work now
+        reason = f"int8 not made yet: {not_made_note(name)}"
+        say(f"Voice {name}: fp32 for now, {reason}")
+        return Int8Plan(NONE, PrecisionChoice("fp32", reason, None, fixed))
     say(
         f"Voice {name}: making int8 graphs once into {out} (calibration on the voice's own "
         "latents, then the fidelity gate; this takes a while, and resumes if stopped)"

@@ -429,8 +429,9 @@ def speak_here(
         settings,
         warmup=guard and voices[0].name != EMBEDDED_VOICE_NAME,
         # One request and out: the library's contract, not the server's background work.
-        # int8 graphs missing from the cache are made once, here (progress on stderr; a
-        # stopped run resumes), so this and every later `say` runs what the plan says.
+        # `auto` takes what the cache holds (int8 a server or `quantize` made, else fp32 at
+        # once with one line on stderr); only `--precision int8` makes graphs here (minutes,
+        # progress on stderr, a stopped run resumes).
         engine=dataclasses.replace(settings.engine, quantize_in_background=False),
     )
     try:

@@ -1,8 +1,10 @@
 """An AivisHub `.aivmx` is built by the one voice builder, int8 included: under
 `precision="auto"`, the server's way (`quantize_in_background`) serves both speakers of a
 two-speaker file at once in fp32 with one int8 upgrade pending for the file (listed under
-each speaker's name), and the library's way (nothing in the background) makes the int8
-graphs, gates them and measures the candidates before `prepare()` returns.
+each speaker's name). The library's way (nothing in the background): `auto` on a fresh cache
+runs fp32 at once and says on stderr that int8 is not made yet and how to make it;
+`precision="int8"` makes the graphs and gates them before `prepare()` returns, its progress
+on stderr; then `auto` takes them.
 
 The file's decoder is as wide as `auto` quantizes (`AUTO_MIN_CHANNELS`; narrower test
 voices stay fp32 under `auto`), its other layers model_small's, random weights: what is
@@ -67,12 +69,18 @@ def wide_aivmx(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_aivmx(graph, root / "wide.aivmx", cfg, vectors, spec)
 
 
-def _tts(layout_root: Path, cache: Path, aivmx: Path, background: BackgroundInt8 | None) -> TTS:
+def _tts(
+    layout_root: Path,
+    cache: Path,
+    aivmx: Path,
+    background: BackgroundInt8 | None,
+    precision: str = "auto",
+) -> TTS:
     tts = TTS(
         "cpu",
         cache_dir=cache,
         bert_source=str(layout_root),
-        options=EngineOptions(threads=1, precision="auto"),
+        options=EngineOptions(threads=1, precision=precision),
         background=background,
     )
     return tts.load("ann", source=f"{aivmx}#speaker=0").load("ben", source=f"{aivmx}#speaker=1")
@@ -137,22 +145,45 @@ def test_the_server_serves_an_aivmx_at_once_with_int8_pending(
     assert not worker.running
 
 
-def test_the_library_makes_an_aivmx_int8_before_prepare_returns(
-    layout_root: Path, wide_aivmx: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+def test_the_library_takes_what_is_made_and_int8_asked_for_is_made_in_prepare(
+    layout_root: Path,
+    wide_aivmx: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
-    caplog.set_level(logging.INFO)
+    # auto on a fresh cache: fp32 at once, nothing made, one line on stderr saying so
     with _tts(layout_root, tmp_path, wide_aivmx, None).prepare() as tts:
+        assert tts.int8_upgrades == {} and _int8_dirs(tmp_path) == []
+        for name in ("ann", "ben"):
+            assert tts.speakers[name].precision == "fp32"
+            assert "int8 not made yet" in tts.speakers[name].precision_reason
+    err = capsys.readouterr().err
+    assert "fp32 for now, int8 not made yet" in err  # on stderr, logging not set up for it
+    assert 'TTS(precision="int8")' in err and "wyoming-hayakoe quantize" in err
+    assert "fp32's time" in err  # what int8 gains on this kind of CPU
+
+    # int8 asked for: made, gated, before prepare() returns; its progress on stderr
+    with _tts(layout_root, tmp_path, wide_aivmx, None, "int8").prepare() as tts:
         assert tts.int8_upgrades == {}  # nothing left for later
         made = _int8_dirs(tmp_path)
         assert len(made) == 1, made  # one set of graphs for the file's two speakers
         assert (made[0] / DECODER_FILE).is_file()
         report = json.loads((made[0] / REPORT_FILE).read_text("utf-8"))
         assert report["sentences"] and "snr_db_min" in report  # gated against fp32
-        assert (made[0] / SPEED_FILE).is_file()  # and the candidates measured, all in prepare
+        assert not (made[0] / SPEED_FILE).exists()  # nothing measured: int8 was asked for
         for name in ("ann", "ben"):
-            speaker = tts.speakers[name]
-            # `auto` took what the gate allows and the measurement found fastest: said so
-            assert speaker.precision in ("int8", "fp32", "bf16", "fp16")
-            assert "measured" in speaker.precision_reason or "gate" in speaker.precision_reason
-            assert speaker.generate(TEXT, seed=2).duration > 0.2
+            assert tts.speakers[name].precision == "int8"
+            assert tts.speakers[name].generate(TEXT, seed=2).duration > 0.2
+    err = capsys.readouterr().err
+    assert "making int8 graphs once" in err
+    for step in ("1/4 calibration latents", "2/4", "3/4", "4/4 fidelity gate"):
+        assert step in err, step
+
+    # auto again on that cache: takes the graphs where their gate passed, measuring nothing
+    with _tts(layout_root, tmp_path, wide_aivmx, None).prepare() as tts:
+        passed = report["passed"]
+        for name in ("ann", "ben"):
+            assert tts.speakers[name].precision == ("int8" if passed else "fp32")
         assert tts.speakers["ann"].precision == tts.speakers["ben"].precision
+    assert not (made[0] / SPEED_FILE).exists()
+    assert "measuring which" not in capsys.readouterr().err

@@ -75,17 +75,15 @@ class _FakeOpenVino:
 
 def test_candidates_follow_the_options_and_the_cpu() -> None:
     bf16_cpu = _FakeOpenVino(True, ("BF16",))
+    # "auto" times ONNX Runtime only, OpenVINO installed or not (it compiles per length)
     keys = [c.key for c in candidates("auto", int8=True, openvino=bf16_cpu)]
-    assert keys == [
-        "onnxruntime/fp32",
-        "onnxruntime/int8",
+    assert keys == ["onnxruntime/fp32", "onnxruntime/int8"]
+    assert [c.key for c in candidates("auto", int8=False, openvino=bf16_cpu)] == [
+        "onnxruntime/fp32"
+    ]
+    assert [c.key for c in candidates("openvino", int8=True, openvino=bf16_cpu)] == [
         "openvino/fp32",
         "openvino/int8",
-        "openvino/bf16",
-    ]
-    assert [c.key for c in candidates("auto", int8=False, openvino=bf16_cpu)] == [
-        "onnxruntime/fp32",
-        "openvino/fp32",
         "openvino/bf16",
     ]
     none = _FakeOpenVino(False)
@@ -139,23 +137,47 @@ def _second_process(root: Path, cache: Path, threads: int = 1) -> tuple[dict, st
     return json.loads(proc.stdout.strip().splitlines()[-1]), proc.stderr
 
 
-def test_the_measurement_is_taken_once_per_machine_and_read_back(
+def _measure_as_the_server_does(root: Path, cache: Path, threads: int = 1) -> Measurement:
+    """The measurement the server's background work takes (the pending job's last step)."""
+    from engine.neural.loader import find_native, load_voice_files
+
+    options = EngineOptions(threads=threads, precision="auto", runtime="onnxruntime")
+    built = load_voice_files(
+        find_native("small", root, "cpu", cache),
+        bert=FakeBert(1024),
+        cache_dir=cache,
+        options=options,
+        defer=True,
+    )
+    job = built.plan.job
+    assert built.plan.state == "pending" and job is not None  # graphs found, not measured
+    choice = job.choose(job.graphs)
+    assert choice.measurement is not None
+    return choice.measurement
+
+
+def test_the_library_takes_what_is_made_and_a_stored_measurement_is_read_back(
     good_root: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """Fresh cache: measured, kept in `speed.json`, the fastest applied before the load
-    returns (the library contract). A second process on the same cache (a restart is
-    one) reads it and measures nothing. Other threads: measured again."""
+    """The library measures nothing in `prepare()`: int8 graphs in the cache (here baked
+    beside the voice, as `wyoming-hayakoe quantize` does) run by the gate's verdict at once.
+    A measurement the server took is kept in `speed.json`; a second process (a restart is
+    one) reads it and measures nothing. Other threads: the stored one is not used."""
     cache = tmp_path / "cache"
     with caplog.at_level(logging.INFO):
         voice = _load(good_root, cache)
+    assert "measuring which" not in caplog.text
+    assert (voice.precision, voice.runtime) == ("int8", "onnxruntime")
+    assert voice.precision_choice.measurement is None
+    assert _speed_files(cache) == []
+
+    with caplog.at_level(logging.INFO):
+        stored = _measure_as_the_server_does(good_root, cache)
     assert "measuring which runtime × precision is fastest here" in caplog.text
     [speed] = _speed_files(cache)
-    stored = Measurement.load(speed)
+    assert Measurement.load(speed).chosen == stored.chosen
     assert stored.threads == 1 and stored.stamp["threads"] == 1
     assert stored.stamp["onnxruntime"] and stored.stamp["cpu"]
-    assert voice.precision_choice.measurement.chosen == stored.chosen
-    assert (voice.runtime, voice.precision) == (stored.chosen.runtime, stored.chosen.precision)
-    assert "measured" in voice.runs
     for trial in stored.trials:
         assert trial.ratio is not None and trial.ratio > 0
         assert trial.gate in ("reference", "passed", "slower")
@@ -174,9 +196,31 @@ def test_the_measurement_is_taken_once_per_machine_and_read_back(
     assert speed.stat().st_mtime_ns == mtime  # not measured again
 
     other, log = _second_process(good_root, cache, threads=2)
-    assert "threads changed" in log and "measuring which" in log
-    assert other["chosen"] in ("onnxruntime/fp32", "onnxruntime/int8")
-    assert Measurement.load(speed).threads == 2
+    assert "threads changed" in log and "measuring which" not in log
+    assert other == {"precision": "int8", "runtime": "onnxruntime", "chosen": None}
+    assert speed.stat().st_mtime_ns == mtime
+
+
+def test_memory_is_judged_once_settled_on_recorded_traces() -> None:
+    """The rule on RSS traces recorded on the full-size voice (random weights; MB before
+    the first timed run and after each, every run new input lengths; `tests/data/
+    measure_traces.json`, from `python -m benchmarks.engine.measure_traces`): ONNX
+    Runtime's arena settles after its first blocks, OpenVINO's per-length kernels keep
+    growing. The rule of the earlier format (growth over all runs, lengths growing run by
+    run) left ORT int8 out on a +16.1 MB arena warm-up."""
+    from engine.int8.measure import MEMORY_GROWTH_MB, settled_growth_mb
+
+    traces = json.loads((REPO_ROOT / "tests" / "data" / "measure_traces.json").read_text())
+    assert traces["settling"] and traces["growing"]
+    for name, trace in traces["settling"].items():
+        assert settled_growth_mb(trace) <= MEMORY_GROWTH_MB, name
+    for name, trace in traces["growing"].items():
+        assert settled_growth_mb(trace) > MEMORY_GROWTH_MB, name
+    # the rule itself: the first run's growth is not counted, a single spike is not a trend
+    assert settled_growth_mb([100.0, 180.0, 181.0, 181.5]) < 1.0
+    assert settled_growth_mb([100.0, 101.0, 160.0, 161.0, 161.0]) < 1.5
+    assert settled_growth_mb([100.0, 180.0, 260.0, 340.0]) == 80.0
+    assert settled_growth_mb([100.0]) == 0.0
 
 
 def test_a_precision_asked_for_is_not_measured(good_root: Path, tmp_path: Path) -> None:
