@@ -353,7 +353,7 @@ def measure(
     rounds: int = ROUNDS,
     control: Int8Control | None = None,
     progress: Callable[[str], None] | None = None,
-    budget_s: float = BUDGET_S,
+    budget_s: float | None = None,
 ) -> Measurement:
     """Gate and time `trying` (see the module doc). `int8_report`: the stored gate report
     of the int8 graphs (int8 on ONNX Runtime is judged by it); `heldout` replaces the
@@ -362,6 +362,7 @@ def measure(
     from ..text import analyze, sentences_of
 
     t_start = time.perf_counter()
+    budget_s = BUDGET_S if budget_s is None else budget_s
     control = control or Int8Control()
     say = progress or (lambda message: _LOGGER.info("%s", message))
     heldout = list(heldout if heldout is not None else read_sentences(HELDOUT_FILE))

@@ -201,6 +201,20 @@ def test_the_library_takes_what_is_made_and_a_stored_measurement_is_read_back(
     assert speed.stat().st_mtime_ns == mtime
 
 
+def test_a_candidate_not_begun_within_the_budget_is_left_out_with_the_reason(
+    good_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import engine.int8.measure as measuring
+
+    monkeypatch.setattr(measuring, "BUDGET_S", 0.0)  # spent before the first candidate
+    stored = _measure_as_the_server_does(good_root, tmp_path / "cache")
+    int8 = stored.trial(Candidate("onnxruntime", "int8"))
+    assert int8 is not None and int8.gate == "budget" and not int8.seconds
+    assert "were spent" in int8.fidelity
+    assert stored.chosen == Candidate("onnxruntime", "fp32")  # nothing else was timed
+    assert "int8 on ONNX Runtime: not timed (the measurement's 0 s were spent" in stored.summary()
+
+
 def test_memory_is_judged_once_settled_on_recorded_traces() -> None:
     """The rule on RSS traces recorded on the full-size voice (random weights; MB before
     the first timed run and after each, every run new input lengths; `tests/data/
