@@ -53,6 +53,22 @@ def _length(header: dict, key: str, limit: int) -> int:
     return value
 
 
+def _json(raw: bytes, what: str) -> object:
+    """`raw` as JSON text in UTF-8 (Wyoming's encoding; `json.loads` of bytes would guess
+    UTF-16 from a leading ``\\xff\\xfe``), or `BadEvent` naming what is wrong."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        bad = raw[exc.start : exc.end]
+        raise BadEvent(
+            f"{what} is not valid UTF-8: invalid byte(s) {bad!r} at offset {exc.start}"
+        ) from None
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise BadEvent(f"{what} is not JSON: {exc}") from None
+
+
 async def read_event(reader: asyncio.StreamReader, limits: EventLimits) -> Event | None:
     """The next event, or None when the peer has gone (EOF, reset, cut mid-event).
 
@@ -71,10 +87,7 @@ async def read_event(reader: asyncio.StreamReader, limits: EventLimits) -> Event
         return None  # EOF in the middle of a header
     if len(line) > limits.max_line:
         raise EventTooLarge(f"event header longer than {limits.max_line} bytes")
-    try:
-        header = json.loads(line)
-    except ValueError as exc:
-        raise BadEvent(f"event header is not JSON: {exc}") from None
+    header = _json(line, "event header")
     if not isinstance(header, dict):
         raise BadEvent(f"event header must be a JSON object, got {type(header).__name__}")
     event_type = header.get("type")
@@ -90,10 +103,7 @@ async def read_event(reader: asyncio.StreamReader, limits: EventLimits) -> Event
     try:
         if data_length:
             block = await reader.readexactly(data_length)
-            try:
-                extra = json.loads(block)
-            except ValueError as exc:
-                raise BadEvent(f"data block of {event_type!r} is not JSON: {exc}") from None
+            extra = _json(block, f"data block of {event_type!r}")
             if not isinstance(extra, dict):
                 raise BadEvent(f"data block of {event_type!r} must be a JSON object")
             data = {**data, **extra}

@@ -53,6 +53,7 @@ __all__ = ["ClientGone", "HayakoeHandler", "ServerContext"]
 _LOGGER = logging.getLogger(__name__)
 
 SAMPLE_WIDTH = 2
+_CUT_WRITE_S = 1.0  # the most a stopping server waits to tell a cut request why
 CHANNELS = 1
 
 
@@ -126,12 +127,11 @@ class _AudioOut:
         self.sent_audio = True
 
     async def finish(self) -> None:
-        """Close the audio; a stream with no sound still gets a well-formed empty one."""
+        """Close the audio; a request with no sound gets ``audio-start`` and ``audio-stop``
+        (no empty chunk)."""
         if self.stopped:
             return
         await self.start()
-        if not self.sent_audio:
-            await self._handler.write_event(self._chunk(b""))
         self.stopped = True
         await self._handler.write_event(AudioStop().event())
 
@@ -142,6 +142,15 @@ class _AudioOut:
         return (
             f"{self.samples / self.rate:.2f} s of audio in {took:.2f} s (first audio after {first})"
         )
+
+
+@dataclass
+class _InFlight:
+    """The request this connection is answering: what a cut at shutdown reports."""
+
+    resolved: Resolved
+    out: _AudioOut
+    chars: int = 0
 
 
 @dataclass
@@ -157,6 +166,18 @@ class _Stream:
     ticket: Ticket | None = None
     """Its place in the voice's queue: held until ``synthesize-stopped`` is sent (or the
     connection ends), so a draining server waits for the whole answer."""
+    in_flight: _InFlight | None = None
+
+
+def _nothing_said(length: int, resolved: Resolved, peer: str) -> None:
+    _LOGGER.warning(
+        "Nothing to say in %d characters for %s (%s/%s): no letters or digits; answered "
+        "with empty audio",
+        length,
+        peer,
+        resolved.speaker.name,
+        resolved.style,
+    )
 
 
 def _text_of(event: Event) -> str:
@@ -195,6 +216,7 @@ class HayakoeHandler(AsyncEventHandler):
         self._write_lock = asyncio.Lock()
         self._stream: _Stream | None = None
         self._tickets: list[Ticket] = []  # released when the connection ends, at the latest
+        self._in_flight: _InFlight | None = None
         peer = writer.get_extra_info("peername")
         self.peer = (
             f"{peer[0]}:{peer[1]}"
@@ -222,6 +244,9 @@ class HayakoeHandler(AsyncEventHandler):
                 except ClientGone:
                     _LOGGER.debug("Client %s went away mid-response", self.peer)
                     break
+        except asyncio.CancelledError:  # the server stops (after its drain timeout)
+            await self._cut_off()
+            raise
         finally:
             await self._abort_stream()
             for ticket in self._tickets:
@@ -240,6 +265,30 @@ class HayakoeHandler(AsyncEventHandler):
                 await async_write_event(event, self.writer)
             except (ConnectionError, OSError) as exc:
                 raise ClientGone() from exc
+
+    async def _cut_off(self) -> None:
+        """The server stops with a request in flight: stop its synthesis, say so in the log
+        and to the client (an ``error`` before the connection closes)."""
+        cut, self._in_flight = self._in_flight, None
+        if cut is None:
+            return
+        await self._abort_stream()
+        spoken = cut.out.samples / cut.out.rate
+        _LOGGER.warning(
+            "Server stopping: request from %s with %s/%s cut off after %.2f s of audio "
+            "(%d characters of text received)",
+            self.peer,
+            cut.resolved.speaker.name,
+            cut.resolved.style,
+            spoken,
+            cut.chars,
+        )
+        text = f"the server is shutting down: request cut off after {spoken:.2f} s of audio"
+        with contextlib.suppress(ClientGone, asyncio.TimeoutError, asyncio.CancelledError):
+            await asyncio.wait_for(
+                self.write_event(Error(text=text, code="shutting-down").event()),
+                _CUT_WRITE_S,
+            )
 
     async def _error(self, text: str, code: str) -> None:
         _LOGGER.warning("Request from %s not served: %s", self.peer, text)
@@ -288,6 +337,15 @@ class HayakoeHandler(AsyncEventHandler):
 
     async def _speak(self, resolved: Resolved, text: str) -> None:
         out = _AudioOut(self, resolved.rate, self.context.samples_per_chunk)
+        self._in_flight = _InFlight(resolved, out, len(text))
+        try:
+            await self._speak_to(resolved, text, out)
+        except ClientGone:
+            self._in_flight = None
+            raise
+        self._in_flight = None  # (left set when cancelled: `_cut_off` reports it)
+
+    async def _speak_to(self, resolved: Resolved, text: str, out: _AudioOut) -> None:
         try:
             async with contextlib.aclosing(
                 self._audio(resolved, text, measure_whole=True)
@@ -310,6 +368,9 @@ class HayakoeHandler(AsyncEventHandler):
                 await out.finish()
             return
         await out.finish()
+        if not out.sent_audio:
+            _nothing_said(len(text), resolved, self.peer)
+            return
         _LOGGER.info(
             "Spoke %d characters with %s/%s for %s: %s",
             len(text),
@@ -361,10 +422,12 @@ class HayakoeHandler(AsyncEventHandler):
             out=_AudioOut(self, resolved.rate, self.context.samples_per_chunk),
         )
         self._stream = stream
+        stream.in_flight = self._in_flight = _InFlight(resolved, stream.out)
         try:
             stream.ticket = self.context.admission.enter(resolved.speaker.name)
         except AdmissionRefused:
             stream.failed = True  # its chunks are ignored; synthesize-stop is answered
+            self._in_flight = None  # refused: nothing to cut
             raise
         self._tickets.append(stream.ticket)
         stream.task = asyncio.create_task(self._stream_audio(stream), name=f"stream {self.peer}")
@@ -398,12 +461,16 @@ class HayakoeHandler(AsyncEventHandler):
     async def _stream_chunk(self, event: Event) -> None:
         stream = self._stream
         if stream is None:
-            _LOGGER.debug("Ignoring synthesize-chunk outside a stream from %s", self.peer)
-            return
+            raise RequestError(
+                "synthesize-chunk without synthesize-start: send synthesize-start first",
+                code="no-stream",
+            )
         text = _text_of(event)
         if stream.failed:
             return
         stream.length += len(text)
+        if stream.in_flight is not None:
+            stream.in_flight.chars = stream.length
         if stream.length > self.context.max_text_length:
             stream.failed = True
             if stream.task is not None:
@@ -417,8 +484,8 @@ class HayakoeHandler(AsyncEventHandler):
 
     async def _stream_stop(self) -> None:
         stream, self._stream = self._stream, None
-        if stream is None:
-            _LOGGER.debug("synthesize-stop without a stream from %s", self.peer)
+        if stream is None:  # answered, so a client waiting for synthesize-stopped goes on
+            await self._error("synthesize-stop without synthesize-start", "no-stream")
             await self.write_event(SynthesizeStopped().event())
             return
         stream.deltas.put_nowait(None)
@@ -434,6 +501,11 @@ class HayakoeHandler(AsyncEventHandler):
         if stream.ticket is not None:
             stream.ticket.release()
             self._tickets.remove(stream.ticket)
+        if self._in_flight is stream.in_flight:
+            self._in_flight = None
+        if not stream.failed and not stream.out.sent_audio:
+            _nothing_said(stream.length, stream.resolved, self.peer)
+            return
         _LOGGER.info(
             "Streamed %d characters with %s/%s for %s: %s",
             stream.length,

@@ -6,7 +6,9 @@ of the whole text (the baseline, in this process, same run; its time is its firs
 The program (`--http`) serves `--voice` (default the embedded `openjtalk-mei`). Texts of 1, 3
 and 12 sentences (`benchmarks.engine.embedded`) go through every path in turn, `--repeat`
 rounds: Wyoming one-shot `synthesize` and streamed (8-character deltas back to back), timed
-by a listener that keeps time (`benchmarks.lib.wyoming.listen`); the web page's
+by a listener that keeps time (`benchmarks.lib.wyoming.listen`), and streamed with a 2 s pause
+after the first sentence's chunk (an LLM calling a tool: the first audio must not wait for
+the next chunk, `--stream-quiet`); the web page's
 `POST /api/speak`, read as the browser's `fetch` reads it; `say --server URI --play` and
 `say --play` (the voice loaded by `say` itself), started as a cron job would start them, with
 a stand-in `aplay` first on PATH noting when its first and last bytes arrive (from the start
@@ -22,7 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from functools import partial
 from pathlib import Path
 
@@ -32,9 +34,12 @@ from benchmarks.lib.procs import Server, program_env
 from benchmarks.lib.report import Report
 from benchmarks.lib.stats import Figures, alternate, medians
 from benchmarks.lib.wyoming import listen
+from engine.text.splitter import split_sentences
 from tests.helpers.net import free_port
+from wyoming_hayakoe.client import ServerAddress, WyomingClient, deltas_of
 
 RESULT = None
+PAUSE_S = 2.0
 PLAYER = """#!{python}
 import os, sys, time
 first = None
@@ -84,6 +89,23 @@ def say(args: list[str], text: str, work: Path) -> Figures:
 def paths(server: Server, url: str, voice: str, work: Path) -> dict[str, Callable[[str], Figures]]:
     """Each front end: text → figures."""
 
+    def paused(text: str) -> Figures:
+        """The first sentence in one chunk, 2 s of nothing, the rest in 8-character deltas;
+        first audio from the first chunk (sent as the connection opens)."""
+        first = split_sentences(text)[0]
+        rest = text[text.index(first) + len(first) :]
+
+        async def deltas() -> AsyncIterator[str]:
+            yield first
+            await asyncio.sleep(PAUSE_S)
+            for delta in deltas_of(rest, 8):
+                yield delta
+
+        client = WyomingClient(ServerAddress("127.0.0.1", server.port), timeout=600.0)
+        spoken = asyncio.run(client.speak_streamed(deltas(), voice))
+        audio = spoken.frames / spoken.rate
+        return {"ttfa": spoken.first_audio_s or 0.0, "wall": spoken.total_s, "audio": audio}
+
     def wyoming(text: str, streamed: bool) -> Figures:
         listened = listen("127.0.0.1", server.port, text, voice, streamed=streamed, chunk_chars=8)
         heard = asyncio.run(listened)
@@ -93,6 +115,7 @@ def paths(server: Server, url: str, voice: str, work: Path) -> dict[str, Callabl
         BASELINE: baseline,
         "Wyoming synthesize": partial(wyoming, streamed=False),
         "Wyoming streaming (8-character deltas)": partial(wyoming, streamed=True),
+        "Wyoming streaming, 2 s pause after the first sentence": paused,
         "page POST /api/speak": lambda text: asyncio.run(speak_http(url, text, voice)),
         "say --server": partial(say, ["--server", server.uri, "--voice", voice], work=work),
         "say (voice loaded by say)": partial(say, ["--voice", voice], work=work),

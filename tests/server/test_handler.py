@@ -222,18 +222,24 @@ async def test_with_stream_quiet_0_a_finished_sentence_waits_for_the_next_chunk(
     assert wy.pcm(events) == embedded.generate("「はい。」と言った。").pcm_bytes()
 
 
-async def test_empty_and_unspeakable_text_gives_empty_audio(start_server, wy) -> None:
+async def test_empty_and_unspeakable_text_gives_empty_audio(start_server, wy, caplog) -> None:
+    """Audio that starts and stops, no empty chunk, and a WARNING (not "Spoke ...")."""
     server = await start_server()
-    for text in ["", "   ", "😀🎉✨", "！？"]:
-        events = await _synthesize(wy, server, text)
-        assert wy.types(events) == ["audio-start", "audio-chunk", "audio-stop"], text
-        assert wy.pcm(events) == b""
-    async with wy.client(server) as client:
-        await client.write_event(SynthesizeStart().event())
-        await client.write_event(SynthesizeChunk(text="🙂").event())
-        await client.write_event(SynthesizeStop().event())
-        events = await wy.read_until(client, "synthesize-stopped")
-    assert wy.types(events) == ["audio-start", "audio-chunk", "audio-stop", "synthesize-stopped"]
+    with caplog.at_level(logging.INFO, logger="wyoming_hayakoe"):
+        for text in ["", "   ", "😀🎉✨", "！？"]:
+            events = await _synthesize(wy, server, text)
+            assert wy.types(events) == ["audio-start", "audio-stop"], text
+        async with wy.client(server) as client:
+            await client.write_event(SynthesizeStart().event())
+            await client.write_event(SynthesizeChunk(text="🙂").event())
+            await client.write_event(SynthesizeStop().event())
+            events = await wy.read_until(client, "synthesize-stopped")
+    assert wy.types(events) == ["audio-start", "audio-stop", "synthesize-stopped"]
+    warned = [r for r in caplog.records if "Nothing to say" in r.getMessage()]
+    assert len(warned) == 5 and all(r.levelno == logging.WARNING for r in warned)
+    assert not any(
+        "Spoke" in r.getMessage() or "Streamed" in r.getMessage() for r in caplog.records
+    )
 
 
 async def test_a_bad_request_gets_an_error_and_the_connection_stays_usable(
@@ -278,9 +284,14 @@ async def test_a_too_long_stream_is_refused_and_ends_cleanly(start_server, wy) -
 async def test_stray_stream_events_do_not_hang_the_client(start_server, wy) -> None:
     server = await start_server()
     async with wy.client(server) as client:
-        await client.write_event(SynthesizeChunk(text="はい。").event())  # no start: ignored
-        await client.write_event(SynthesizeStop().event())
-        assert wy.types(await wy.read_until(client, "synthesize-stopped")) == ["synthesize-stopped"]
+        await client.write_event(SynthesizeChunk(text="はい。").event())  # no start: an error
+        chunk_error = await wy.read_until(client, "error")
+        assert chunk_error[-1].data["code"] == "no-stream" and len(chunk_error) == 1
+        assert "synthesize-start" in chunk_error[-1].data["text"]
+        await client.write_event(SynthesizeStop().event())  # an error, then the stop's answer
+        stop = await wy.read_until(client, "synthesize-stopped")
+        assert wy.types(stop) == ["error", "synthesize-stopped"]
+        assert stop[0].data["code"] == "no-stream"
         await client.write_event(SynthesizeStart().event())
         await client.write_event(SynthesizeStart().event())  # second start: error, first goes on
         assert wy.types(await wy.read_until(client, "error")) == ["error"]

@@ -91,6 +91,26 @@ async def test_garbage_gets_an_error_and_a_closed_connection(
     assert wy.pcm(events) == embedded.generate("はい。").pcm_bytes()
 
 
+@pytest.mark.parametrize(
+    "garbage",
+    [
+        b'\xff\xfe{"type": "synthesize"}\n',  # json.loads(bytes) would call this UTF-16
+        b'{"type": "synthesize", "data_length": 4}\n"\xc3("',
+    ],
+)
+async def test_bytes_that_are_not_utf8_are_named_as_such(start_server, wy, garbage) -> None:
+    server = await start_server()
+    reader, writer = await _raw(server)
+    writer.write(garbage)
+    await writer.drain()
+    event = await asyncio.wait_for(async_read_event(reader), 10)
+    writer.close()
+    assert event is not None and event.type == "error"
+    assert "not valid UTF-8" in event.data["text"] and "UTF-16" not in event.data["text"]
+    assert event.data["code"] == "bad-event"
+    assert wy.pcm(await _synth(wy, server, "はい。"))  # the server goes on
+
+
 async def test_an_oversized_event_is_refused_while_others_are_served(
     start_server, wy, embedded
 ) -> None:
@@ -181,3 +201,42 @@ async def test_twenty_thousand_characters_stream_with_bounded_work(start_server,
     assert counts[-1] < 200, counts
     writer.transport.abort()
     await until_unlocked(speaker)
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+async def test_a_request_cut_at_shutdown_gets_an_error_before_the_close(
+    start_server, wy, caplog, streamed: bool
+) -> None:
+    """A request still speaking when the drain timeout ends: the client reads an ``error``
+    (``shutting-down``) and then the end of the connection, not a bare close; the log says
+    which voice was cut and how much it had said."""
+    server = await start_server()
+    async with wy.client(server) as client:
+        if streamed:
+            await client.write_event(SynthesizeStart().event())
+            await client.write_event(SynthesizeChunk(text=THREE * 100).event())
+        else:
+            await client.write_event(Synthesize(text=THREE * 100).event())  # minutes of audio
+        await wy.read_until(client, "audio-chunk")
+        types: list[str] = []
+        errors = []
+
+        async def read_to_the_end() -> None:  # keeps reading, so nothing blocks the server
+            while (event := await client.read_event()) is not None:
+                types.append(event.type)
+                if event.type == "error":
+                    errors.append(event.data)
+
+        reading = asyncio.create_task(read_to_the_end())
+        with caplog.at_level(logging.WARNING, logger="wyoming_hayakoe"):
+            assert await server.drain(timeout=0.1) is False
+            await server.stop()
+            await asyncio.wait_for(reading, 20)
+    assert types[-1] == "error" and "audio-stop" not in types
+    assert errors == [errors[-1]] and errors[-1]["code"] == "shutting-down"
+    assert "cut off after" in errors[-1]["text"]
+    cut = [r for r in caplog.records if "cut off after" in r.getMessage()]
+    assert len(cut) == 1 and cut[0].levelno == logging.WARNING
+    assert "openjtalk-mei" in cut[0].getMessage() and f"{len(THREE) * 100} characters" in (
+        cut[0].getMessage()
+    )

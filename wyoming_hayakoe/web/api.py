@@ -483,9 +483,15 @@ async def status(request: web.Request) -> web.Response:
 
 @web.middleware
 async def errors_middleware(request: web.Request, handler: Any) -> web.StreamResponse:
-    """`BadRequest`/`FieldError` → a JSON answer naming the field."""
+    """`BadRequest`/`FieldError` → a JSON answer naming the field; an unknown `/api/` path
+    or method is answered in JSON too (a script reads every `/api/` answer as JSON)."""
     try:
         return await handler(request)
+    except web.HTTPException as exc:
+        if not request.path.startswith("/api/") or exc.status not in (404, 405):
+            raise
+        what = "no such API path" if exc.status == 404 else f"{request.method} not allowed here"
+        return _error("path", f"{what}: {request.path}", exc.status)
     except BadRequest as exc:
         return _error(exc.field, str(exc), exc.status, exc.available)
     except FieldError as exc:

@@ -105,6 +105,17 @@ async def test_page_and_static_files(page):
     assert (await client.get("/static/")).status in (403, 404)  # no listing
 
 
+async def test_an_unknown_api_path_or_method_is_answered_in_json(page):
+    client, _ = await page()
+    r = await client.get("/api/no-such-thing")
+    assert r.status == 404 and r.content_type == "application/json"
+    body = await r.json()
+    assert body["field"] == "path" and "/api/no-such-thing" in body["error"]
+    r = await client.get("/api/speak")  # POST only
+    assert r.status == 405 and (await r.json())["field"] == "path"
+    assert (await client.get("/no-such-page")).content_type != "application/json"
+
+
 # -- voices, samples, speech -----------------------------------------------------------------
 
 
