@@ -13,7 +13,8 @@ says so in the next `describe` (`InfoAnswer`).
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+import threading
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -83,6 +84,9 @@ class VoiceCatalog:
         if not speakers:
             raise ValueError("VoiceCatalog needs at least one speaker")
         self.speakers = dict(speakers)
+        """The served speakers by name: replaced whole (never changed in place) when voices
+        come or go, so a request keeps the mapping it resolved against."""
+        self._changes = threading.Lock()
         if default_voice not in self.speakers:
             loaded = ", ".join(self.speakers)
             raise ValueError(f"default voice {default_voice!r} is not loaded (loaded: {loaded})")
@@ -100,16 +104,48 @@ class VoiceCatalog:
                 self.speakers[default_voice].default_style,
             )
 
+    library: Any = None
+    """The voice library (`wyoming_hayakoe.library.Library`) that changes these voices while
+    the server runs; None: the voices are fixed."""
+
+    def add_speakers(self, speakers: Mapping[str, Speaker]) -> None:
+        """List `speakers` too (voices installed while serving); a name taken raises."""
+        with self._changes:
+            taken = [n for n in speakers if n in self.speakers]
+            if taken:
+                raise ValueError(f"voice {taken[0]!r} is already served")
+            self.speakers = {**self.speakers, **speakers}  # readers keep the dict they took
+
+    def remove_speakers(self, names: Sequence[str]) -> None:
+        """List `names` no more; the default voice and a preset's voice cannot go
+        (`ValueError` naming it)."""
+        with self._changes:
+            why = self.in_use(names)
+            if why is not None:
+                raise ValueError(why)
+            self.speakers = {n: s for n, s in self.speakers.items() if n not in names}
+
+    def in_use(self, names: Sequence[str]) -> str | None:
+        """Why `names` cannot be removed (the default voice, a preset using one), or None."""
+        for name in names:
+            if name == self.default_voice:
+                return f"{name} is the default voice (--default-voice)"
+            for preset in self.presets.values():
+                if preset.voice == name:
+                    return f"preset {preset.name!r} uses {name}"
+        return None
+
     def style_for(self, speaker: Speaker) -> str:
         """The style a request for `speaker` gets when it names none."""
         if self.default_style and self.default_style in speaker.styles:
             return self.default_style
         return speaker.default_style
 
-    def names(self) -> VoiceNames:
+    def names(self, speakers: Mapping[str, Speaker] | None = None) -> VoiceNames:
         """The names the rule (`wyoming_hayakoe.resolve`) knows: voices, styles, presets."""
+        speakers = self.speakers if speakers is None else speakers
         return VoiceNames(
-            {name: tuple(speaker.styles) for name, speaker in self.speakers.items()},
+            {name: tuple(speaker.styles) for name, speaker in speakers.items()},
             {p.name: PresetTarget(p.voice, p.style) for p in self.presets.values()},
         )
 
@@ -117,31 +153,40 @@ class VoiceCatalog:
         """Every voice name served: voices, ``VOICE:STYLE``, presets."""
         return self.names().all()
 
-    def lookup(self, name: str | None, style: str | None = None) -> Resolution:
+    def lookup(
+        self,
+        name: str | None,
+        style: str | None = None,
+        speakers: Mapping[str, Speaker] | None = None,
+    ) -> Resolution:
         """The rule applied to these voices (problems kept, fallbacks filled in)."""
-        return resolve_name(self.names(), name, style, default=self.default_voice)
+        return resolve_name(self.names(speakers), name, style, default=self.default_voice)
 
     def resolve(self, voice: SynthesizeVoice | None) -> Resolved:
         """Wyoming's request → speaker and style; a name that matches nothing falls back to
         the default voice (an unknown style: the voice's default style) with a warning that
         lists what is available (Home Assistant caches voice lists: speech beats silence)."""
-        found = self.lookup(voice.name if voice else None, voice.speaker if voice else None)
+        speakers = self.speakers  # one state of the voices for the whole resolution
+        found = self.lookup(
+            voice.name if voice else None, voice.speaker if voice else None, speakers
+        )
         for problem in found.problems:
             fallback = found.voice if problem.kind == "voice" else found.style
             _LOGGER.warning(
                 "%s; using %s",
                 _capitalised(str(problem)),
-                fallback or self.style_for(self.speakers[found.voice]),
+                fallback or self.style_for(speakers[found.voice]),
             )
-        return self._resolved(found)
+        return self._resolved(found, speakers)
 
     def resolve_exact(self, name: str | None, style: str | None = None) -> Resolved:
         """The page's and ``say``'s request → speaker and style; `UnknownNameError` (naming
         the asked name and the available ones) when the name or style matches nothing."""
-        return self._resolved(self.lookup(name, style).exact())
+        speakers = self.speakers
+        return self._resolved(self.lookup(name, style, speakers).exact(), speakers)
 
-    def _resolved(self, found: Resolution) -> Resolved:
-        speaker = self.speakers[found.voice]
+    def _resolved(self, found: Resolution, speakers: Mapping[str, Speaker]) -> Resolved:
+        speaker = speakers[found.voice]
         if found.preset is not None:
             preset = self.presets[found.preset]
             return Resolved(
@@ -161,17 +206,21 @@ def describe_speaker(name: str, speaker: Speaker) -> str:
 
 
 class InfoAnswer:
-    """The `info` event for `describe`, built again only when a voice's precision changed
-    (a voice switches to int8 once, between requests, when its background graphs pass)."""
+    """The `info` event for `describe`, built from the voices as they are at each call, and
+    built again only when they changed: a voice's precision (a voice switches to int8 once,
+    between requests, when its background graphs pass), or voices installed or removed
+    (`wyoming_hayakoe.library`). Thread-safe: a `describe` racing a change answers one
+    state or the other."""
 
     def __init__(self, catalog: VoiceCatalog, *, streaming: bool) -> None:
         self._catalog = catalog
         self._streaming = streaming
-        self._key: tuple[str | None, ...] | None = None
+        self._key: tuple[str, ...] | None = None
         self._event: Event | None = None
 
     def event(self) -> Event:
-        key = tuple(s.runs for s in self._catalog.speakers.values())
+        speakers = self._catalog.speakers  # one mapping for the key and the answer
+        key = tuple(f"{n}\0{s.runs}" for n, s in speakers.items())
         if self._event is None or key != self._key:
             self._event = build_info(self._catalog, streaming=self._streaming).event()
             self._key = key

@@ -159,3 +159,25 @@ def voice_folder(meta: AivmMetadata, cache_dir: Any = None) -> Path:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return out
+
+
+def cache_entries(meta: AivmMetadata, cache_dir: Any = None) -> list[Path]:
+    """Every folder made in the cache from `meta`'s file that exists now: its voice folder,
+    and what was derived from its graphs (split graphs, ONNX Runtime's optimised graphs,
+    int8 graphs), found by the digest of each graph's path as those caches name them. For
+    removing a voice with everything it left behind."""
+    from ..sources.cache import cache_root
+
+    root = Path(cache_root(cache_dir))
+    found: list[Path] = []
+    todo = [folder_for(meta, cache_dir)]
+    while todo:
+        folder = todo.pop()
+        if folder in found or not folder.is_dir():
+            continue
+        found.append(folder)
+        for graph in sorted(folder.glob("*.onnx")):
+            digest = hashlib.sha1(str(graph.resolve()).encode("utf-8")).hexdigest()[:16]
+            for sub in ("derived", "int8"):
+                todo.extend(sorted((root / sub).glob(f"*-{digest}")))
+    return found

@@ -1,0 +1,172 @@
+"""The library's one small state file, ``library.json`` in the library folder: which voices
+are installed, from where, as which file. Written atomically (a temporary file, then
+`os.replace`) under a lock file, so replicas sharing the folder never read half a file and
+never lose each other's changes; `signature` lets them notice a change (as
+`engine.text.userdict_watch` does for dictionaries)."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import fcntl
+import json
+import logging
+import os
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "PARTIAL_DIR",
+    "STATE_FILE",
+    "LibraryEntry",
+    "LibraryState",
+    "StateError",
+    "locked",
+    "read_state",
+    "signature",
+    "write_state",
+]
+
+_LOGGER = logging.getLogger(__name__)
+
+STATE_FILE = "library.json"
+PARTIAL_DIR = ".partial"
+"""Downloads and uploads in progress (cleaned at start: a restart begins them again)."""
+_LOCK_FILE = ".lock"
+_VERSION = 1
+
+
+class StateError(ValueError):
+    """The state file cannot be read (names the file and what is wrong)."""
+
+
+@dataclass(frozen=True)
+class LibraryEntry:
+    """One installed file (or hayakoe voice): all its speakers come and go together."""
+
+    name: str
+    """The name it was installed under (a file with several speakers: their prefix)."""
+    voices: tuple[str, ...]
+    """The voices it serves (one per speaker)."""
+    source: str
+    """Where it came from, as the user gave it (an AivisHub page, a UUID, ``upload``,
+    ``hf://...``, an official voice's name)."""
+    kind: str
+    """``aivishub``, ``upload``, ``hf``."""
+    file: str = ""
+    """Its file in the library folder (relative); "" for a voice kept in the cache (hf)."""
+    load_source: str = ""
+    """What the engine loads (``hf://...`` voices); "" for a file."""
+    uuid: str = ""
+    version: str = ""
+    size: int = 0
+    license: str = ""
+    creators: tuple[str, ...] = ()
+
+    def as_json(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data["voices"] = list(self.voices)
+        data["creators"] = list(self.creators)
+        return data
+
+    @classmethod
+    def from_json(cls, data: Any, where: Path) -> LibraryEntry:
+        if not isinstance(data, dict):
+            raise StateError(f"{where}: an entry is not an object")
+        names = {f.name for f in dataclasses.fields(cls)}
+        try:
+            values = {k: v for k, v in data.items() if k in names}
+            values["voices"] = tuple(str(v) for v in values.get("voices", ()))
+            values["creators"] = tuple(str(v) for v in values.get("creators", ()))
+            entry = cls(**values)
+        except TypeError as exc:
+            raise StateError(f"{where}: entry {data.get('name')!r}: {exc}") from exc
+        if not entry.name or not entry.voices:
+            raise StateError(f"{where}: entry {data.get('name')!r} has no name or voices")
+        return entry
+
+
+@dataclass(frozen=True)
+class LibraryState:
+    entries: tuple[LibraryEntry, ...] = field(default_factory=tuple)
+
+    def find(self, name: str) -> LibraryEntry | None:
+        """The entry installed as `name`, or serving a voice `name` (case-insensitive)."""
+        key = name.casefold()
+        for entry in self.entries:
+            if entry.name.casefold() == key or any(v.casefold() == key for v in entry.voices):
+                return entry
+        return None
+
+    def voices(self) -> list[str]:
+        return [v for e in self.entries for v in e.voices]
+
+    def with_entry(self, entry: LibraryEntry) -> LibraryState:
+        rest = tuple(e for e in self.entries if e.name != entry.name)
+        return LibraryState((*rest, entry))
+
+    def without(self, name: str) -> LibraryState:
+        return LibraryState(tuple(e for e in self.entries if e.name != name))
+
+
+def read_state(folder: Path) -> LibraryState:
+    """The state in `folder` (empty when there is no file yet)."""
+    path = folder / STATE_FILE
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return LibraryState()
+    except OSError as exc:
+        raise StateError(f"{path}: cannot be read ({exc})") from exc
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise StateError(f"{path}: not JSON ({exc})") from exc
+    if not isinstance(data, dict) or not isinstance(data.get("voices"), list):
+        raise StateError(f'{path}: expected {{"voices": [...]}}')
+    return LibraryState(tuple(LibraryEntry.from_json(e, path) for e in data["voices"]))
+
+
+def write_state(folder: Path, state: LibraryState) -> None:
+    """Replace the state file at once (a reader sees the old one or the new one)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(
+        {"version": _VERSION, "voices": [e.as_json() for e in state.entries]},
+        ensure_ascii=False,
+        indent=2,
+    )
+    fd, tmp = tempfile.mkstemp(prefix=".library-", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, folder / STATE_FILE)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+@contextlib.contextmanager
+def locked(folder: Path) -> Iterator[None]:
+    """One writer at a time across processes sharing `folder` (read, change, write)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / _LOCK_FILE, "a+") as f:
+        fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+
+
+def signature(folder: Path) -> tuple[int, int, int] | None:
+    """Changes when the state file is replaced (modification time, size, inode)."""
+    try:
+        st = (folder / STATE_FILE).stat()
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size, st.st_ino)
