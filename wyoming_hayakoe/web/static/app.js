@@ -1,11 +1,11 @@
-// Hayakoe web page: voices, try it, how it will be read, dictionary, status.
+// Hayakoe web page: voices, try it, how it will be read, dictionary, library, status.
 // Plain JavaScript, no build step, nothing from elsewhere. Every URL is relative, so the
 // page works at / and under Home Assistant's ingress path.
 "use strict";
 
 const STRINGS = {
   en: {
-    tab_voices: "Voices", tab_try: "Try it", tab_dictionary: "Dictionary", tab_status: "Status",
+    tab_voices: "Voices", tab_try: "Try it", tab_dictionary: "Dictionary", tab_library: "Library", tab_status: "Status",
     voices_hint: "Every voice, style and preset this server speaks. Press ▶ to hear a short sample.",
     text_label: "Text", voice_label: "Voice", style_label: "Style",
     speed: "Speed", pitch: "Pitch", intonation: "Intonation", volume: "Volume",
@@ -36,9 +36,28 @@ const STRINGS = {
     imported: "Imported {n} word(s).", import_failed: "Nothing imported: fix these lines.",
     line: "line {n}", confirm_delete: "Delete “{surface}”?",
     error: "Error", default: "default", read_now: "read now: {reading}", measured_rtf: "RTF measured here",
+    lib_install: "Install a voice",
+    lib_install_hint: "Paste an AivisHub page or model UUID, an official voice's name or an hf:// repository, or upload an .aivmx / .aivm file. The voice is served (and listed to Home Assistant) as soon as it is ready: no restart.",
+    lib_source: "AivisHub link, UUID, voice name or hf://", lib_name: "Name (optional)",
+    lib_install_button: "Install", lib_upload: "Upload .aivmx / .aivm",
+    lib_official: "Official hayakoe voices", lib_jobs: "Installs", lib_installed: "Voices",
+    lib_voice: "Voice", lib_version: "Version", lib_size: "Size", lib_license: "License",
+    lib_from: "From", lib_int8: "int8",
+    lib_configured: "configured", lib_configured_hint: "Given by flags or the add-on's options: change the configuration to remove it.",
+    lib_flags: "flags / options", lib_uploaded: "uploaded",
+    lib_update: "Update", lib_remove: "Remove", lib_have: "installed",
+    lib_install_named: "Install {name}", lib_need_source: "Paste an AivisHub link, a UUID, a voice name or an hf:// address first.",
+    lib_confirm_remove: "Remove {name}? Its files go too.",
+    lib_upload_failed: "{file}: the upload did not reach the server.",
+    job_uploading: "Uploading", job_queued: "Queued", job_downloading: "Downloading",
+    job_checking: "Checking", job_converting: "Converting", job_loading: "Loading",
+    job_ready: "Ready", job_failed: "Failed", job_cancelled: "Cancelled",
+    int8_queued: "waiting", int8_making: "making", int8_switching: "switching",
+    int8_int8: "int8", int8_fp32: "fp32", int8_bf16: "bf16", int8_fp16: "fp16",
+    int8_failed: "failed", int8_cancelled: "cancelled",
   },
   ja: {
-    tab_voices: "ボイス", tab_try: "試す", tab_dictionary: "辞書", tab_status: "状態",
+    tab_voices: "ボイス", tab_try: "試す", tab_dictionary: "辞書", tab_library: "ライブラリ", tab_status: "状態",
     voices_hint: "このサーバーが話せる声・スタイル・プリセットの一覧です。▶ で短いサンプルを再生します。",
     text_label: "テキスト", voice_label: "声", style_label: "スタイル",
     speed: "話速", pitch: "音高", intonation: "抑揚", volume: "音量",
@@ -69,6 +88,25 @@ const STRINGS = {
     imported: "{n} 語を読み込みました。", import_failed: "読み込んでいません。次の行を直してください。",
     line: "{n} 行目", confirm_delete: "「{surface}」を削除しますか？",
     error: "エラー", default: "既定", read_now: "現在の読み：{reading}", measured_rtf: "この機器での RTF",
+    lib_install: "声を追加",
+    lib_install_hint: "AivisHub のページ URL かモデル UUID、公式ボイスの名前、hf:// のリポジトリを貼り付けるか、.aivmx / .aivm ファイルをアップロードします。準備ができ次第、再起動なしで使え、Home Assistant にも表示されます。",
+    lib_source: "AivisHub のリンク・UUID・ボイス名・hf://", lib_name: "名前（省略可）",
+    lib_install_button: "追加", lib_upload: ".aivmx / .aivm をアップロード",
+    lib_official: "hayakoe 公式ボイス", lib_jobs: "追加の進み具合", lib_installed: "声",
+    lib_voice: "声", lib_version: "バージョン", lib_size: "サイズ", lib_license: "ライセンス",
+    lib_from: "入手元", lib_int8: "int8",
+    lib_configured: "設定済み", lib_configured_hint: "起動オプションまたはアドオンの設定で指定された声です。削除するには設定を変更してください。",
+    lib_flags: "起動オプション・設定", lib_uploaded: "アップロード",
+    lib_update: "更新", lib_remove: "削除", lib_have: "追加済み",
+    lib_install_named: "{name} を追加", lib_need_source: "先に AivisHub のリンク・UUID・ボイス名・hf:// を入力してください。",
+    lib_confirm_remove: "{name} を削除しますか？ファイルも削除されます。",
+    lib_upload_failed: "{file}：アップロードがサーバーに届きませんでした。",
+    job_uploading: "アップロード中", job_queued: "待機中", job_downloading: "ダウンロード中",
+    job_checking: "確認中", job_converting: "変換中", job_loading: "読み込み中",
+    job_ready: "完了", job_failed: "失敗", job_cancelled: "キャンセル済み",
+    int8_queued: "待機中", int8_making: "作成中", int8_switching: "切り替え中",
+    int8_int8: "int8", int8_fp32: "fp32", int8_bf16: "bf16", int8_fp16: "fp16",
+    int8_failed: "失敗", int8_cancelled: "キャンセル",
   },
 };
 
@@ -685,6 +723,325 @@ async function importCsv(file) {
   }
 }
 
+// -- library -----------------------------------------------------------------------------
+// Voices installed while the server runs (`api/library`): an install is a job followed by
+// polling its endpoint (a bounded interval: quick while it moves, slow while only its int8
+// is being made in the background, none when nothing runs).
+
+const JOB_POLL_MS = 400;
+const INT8_POLL_MS = 3000;
+const JOB_FINAL = new Set(["ready", "failed", "cancelled"]);
+const INT8_FINAL = new Set(["int8", "fp32", "bf16", "fp16", "failed", "cancelled", ""]);
+const CANCELLABLE = new Set(["uploading", "queued", "downloading", "checking"]);
+const HUB_PAGE = "https://hub.aivis-project.com/aivm-models/";
+
+const lib = {
+  listing: null,
+  jobs: new Map(),      // id → the job as the API answered it (or an upload on its way)
+  timer: null,
+  polling: false,
+  uploads: 0,
+};
+
+function formatSize(n) {
+  if (!n) return "—";
+  if (n >= 1 << 30) return `${(n / (1 << 30)).toFixed(2)} GB`;
+  if (n >= 1 << 20) return `${(n / (1 << 20)).toFixed(1)} MB`;
+  return `${Math.max(1, Math.round(n / 1024))} KB`;
+}
+
+function libError(message) {
+  const node = $("#lib-error");
+  node.textContent = message || "";
+  node.hidden = !message;
+}
+
+// the other tabs list the voices as they are now
+function voicesChanged() {
+  VOICES = null;
+  $("#voice").replaceChildren();
+  if (!$("#view-voices").hidden) loaders.voices();
+  if (!$("#view-try").hidden) loaders.try();
+}
+
+function int8Text(int8) {
+  const states = [...new Set(Object.values(int8 || {}).filter(Boolean))];
+  return states.map((s) => t(`int8_${s}`)).join(", ");
+}
+
+function int8Busy(int8) {
+  return Object.values(int8 || {}).some((s) => !INT8_FINAL.has(s));
+}
+
+function jobPercent(job) {
+  if (job.state === "ready") return 100;
+  if ((job.state === "downloading" || job.state === "uploading") && job.total) {
+    return Math.min(100, (100 * job.bytes) / job.total);
+  }
+  if (job.state === "queued") return 0;
+  return null;  // checking, converting, loading: no measure of how far, the bar runs
+}
+
+function jobTitle(job) {
+  if (job.voices && job.voices.length) return job.voices.join(", ");
+  if (job.name) return job.name;
+  const source = String(job.source || "");
+  if (source.startsWith("upload:")) return source.slice(7);
+  return source.startsWith(HUB_PAGE) ? source.slice(HUB_PAGE.length) : source;
+}
+
+function renderJob(job) {
+  const percent = jobPercent(job);
+  const bar = el("progress", { class: "bar", max: "100" });
+  if (percent !== null) bar.value = percent;
+  bar.dataset.percent = percent === null ? "" : percent.toFixed(1);
+  const parts = [t(`job_${job.state}`)];
+  if (job.state === "downloading" || job.state === "uploading") {
+    parts.push(job.total ? `${formatSize(job.bytes)} / ${formatSize(job.total)}` : formatSize(job.bytes));
+  }
+  if (job.state === "ready" && job.int8 && int8Text(job.int8)) parts.push(`int8: ${int8Text(job.int8)}`);
+  const item = el("li", { class: `job ${job.state}`, data_job: job.id, data_state: job.state },
+    el("div", { class: "job-head" },
+      el("strong", { class: "job-title", text: jobTitle(job), title: job.source || "" }),
+      job.action === "update" ? el("span", { class: "tag", text: t("lib_update") }) : null,
+      el("span", { class: "job-state stats", text: parts.join(" · ") }),
+      CANCELLABLE.has(job.state)
+        ? el("button", { class: "small job-cancel", text: t("cancel"), onclick: () => cancelJob(job) })
+        : null));
+  if (job.state !== "failed" && job.state !== "cancelled") item.append(bar);
+  if (job.error) item.append(el("p", { class: "error job-error", text: job.error }));
+  return item;
+}
+
+function renderJobs() {
+  const list = $("#lib-jobs");
+  const jobs = [...lib.jobs.values()].reverse();  // the newest first
+  list.replaceChildren(...jobs.map(renderJob));
+  $("#lib-jobs-card").hidden = jobs.length === 0;
+}
+
+function officialButtons(listing) {
+  const box = $("#lib-official");
+  const have = new Set([
+    ...listing.configured.map((c) => c.name.toLowerCase()),
+    ...listing.installed.flatMap((e) => [e.name, ...e.voices].map((n) => n.toLowerCase())),
+  ]);
+  box.replaceChildren();
+  for (const name of listing.official || []) {
+    const installed = have.has(name.toLowerCase());
+    box.append(el("button", {
+      class: "official", data_voice: name, disabled: installed,
+      title: installed ? t("lib_have") : t("lib_install_named", { name }),
+      onclick: () => installSource(name, null),
+    }, installed ? "✓ " : "＋ ", name));
+  }
+}
+
+function updateAvailable(entry) {
+  if (entry.update_available === true) return true;
+  return Boolean(entry.latest_version && entry.version && entry.latest_version !== entry.version);
+}
+
+function sourceCell(entry) {
+  const source = String(entry.source || "");
+  if (entry.kind === "aivishub" && entry.uuid) {
+    return el("a", { href: HUB_PAGE + entry.uuid, target: "_blank", rel: "noopener noreferrer", text: `AivisHub · ${entry.uuid.slice(0, 8)}` });
+  }
+  if (source.startsWith("upload:")) return el("span", { text: `${t("lib_uploaded")} · ${source.slice(7)}` });
+  return el("span", { text: source });
+}
+
+function renderLibrary(listing) {
+  lib.listing = listing;
+  const body = $("#lib-table tbody");
+  body.replaceChildren();
+  for (const c of listing.configured) {
+    body.append(el("tr", { class: "readonly", data_voice: c.name },
+      el("td", {}, c.name, " ", el("span", { class: "tag", title: t("lib_configured_hint"), text: t("lib_configured") })),
+      el("td", { text: "—" }), el("td", { text: "—" }), el("td", { text: "—" }),
+      el("td", { text: t("lib_flags") }),
+      el("td", { text: c.precision ? t(`int8_${c.precision}`) : "—" }),
+      el("td", {})));
+  }
+  for (const e of listing.installed) {
+    const name = el("td", { class: "lib-name" }, el("strong", { text: e.name }));
+    if (e.voices.length > 1 || e.voices[0] !== e.name) {
+      name.append(el("div", { class: "hint", text: e.voices.join(", ") }));
+    }
+    const actions = el("td", { class: "row-actions" });
+    if (updateAvailable(e)) {
+      actions.append(el("button", {
+        class: "small lib-update", text: e.latest_version ? `${t("lib_update")} → ${e.latest_version}` : t("lib_update"),
+        onclick: () => updateVoice(e),
+      }));
+    }
+    actions.append(el("button", { class: "small danger lib-remove", text: t("lib_remove"), onclick: () => removeVoice(e) }));
+    const license = [e.license, (e.creators || []).join(", ")].filter(Boolean).join(" · ");
+    body.append(el("tr", { class: "installed", data_voice: e.name },
+      name,
+      el("td", { text: e.version || "—" }),
+      el("td", { class: "num", text: formatSize(e.size) }),
+      el("td", { text: license || "—" }),
+      el("td", {}, sourceCell(e)),
+      el("td", { class: "lib-int8", text: int8Text(e.int8) || "—" }),
+      actions));
+  }
+  officialButtons(listing);
+  for (const job of listing.jobs || []) {  // jobs started elsewhere (another tab, a script)
+    if (!JOB_FINAL.has(job.state) || lib.jobs.has(job.id)) lib.jobs.set(job.id, Object.assign(lib.jobs.get(job.id) || {}, job));
+  }
+  renderJobs();
+  schedulePoll();
+}
+
+async function loadLibrary() {
+  try {
+    renderLibrary(await api("api/library"));
+    $("#lib-off").hidden = true;
+  } catch (e) {
+    if (e.status === 404 && e.data && e.data.field === "library") {
+      const off = $("#lib-off");
+      off.textContent = e.message;
+      off.hidden = false;
+      for (const id of ["#lib-install", "#lib-file", "#lib-source", "#lib-name"]) $(id).disabled = true;
+      return;
+    }
+    throw e;
+  }
+}
+loaders.library = () => loadLibrary().catch(globalError);
+
+function schedulePoll() {
+  if (lib.timer !== null || lib.polling) return;
+  const jobs = [...lib.jobs.values()].filter((j) => !j.upload);
+  const moving = jobs.some((j) => !JOB_FINAL.has(j.state));
+  const int8 = jobs.some((j) => j.state === "ready" && int8Busy(j.int8));
+  if (!moving && !int8) return;
+  lib.timer = setTimeout(pollJobs, moving ? JOB_POLL_MS : INT8_POLL_MS);
+}
+
+async function pollJobs() {
+  lib.timer = null;
+  lib.polling = true;
+  let changed = false;
+  try {
+    for (const job of [...lib.jobs.values()]) {
+      if (job.upload) continue;
+      const watched = !JOB_FINAL.has(job.state) || (job.state === "ready" && int8Busy(job.int8));
+      if (!watched) continue;
+      try {
+        const now = await api(`api/library/jobs/${encodeURIComponent(job.id)}`);
+        if (now.state !== job.state && JOB_FINAL.has(now.state)) changed = true;
+        if (now.state === "ready" && int8Text(now.int8) !== int8Text(job.int8)) changed = true;
+        lib.jobs.set(job.id, now);
+      } catch (e) {
+        if (e.status === 404) lib.jobs.delete(job.id);  // forgotten by a restarted server
+        else throw e;
+      }
+    }
+    renderJobs();
+    if (changed) {
+      voicesChanged();
+      renderLibrary(await api("api/library"));
+    }
+  } catch (e) {
+    libError(e.message);
+  } finally {
+    lib.polling = false;
+    schedulePoll();
+  }
+}
+
+function followJob(id, source, action) {
+  lib.jobs.set(id, { id, source, action: action || "install", state: "queued", bytes: 0, total: null, voices: [] });
+  renderJobs();
+  schedulePoll();
+}
+
+async function installSource(source, name) {
+  libError("");
+  source = (source || "").trim();
+  if (!source) { libError(t("lib_need_source")); return; }
+  const body = { source };
+  if (name) body.name = name;
+  try {
+    const answer = await postJSON("api/library/install", body);
+    followJob(answer.job, source);
+    if ($("#lib-source").value.trim() === source) $("#lib-source").value = "";
+    $("#lib-name").value = "";
+  } catch (e) {
+    libError(e.message);
+  }
+}
+
+// a file sent as a multipart form; XMLHttpRequest reports how much has gone (fetch cannot)
+function uploadFile(file) {
+  libError("");
+  const id = `upload-${++lib.uploads}`;
+  const job = { id, upload: true, source: `upload:${file.name}`, state: "uploading", bytes: 0, total: file.size, voices: [] };
+  const form = new FormData();
+  form.append("file", file, file.name);
+  const name = $("#lib-name").value.trim();
+  if (name) form.append("name", name);
+  const xhr = new XMLHttpRequest();
+  job.xhr = xhr;
+  lib.jobs.set(id, job);
+  renderJobs();
+  xhr.open("POST", "api/library/install");
+  xhr.responseType = "json";
+  xhr.upload.onprogress = (e) => {
+    job.bytes = e.loaded;
+    if (e.lengthComputable) job.total = e.total;
+    renderJobs();
+  };
+  xhr.onload = () => {
+    lib.jobs.delete(id);
+    const data = xhr.response || {};
+    if (xhr.status === 202 && data.job) {
+      $("#lib-name").value = "";
+      followJob(data.job, job.source);
+    } else {
+      libError(data.error || `${xhr.status} ${xhr.statusText}`);
+      renderJobs();
+    }
+  };
+  xhr.onerror = () => { lib.jobs.delete(id); libError(t("lib_upload_failed", { file: file.name })); renderJobs(); };
+  xhr.onabort = () => { lib.jobs.delete(id); renderJobs(); };
+  xhr.send(form);
+}
+
+async function cancelJob(job) {
+  if (job.upload) { job.xhr.abort(); return; }
+  try {
+    lib.jobs.set(job.id, await postJSON(`api/library/jobs/${encodeURIComponent(job.id)}/cancel`, {}));
+    renderJobs();
+  } catch (e) {
+    libError(e.message);
+  }
+}
+
+async function removeVoice(entry) {
+  libError("");
+  if (!window.confirm(t("lib_confirm_remove", { name: entry.name }))) return;
+  try {
+    await postJSON("api/library/remove", { name: entry.name });
+    voicesChanged();
+    await loadLibrary();
+  } catch (e) {
+    libError(e.message);
+  }
+}
+
+async function updateVoice(entry) {
+  libError("");
+  try {
+    const answer = await postJSON("api/library/update", { name: entry.name });
+    followJob(answer.job, entry.source, "update");
+  } catch (e) {
+    libError(e.message);
+  }
+}
+
 // -- status ------------------------------------------------------------------------------
 
 function formatBytes(n) {
@@ -757,8 +1114,14 @@ function start() {
   $("#dict-cancel").addEventListener("click", resetForm);
   $("#dict-listen").addEventListener("click", () => listenWord().catch(globalError));
   $("#dict-import").addEventListener("change", (e) => { if (e.target.files[0]) importCsv(e.target.files[0]); });
+  $("#lib-install").addEventListener("click", () => installSource($("#lib-source").value, $("#lib-name").value.trim() || null));
+  $("#lib-source").addEventListener("keydown", (e) => { if (e.key === "Enter") $("#lib-install").click(); });
+  $("#lib-file").addEventListener("change", (e) => {
+    if (e.target.files[0]) uploadFile(e.target.files[0]);
+    e.target.value = "";
+  });
   const view = (location.hash || "#voices").slice(1);
-  show(["voices", "try", "dictionary", "status"].includes(view) ? view : "voices");
+  show(["voices", "try", "dictionary", "library", "status"].includes(view) ? view : "voices");
   // the voices are needed by "Try it" too
   setupTry().catch(globalError);
 }
