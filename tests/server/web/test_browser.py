@@ -3,12 +3,14 @@ Selenium through Debian's chromium-driver (nothing is downloaded), against the r
 (``python -m wyoming_hayakoe --http ...``) on the embedded voice.
 
 Skipped, saying why, where chromium, chromium-driver or selenium is missing (`.ci/run`
-installs them). ``HAYAKOE_SCREENSHOTS=DIR`` saves the three main views there (the README's
-pictures come from ``HAYAKOE_SCREENSHOTS=docs/images``).
+installs them). ``HAYAKOE_SCREENSHOTS=DIR`` saves the main views there (the pictures of the
+README and docs/web.md come from ``HAYAKOE_SCREENSHOTS=docs/images``).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
 import shutil
 import signal
@@ -17,8 +19,10 @@ import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from aiohttp import web
 
 from tests.helpers.net import free_port
 from tests.helpers.paths import REPO_ROOT
@@ -42,6 +46,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 pytestmark = pytest.mark.slow
 
+HUB_PAGE = "https://hub.aivis-project.com/aivm-models/"
 SURNAME = "葦簀野"  # a made-up family name: OpenJTalk guesses ヨシズノ
 READING = "アシズノ"
 WAIT_S = 60
@@ -50,9 +55,12 @@ WAIT_S = 60
 class Server:
     """The real program with the page on, started and restarted on the same ports."""
 
-    def __init__(self, dictionary: Path, readonly: Path) -> None:
+    def __init__(
+        self, dictionary: Path, readonly: Path | None, extra: tuple[str, ...] = ()
+    ) -> None:
         self.dictionary = dictionary
         self.readonly = readonly
+        self.extra = extra
         self.port = free_port()
         self.http_port = free_port()
         self.proc: subprocess.Popen[str] | None = None
@@ -75,10 +83,10 @@ class Server:
                 f"127.0.0.1:{self.http_port}",
                 "--http-dict",
                 str(self.dictionary),
-                "--user-dict",
-                str(self.readonly),
+                *(("--user-dict", str(self.readonly)) if self.readonly else ()),
                 "--preset",
                 "alarm=openjtalk-mei:High,speed=1.2",
+                *self.extra,
             ],
             cwd=REPO_ROOT,
             env=program_env(),
@@ -301,3 +309,183 @@ def test_import_a_csv_with_one_bad_line(browser: WebDriver, server: Server, tmp_
     assert len(browser.find_elements(By.CSS_SELECTOR, "#import-result li")) == 1
     assert server.dictionary.read_bytes() == before  # nothing imported
     assert not browser.find_elements(By.CSS_SELECTOR, '#dict-table tr[data-surface="森山"]')
+
+
+def _held_hub() -> Any:
+    """A `HeldHub` and `HubModel`; skips the test where the voice library's page API is not in the
+    tree yet (its stand-in hub and `web.library` land together)."""
+    pytest.importorskip("wyoming_hayakoe.web.library", reason="the library's page API is absent")
+    helper = pytest.importorskip("tests.helpers.aivishub", reason="no stand-in AivisHub")
+
+    class HeldHub(helper.StandInHub):
+        """The stand-in AivisHub whose download stops at each of `stops` (fractions of the file)
+        until the test lets it go on: the page's progress bar is seen at two values between 0 and
+        100 by events, however fast the machine."""
+
+        def hold(self, stops: tuple[float, ...]) -> None:
+            self.stops = stops
+            self.gates = [asyncio.Event() for _ in stops]
+
+        async def _file(self, request: web.Request) -> web.StreamResponse:
+            data = self.models[request.match_info["uuid"]].file.read_bytes()
+            response = web.StreamResponse(headers={"Content-Type": "application/octet-stream"})
+            response.content_length = len(data)
+            await response.prepare(request)
+            start = 0
+            with contextlib.suppress(ConnectionResetError):  # the server stopped (a failed test)
+                for stop, gate in zip(self.stops, self.gates, strict=True):
+                    end = int(len(data) * stop)
+                    await response.write(data[start:end])
+                    start = end
+                    await gate.wait()
+                await response.write(data[start:])
+                await response.write_eof()
+            return response
+
+    return HeldHub(), helper.HubModel
+
+
+@contextlib.contextmanager
+def _running(hub: Any) -> Iterator[asyncio.AbstractEventLoop]:
+    """The hub on a thread of its own (the browser test is synchronous)."""
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    try:
+        asyncio.run_coroutine_threadsafe(hub.start(), loop).result(WAIT_S)
+        yield loop
+    finally:
+        for gate in hub.gates:
+            loop.call_soon_threadsafe(gate.set)
+        asyncio.run_coroutine_threadsafe(hub.stop(), loop).result(WAIT_S)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(WAIT_S)
+        loop.close()
+
+
+def _job_percent(driver: WebDriver) -> float | None:
+    """The download's percentage on the newest job's bar, None while it has none (read in
+    one script: the page redraws the jobs at each poll)."""
+    value = driver.execute_script(
+        "const bar = document.querySelector("
+        "'#lib-jobs li.job[data-state=\"downloading\"] progress');"
+        "return bar ? bar.dataset.percent : '';"
+    )
+    return float(value) if value else None
+
+
+def test_library_install_from_an_aivishub_page_with_progress_then_remove(
+    browser: WebDriver, aivm_files, layout_root: Path, tmp_path: Path
+):
+    hub, hub_model = _held_hub()
+    hub.hold((0.3, 0.7))
+    model = hub.add(hub_model(aivm_files.one))
+    library = tmp_path / "library"
+    with _running(hub) as loop:
+        server = Server(
+            tmp_path / "page.csv",
+            None,
+            (
+                "--library-dir",
+                str(library),
+                "--aivishub-api",
+                hub.api,
+                "--cache-dir",
+                str(tmp_path / "cache"),
+                "--bert-source",
+                str(layout_root),
+                "--threads",
+                "1",
+                "--no-warmup",
+                "--precision",
+                "fp32",
+            ),
+        )
+        server.start()
+        try:
+            _open(browser, server, "library")
+            configured = _wait(
+                browser,
+                lambda d: d.find_element(
+                    By.CSS_SELECTOR, '#lib-table tr[data-voice="openjtalk-mei"]'
+                ),
+                "the configured voice",
+            )
+            assert "configured" in configured.text
+            assert not configured.find_elements(By.CSS_SELECTOR, "button")  # not removable
+            official = browser.find_elements(By.CSS_SELECTOR, "#lib-official button")
+            assert [b.get_attribute("data-voice") for b in official] == [
+                "jvnv-F1-jp",
+                "jvnv-F2-jp",
+                "jvnv-M1-jp",
+                "jvnv-M2-jp",
+            ]
+            browser.find_element(By.ID, "lib-source").send_keys(HUB_PAGE + model.uuid)
+            browser.find_element(By.ID, "lib-install").click()
+            # the bar moves: held at 30 %, then at 70 % of the file
+            seen: list[float] = []
+            for gate in hub.gates:
+                percent = _wait(
+                    browser,
+                    lambda d: (
+                        (p := _job_percent(d)) is not None and p not in seen and 0 < p < 100 and p
+                    ),
+                    f"the bar past {seen}",
+                )
+                seen.append(percent)
+                if len(seen) == 1:
+                    _screenshot(browser, "library-progress")
+                loop.call_soon_threadsafe(gate.set)
+            assert seen == sorted(seen) and len(seen) == 2, seen
+            assert abs(seen[0] - 30) < 1 and abs(seen[1] - 70) < 1, seen
+            row = _wait(
+                browser,
+                lambda d: d.find_element(
+                    By.CSS_SELECTOR, '#lib-table tr.installed[data-voice="tsukuyomi-test"]'
+                ),
+                "the voice listed once ready",
+            )
+            job = browser.find_element(By.CSS_SELECTOR, "#lib-jobs li.job")
+            assert job.get_attribute("data-state") == "ready"
+            assert (
+                job.find_element(By.CSS_SELECTOR, "progress").get_attribute("data-percent")
+                == "100.0"
+            )
+            assert model.version in row.text and "ACML 1.0" in row.text and "AivisHub" in row.text
+            assert "fp32" in row.text  # its precision: --precision fp32
+            assert row.find_elements(By.CSS_SELECTOR, "button.lib-remove")
+            assert not row.find_elements(By.CSS_SELECTOR, "button.lib-update")  # no newer version
+            _screenshot(browser, "library-installed")
+            # the other tabs see it
+            _tab(browser, "voices")
+            _wait(
+                browser,
+                lambda d: d.find_elements(
+                    By.CSS_SELECTOR, 'article.voice[data-voice="tsukuyomi-test"]'
+                ),
+                "the new voice on the Voices tab",
+            )
+            # remove: gone from the page and from the folder
+            _tab(browser, "library")
+            row = _wait(
+                browser,
+                lambda d: d.find_element(
+                    By.CSS_SELECTOR, '#lib-table tr.installed[data-voice="tsukuyomi-test"]'
+                ),
+                "the voice again",
+            )
+            row.find_element(By.CSS_SELECTOR, "button.lib-remove").click()
+            _wait(browser, lambda d: d.switch_to.alert, "the confirmation").accept()
+            _wait(
+                browser,
+                lambda d: (
+                    not d.find_elements(
+                        By.CSS_SELECTOR, '#lib-table tr[data-voice="tsukuyomi-test"]'
+                    )
+                ),
+                "the voice gone",
+            )
+            assert not list(library.glob("*.aivmx"))
+            assert browser.find_element(By.ID, "lib-error").get_attribute("hidden") is not None
+        finally:
+            server.stop()
