@@ -33,7 +33,7 @@ from .handler import HayakoeHandler, ServerContext
 from .info import InfoAnswer
 from .memory import IdleHeapTrim
 from .settings import Settings
-from .voices import build_catalog, prepare_tts
+from .voices import attach_library, build_catalog, prepare_tts
 from .zeroconf import ZeroconfAdvertiser
 
 if TYPE_CHECKING:
@@ -65,9 +65,11 @@ class HayakoeServer:
             admission=Admission(settings.max_queue),
         )
         admission = self.context.admission
-        voices = list(speakers.values())
-        self._heap_trim = IdleHeapTrim(
-            lambda: admission.in_flight == 0 and not any(s.lock.locked() for s in voices)
+        self._heap_trim = IdleHeapTrim(  # the voices served now (the library changes them)
+            lambda: (
+                admission.in_flight == 0
+                and not any(s.lock.locked() for s in catalog.speakers.values())
+            )
         )
         admission.on_idle = self._heap_trim
         self._server: asyncio.AbstractServer | None = None
@@ -243,6 +245,7 @@ async def run_server(settings: Settings) -> int:
     quiet = dataclasses.replace(settings.engine, progress=False)
     tts = await asyncio.to_thread(prepare_tts, dataclasses.replace(settings, engine=quiet))
     server = HayakoeServer(settings, tts.speakers)
+    library = attach_library(settings, tts, server.context.catalog)  # voices come and go
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -276,6 +279,8 @@ async def run_server(settings: Settings) -> int:
             drained.cancel()
             again.cancel()
     finally:
+        if library is not None:
+            await library.close()
         tts.close()
         waiter.cancel()
         stopper.cancel()

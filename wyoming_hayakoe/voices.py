@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from engine import TTS, Speaker
 from engine.aivm.files import is_aivm_source
@@ -19,7 +20,17 @@ from .info import VoiceCatalog
 from .presets import output_options, resolve_presets
 from .settings import Settings
 
-__all__ = ["build_catalog", "build_speakers", "build_tts", "default_voice", "prepare_tts"]
+if TYPE_CHECKING:
+    from .library.manager import Library
+
+__all__ = [
+    "attach_library",
+    "build_catalog",
+    "build_speakers",
+    "build_tts",
+    "default_voice",
+    "prepare_tts",
+]
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -76,9 +87,16 @@ def prepare_tts(
     change), and a voice that cannot be loaded (a corrupt file, a source out of reach) is
     left out with an error in the log naming the reason while the others are served; when
     none can be loaded, the first voice's error is raised (the server does not start).
-    One request and out (``say``): `watch_dictionaries` False loads the dictionaries once,
-    `skip_failed` False raises the first voice that cannot be loaded."""
+    The server's way also loads the voice library's voices (`wyoming_hayakoe.library`),
+    after the configured ones. One request and out (``say``): `watch_dictionaries` False
+    loads the dictionaries once, `skip_failed` False raises the first voice that cannot be
+    loaded (and the library is not loaded)."""
     tts = build_tts(settings)
+    if skip_failed:  # the server: the library's voices too, after the configured ones
+        from .library.manager import library_registrations
+
+        for name, source in library_registrations(settings, tts.registered):
+            tts.load(name, source=source)
     if watch_dictionaries and settings.user_dicts:
         tts.watch_user_dictionaries(settings.user_dicts)
     elif settings.user_dicts:
@@ -133,3 +151,18 @@ def build_catalog(settings: Settings, speakers: Mapping[str, Speaker]) -> VoiceC
         taken=catalog.voice_names(),
     )
     return catalog
+
+
+def attach_library(settings: Settings, tts: TTS, catalog: VoiceCatalog) -> Library | None:
+    """The voice library over the server's `tts` and `catalog` (`catalog.library`, where
+    the page finds it), its jobs and watcher started; None when ``--no-library``. Call on
+    the server's event loop; `Library.close` stops it."""
+    from .library.manager import Library, library_folder
+
+    folder = library_folder(settings)
+    if folder is None:
+        return None
+    library = Library(settings, tts, catalog, folder)
+    catalog.library = library
+    library.start()
+    return library

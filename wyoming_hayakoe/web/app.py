@@ -12,6 +12,7 @@ from aiohttp import web
 from ..handler import ServerContext
 from .api import MAX_BODY, STATE, WebState, add_routes, errors_middleware
 from .dictionary import PageDictionary
+from .library import add_library_routes
 from .options import HttpSettings
 from .security import add_security_headers, ingress_base, security_middleware
 from .warnings import WarningLog
@@ -51,6 +52,7 @@ def build_app(state: WebState) -> web.Application:
     app.router.add_get("/", index)
     app.router.add_static("/static/", STATIC_DIR, show_index=False, follow_symlinks=False)
     add_routes(app)
+    add_library_routes(app)
     return app
 
 

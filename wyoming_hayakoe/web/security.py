@@ -37,6 +37,9 @@ _CSP = (
     "media-src 'self' blob:; connect-src 'self'; object-src 'none'; base-uri 'self'; "
     "form-action 'self'; frame-ancestors 'self'"
 )
+_UPLOAD_PATH = "/api/library/install"
+"""The one endpoint that takes a multipart form (a voice file, `web.library`), same-origin
+like every write."""
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -108,7 +111,8 @@ def security_middleware(http: HttpSettings) -> Middleware:
                     request.headers.get("Origin"),
                 )
                 return _refuse(request, 403, "cross-site request refused")
-            if request.content_type not in _WRITE_TYPES:
+            upload = request.path == _UPLOAD_PATH and request.content_type == "multipart/form-data"
+            if request.content_type not in _WRITE_TYPES and not upload:
                 return _refuse(request, 415, "send application/json (or text/csv to import)")
         return await handler(request)
 
