@@ -57,6 +57,7 @@ class HayakoeServer:
             info=InfoAnswer(catalog, streaming=settings.streaming),
             samples_per_chunk=settings.samples_per_chunk,
             max_text_length=settings.max_text_length,
+            stream_quiet=settings.stream_quiet,
             limits=EventLimits(
                 max_data=settings.max_event_data_bytes,
                 max_payload=settings.max_event_payload_bytes,
