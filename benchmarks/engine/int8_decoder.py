@@ -8,8 +8,11 @@ benchmarks/.cache/ for the next run) for each recipe:
 
 - `today`: Conv + ConvTranspose in int8 (ConvTranspose has no int8 kernel: fp32 between a
   Dequantize and a Quantize), the last stage fp32 — the recipe before issue 36;
-- `new`: `QuantSettings()` as it is now;
-- further variants named with `--variants` (see `VARIANTS`).
+- `new`: `QuantSettings()` as it is now (upsampling as polyphase convolutions, LeakyRelu and
+  residual additions in int8, the last stage's residual blocks in int8);
+- `fallback`: what a voice whose gate fails on `new` gets (`QuantSettings.fallback`: the last
+  stage wholly fp32, only convolutions in int8);
+- `blocks`, `activations`: one of the two steps of `new` each (`--variants`).
 
 Each decoder runs the way the engine runs it (one ONNX Runtime session per upsampling stage,
 `session_options`, `--threads`), on `--frames` latent frames. Printed:
@@ -49,16 +52,16 @@ RESULT = "int8-decoder"
 QUICK = False
 
 VARIANTS: dict[str, dict[str, Any]] = {
-    "today": {"upsample_as_conv": False, "op_types": ("Conv", "ConvTranspose")},
-    "new": {},
-    "polyphase": {"upsample_as_conv": True, "op_types": ("Conv", "ConvTranspose")},
-    "shape": {"op_types": ("Conv", "ConvTranspose", "Reshape", "Transpose")},
-    "blocks": {"op_types": ("Conv", "ConvTranspose", "Reshape", "Transpose"), "tail_blocks": True},
-    "act-blocks": {
-        "op_types": ("Conv", "ConvTranspose", "Reshape", "Transpose", "LeakyRelu", "Add"),
-        "tail_blocks": True,
+    "today": {
+        "upsample_as_conv": False,
+        "op_types": ("Conv", "ConvTranspose"),
+        "tail_blocks": False,
+        "int8_activations": False,
     },
-    "act": {"op_types": ("Conv", "ConvTranspose", "Reshape", "Transpose", "LeakyRelu", "Add")},
+    "new": {},
+    "fallback": {"tail_blocks": False, "int8_activations": False},
+    "blocks": {"int8_activations": False},
+    "activations": {"tail_blocks": False},
 }
 """Recipe name → `QuantSettings` fields that differ from the defaults."""
 

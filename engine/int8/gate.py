@@ -90,9 +90,31 @@ class FidelityReport:
     kind: str = "int8"
     """What was compared with fp32 on ONNX Runtime: "int8", or a candidate of
     `engine.int8.measure` ("bf16 on OpenVINO")."""
+    attempts: list[dict[str, Any]] = field(default_factory=list)
+    """Each decoder recipe the gate judged, in order (`attempt`: the recipe in words, its
+    figures, whether it passed): the first (`QuantSettings()`: the last stage's residual
+    blocks and the activations in int8) and, where that one failed, its fallback (the
+    last stage fp32). The report's own figures are the last one's."""
+
+    def attempt(self, recipe: str) -> dict[str, Any]:
+        """This report's figures as one of `attempts`."""
+        return {
+            "recipe": recipe,
+            "passed": self.passed,
+            "snr_db_min": round(self.snr_db_min, 3),
+            "logmel_db_mean": round(self.logmel_db_mean, 4),
+            "mcd_db_mean": round(self.mcd_db_mean, 4),
+            "reasons": list(self.reasons),
+        }
 
     def summary(self) -> str:
         verdict = "passed" if self.passed else "FAILED (" + "; ".join(self.reasons) + ")"
+        if len(self.attempts) > 1:
+            first = self.attempts[0]
+            verdict += (
+                f" with the fallback recipe ({first['recipe']}: SNR min "
+                f"{first['snr_db_min']:.1f} dB, {'; '.join(first['reasons']) or 'passed'})"
+            )
         return (
             f"{self.kind} fidelity of {self.voice}: {verdict} — SNR min {self.snr_db_min:.1f} dB "
             f"(≥ {self.thresholds.min_snr_db:g}), mean {self.snr_db_mean:.1f} dB; log-mel "

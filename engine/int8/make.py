@@ -232,6 +232,14 @@ class _Maker:
             self.latents(bool(front_nodes))
             self.quantize(front_nodes)
             report = self.gate(bool(front_nodes), len(front_nodes))
+            attempts = [report.attempt(self.settings.describe())]
+            fallback = self.settings.fallback()
+            if not report.passed and fallback is not None:
+                self.say(f"{report.summary()}; making the decoder again: {fallback.describe()}")
+                self.quantize_decoder(fallback, "fallback")
+                report = self.gate(bool(front_nodes), len(front_nodes), fallback, "fallback")
+                attempts.append(report.attempt(fallback.describe()))
+            report.attempts = attempts
         except Exception as exc:
             c.raise_if_cancelled(exc)
             raise
@@ -277,21 +285,7 @@ class _Maker:
         store = LatentStore(self.work / "calibration")
         n_styles = max(1, len(self.voice.styles))
         keys = [(s, i) for s in range(len(self.voice.styles)) for i in range(len(self.calibration))]
-        if not self._marker("decoder").is_file():
-            feeds = [store.load(s, i)[0] for s, i in keys]
-            self.say(
-                f"{self.voice.name}: 2/4 quantizing the decoder ({self.settings.method}, "
-                f"{len(feeds)} crops)"
-            )
-            quantize_decoder(
-                self.fp32_decoder,
-                self.out / DECODER_FILE,
-                feeds,
-                self.settings,
-                self.control.checkpoint,
-            )
-            del feeds
-            self._marker("decoder").touch()
+        self.quantize_decoder(self.settings, "")
         if not front_nodes:
             (self.out / FRONT_FILE).unlink(missing_ok=True)
         elif not self._marker("front").is_file():
@@ -311,12 +305,39 @@ class _Maker:
             self._marker("front").touch()
         self.timings["quantize_s"] = time.perf_counter() - t1
 
-    def gate(self, with_front: bool, n_front: int) -> FidelityReport:
-        """Step 4: each held-out sentence's figures (kept one by one), judged."""
+    def quantize_decoder(self, settings: QuantSettings, tag: str) -> None:
+        """Step 2: the int8 decoder made with `settings` (kept once made, under the marker
+        `decoder` + `tag`: the fallback recipe's replaces the first one's file)."""
+        marker = self._marker("decoder" + (f"-{tag}" if tag else ""))
+        if marker.is_file():
+            return
+        store = LatentStore(self.work / "calibration")
+        keys = [(s, i) for s in range(len(self.voice.styles)) for i in range(len(self.calibration))]
+        feeds = [store.load(s, i)[0] for s, i in keys]
+        self.say(
+            f"{self.voice.name}: 2/4 quantizing the decoder ({settings.method}, "
+            f"{len(feeds)} crops{f', {tag}' if tag else ''})"
+        )
+        quantize_decoder(
+            self.fp32_decoder, self.out / DECODER_FILE, feeds, settings, self.control.checkpoint
+        )
+        del feeds
+        marker.touch()
+
+    def gate(
+        self,
+        with_front: bool,
+        n_front: int,
+        settings: QuantSettings | None = None,
+        tag: str = "",
+    ) -> FidelityReport:
+        """Step 4: each held-out sentence's figures (kept one by one), judged (`settings`:
+        the recipe the decoder was made with, `tag` its work subfolder's suffix)."""
         import onnxruntime as ort
 
+        settings = settings or self.settings
         t2 = time.perf_counter()
-        rows_dir = self.work / "heldout"
+        rows_dir = self.work / ("heldout" + (f"-{tag}" if tag else ""))
         rows_dir.mkdir(parents=True, exist_ok=True)
 
         def row_path(s: int, i: int) -> Path:
@@ -402,7 +423,7 @@ class _Maker:
             rows,
             self.thresholds,
             {
-                **self.settings.to_dict(),
+                **settings.to_dict(),
                 "int8_front_convolutions": n_front,
                 "calibration_sentences": len(self.calibration),
                 "styles": len(self.voice.styles),

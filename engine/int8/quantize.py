@@ -78,6 +78,7 @@ def quantize_decoder(
             settings,
             exclude=tail_nodes(fp32_decoder, settings.fp32_tail_stages, settings.tail_blocks),
             between=between,
+            op_types=settings.decoder_op_types(),
         )
         return
     import onnx
@@ -99,6 +100,7 @@ def quantize_decoder(
             settings,
             exclude=tail_nodes(source, settings.fp32_tail_stages, settings.tail_blocks),
             between=between,
+            op_types=settings.decoder_op_types(),
         )
     finally:
         source.unlink(missing_ok=True)
@@ -151,9 +153,11 @@ def _quantize_static(
     include: Sequence[str] | None = None,
     exclude: Sequence[str] = (),
     between: Callable[[], None] | None = None,
+    op_types: Sequence[str] | None = None,
 ) -> None:
     """ONNX Runtime's static QDQ quantization of `source` → `out` (`settings`; only the
-    `include` nodes when given, never the `exclude` ones)."""
+    `include` nodes when given, never the `exclude` ones; `op_types`, default
+    `settings.op_types`)."""
     import tempfile
 
     from onnxruntime.quantization import (
@@ -192,7 +196,7 @@ def _quantize_static(
                 str(tmp),
                 Reader(feeds, between),
                 quant_format=QuantFormat.QDQ,
-                op_types_to_quantize=list(settings.op_types),
+                op_types_to_quantize=list(op_types or settings.op_types),
                 per_channel=settings.per_channel,
                 reduce_range=settings.reduce_range,
                 nodes_to_quantize=list(include) if include is not None else None,

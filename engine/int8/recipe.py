@@ -11,7 +11,7 @@ used by mistake.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -60,9 +60,15 @@ class QuantSettings:
     measured on the full-size voice, keeping the last stage in fp32 took the audible-band
     SNR from 13 to 26 dB and the log-mel distance from 1.2 to 0.3 dB for ~20 % of the
     speed-up (docs/synthesizer.md)."""
-    tail_blocks: bool = False
+    tail_blocks: bool = True
     """In those fp32 stages, the residual blocks' convolutions in int8 all the same (their
-    upsampling layer, the additions of the residual stream and conv_post stay fp32)."""
+    upsampling layer, the additions of the residual stream and conv_post stay fp32, where
+    int8 rounding would reach the audio directly). Gated: see `fallback`."""
+    int8_activations: bool = True
+    """In the int8 stages, the LeakyRelus and the residual additions in int8 too (ONNX
+    Runtime fuses them into QLinearLeakyRelu / QLinearAdd), so the activations stay uint8
+    from one convolution to the next instead of a Dequantize, an fp32 operation and a
+    Quantize between them. Gated: see `fallback`."""
     crop_frames: int = 48
     """Latent frames per calibration crop (one crop per sentence and style)."""
     front_ffn: bool = True
@@ -82,6 +88,28 @@ class QuantSettings:
             )
         if self.crop_frames < 8:
             raise ValueError(f"crop_frames must be at least 8, got {self.crop_frames}")
+
+    def decoder_op_types(self) -> tuple[str, ...]:
+        """The operators quantized in the decoder (`op_types`, and with `int8_activations`
+        the LeakyRelus and additions)."""
+        extra = ("LeakyRelu", "Add") if self.int8_activations else ()
+        return self.op_types + tuple(op for op in extra if op not in self.op_types)
+
+    def fallback(self) -> QuantSettings | None:
+        """The decoder recipe to make instead when this one fails the voice's gate: the last
+        stage wholly fp32 and only the convolutions in int8 (what measured 25 dB SNR on
+        the full-size voice where this one measured 17 dB); None when this is it."""
+        if not (self.tail_blocks or self.int8_activations):
+            return None
+        return replace(self, tail_blocks=False, int8_activations=False)
+
+    def describe(self) -> str:
+        """The decoder recipe in words (the fidelity report's attempts)."""
+        what = "convolutions, LeakyRelu and additions" if self.int8_activations else "convolutions"
+        if self.fp32_tail_stages <= 0:
+            return f"{what} in int8, every stage"
+        tail = "its residual blocks' convolutions in int8" if self.tail_blocks else "wholly"
+        return f"{what} in int8; the last {self.fp32_tail_stages} stage(s) fp32, {tail}"
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
