@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .manifest import is_aivm_path
+
+if TYPE_CHECKING:
+    from ..sources.cache import CacheDir
 
 SPEAKER_SELECTOR = "#speaker="
 _SELECTOR = re.compile(r"#speaker=(\d+)$")
@@ -36,7 +39,7 @@ def with_speaker(source: str, local_id: int) -> str:
 
 
 def local_file(
-    uri: str, *, cache_dir: Any = None, token: str | None = None, offline: bool = False
+    uri: str, *, cache_dir: CacheDir = None, token: str | None = None, offline: bool = False
 ) -> Path:
     """The AivisHub file `uri` names, as a local file (fetched into the cache if remote)."""
     from ..sources import parse_source

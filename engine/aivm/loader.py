@@ -21,7 +21,7 @@ import dataclasses
 import logging
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..bert.features import BertBackend
 from ..layout import onnx_folder_files
@@ -39,6 +39,9 @@ from .manifest import (
     read_metadata,
 )
 from .naming import Candidate, unique_names, voice_name
+
+if TYPE_CHECKING:
+    from ..sources.cache import CacheDir
 
 __all__ = [
     "SPEAKER_SELECTOR",
@@ -76,7 +79,7 @@ def voices_of_file(
     source: str,
     name: str | None = None,
     *,
-    cache_dir: Any = None,
+    cache_dir: CacheDir = None,
     token: str | None = None,
     offline: bool = False,
 ) -> list[tuple[str, str]]:
@@ -148,7 +151,7 @@ def describe_aivm(
     source: str,
     *,
     device: str = "cpu",
-    cache_dir: Any = None,
+    cache_dir: CacheDir = None,
     token: str | None = None,
     offline: bool = False,
 ) -> VoiceFiles:
@@ -205,7 +208,7 @@ def load_aivm_voice(
     *,
     bert: BertBackend,
     device: str = "cpu",
-    cache_dir: Any = None,
+    cache_dir: CacheDir = None,
     token: str | None = None,
     options: EngineOptions | None = None,
 ) -> NeuralVoice:

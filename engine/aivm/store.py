@@ -14,19 +14,21 @@ that uuid and version too. The user's file is only read, never written.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..layout import CONFIG_FILE, STYLE_VECTORS_FILE, SYNTHESIZER_FILE
 from .manifest import AivmFileError, AivmMetadata, read_safetensors_header
+
+if TYPE_CHECKING:
+    from ..sources.cache import CacheDir
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -48,15 +50,13 @@ def _stamp(meta: AivmMetadata) -> dict[str, Any]:
     }
 
 
-def folder_for(meta: AivmMetadata, cache_dir: Any = None) -> Path:
+def folder_for(meta: AivmMetadata, cache_dir: CacheDir = None) -> Path:
     """Where the voice folder of `meta`'s file goes."""
-    from ..sources.cache import cache_root
+    from ..sources.cache import cache_root, path_digest
 
-    digest = hashlib.sha1(str(meta.path.resolve()).encode("utf-8")).hexdigest()[:12]
+    digest = path_digest(meta.path)[:12]
     safe_version = "".join(c if c.isalnum() or c in "-_." else "_" for c in meta.manifest.version)
-    return (
-        Path(cache_root(cache_dir)) / CACHE_SUBDIR / f"{meta.manifest.uuid}-{safe_version}-{digest}"
-    )
+    return cache_root(cache_dir) / CACHE_SUBDIR / f"{meta.manifest.uuid}-{safe_version}-{digest}"
 
 
 def _read_stamp(folder: Path) -> dict[str, Any] | None:
@@ -129,7 +129,7 @@ def _build_aivm(meta: AivmMetadata, folder: Path) -> None:
     (folder / ".export").rmdir()
 
 
-def voice_folder(meta: AivmMetadata, cache_dir: Any = None) -> Path:
+def voice_folder(meta: AivmMetadata, cache_dir: CacheDir = None) -> Path:
     """The cached voice folder of `meta`'s file (see the module doc), made when missing or
     when the file changed."""
     out = folder_for(meta, cache_dir)
@@ -161,14 +161,14 @@ def voice_folder(meta: AivmMetadata, cache_dir: Any = None) -> Path:
     return out
 
 
-def cache_entries(meta: AivmMetadata, cache_dir: Any = None) -> list[Path]:
+def cache_entries(meta: AivmMetadata, cache_dir: CacheDir = None) -> list[Path]:
     """Every folder made in the cache from `meta`'s file that exists now: its voice folder,
     and what was derived from its graphs (split graphs, ONNX Runtime's optimised graphs,
     int8 graphs), found by the digest of each graph's path as those caches name them. For
     removing a voice with everything it left behind."""
-    from ..sources.cache import cache_root
+    from ..sources.cache import DERIVED_SUBDIR, INT8_SUBDIR, cache_root, path_digest
 
-    root = Path(cache_root(cache_dir))
+    root = cache_root(cache_dir)
     found: list[Path] = []
     todo = [folder_for(meta, cache_dir)]
     while todo:
@@ -177,7 +177,7 @@ def cache_entries(meta: AivmMetadata, cache_dir: Any = None) -> list[Path]:
             continue
         found.append(folder)
         for graph in sorted(folder.glob("*.onnx")):
-            digest = hashlib.sha1(str(graph.resolve()).encode("utf-8")).hexdigest()[:16]
-            for sub in ("derived", "int8"):
+            digest = path_digest(graph)
+            for sub in (DERIVED_SUBDIR, INT8_SUBDIR):
                 todo.extend(sorted((root / sub).glob(f"*-{digest}")))
     return found

@@ -21,7 +21,6 @@ features vs today's q8 cosine min 0.99939 per token (today's q8 vs fp32: 0.99860
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -29,9 +28,12 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from ..sources.cache import CacheDir
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -206,22 +208,16 @@ def compact_constants(
 def _stamp(source: Path) -> dict[str, Any]:
     import onnxruntime as ort
 
-    st = source.stat()
-    return {
-        "format": FORMAT,
-        "ort": ort.__version__,
-        "size": st.st_size,
-        "mtime_ns": st.st_mtime_ns,
-        "min_cosine": MIN_COSINE,
-    }
+    from ..sources.cache import file_stamp
+
+    return file_stamp(source, format=FORMAT, ort=ort.__version__, min_cosine=MIN_COSINE)
 
 
-def target_for(source: Path, cache_dir: Any = None) -> Path:
+def target_for(source: Path, cache_dir: CacheDir = None) -> Path:
     """Where the compacted graph of `source` is kept: `<cache>/derived/<stem>-<digest>/`."""
-    from ..sources.cache import cache_root
+    from ..sources.cache import derived_dir
 
-    digest = hashlib.sha1(str(source.resolve()).encode("utf-8")).hexdigest()[:16]
-    return cache_root(cache_dir) / "derived" / f"{source.stem}-{digest}" / (source.stem + SUFFIX)
+    return derived_dir(source, cache_dir) / (source.stem + SUFFIX)
 
 
 def _report_path(target: Path) -> Path:
@@ -231,7 +227,7 @@ def _report_path(target: Path) -> Path:
 def compact_model(
     source: str | os.PathLike[str],
     tokenizer_dir: str | os.PathLike[str],
-    cache_dir: Any = None,
+    cache_dir: CacheDir = None,
     *,
     make: bool = True,
 ) -> Path | None:

@@ -20,7 +20,7 @@ ONNX and int8 quantisation live in `engine.bert.export`.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ..layout import (
     BERT_ONNX_FP32_FILE,
@@ -32,6 +32,9 @@ from ..layout import (
 )
 from ..model_files import explain_load_failure
 from .features import BertBackend
+
+if TYPE_CHECKING:
+    from ..sources.cache import CacheDir
 
 
 @runtime_checkable
@@ -74,7 +77,7 @@ def load_bert(
     backend: str | None = None,
     precision: str = "q8",
     threads: int | None = None,
-    cache_dir: str | Path | None = None,
+    cache_dir: CacheDir = None,
     make_derived: bool = True,
 ) -> BertBackend:
     """Load the BERT of a voice root laid out like hayakoe's repository.

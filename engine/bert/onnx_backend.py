@@ -17,6 +17,8 @@ import numpy as np
 if TYPE_CHECKING:
     import onnxruntime as ort
 
+    from ..sources.cache import CacheDir
+
 from ..heap import trim_heap
 from .features import BertFeatures
 from .tokenizer import CharTokenizer
@@ -94,7 +96,7 @@ class OnnxBert(BertFeatures):
         *,
         threads: int | None = None,
         providers: list[str] | None = None,
-        cache_dir: str | Path | None = None,
+        cache_dir: CacheDir = None,
         max_batch_tokens: int = 16384,
         max_batch_attention: int = 1 << 20,
         int8_tables: bool = False,

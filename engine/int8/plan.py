@@ -39,7 +39,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from ..options import ONNXRUNTIME, OPENVINO, PRECISIONS
 from ..synth.common import SynthBackend
@@ -59,6 +59,9 @@ from .measure import (
 )
 from .recipe import QuantSettings, stamp_for
 from .store import Int8Graphs, cache_dir_for, find_int8
+
+if TYPE_CHECKING:
+    from ..sources.cache import CacheDir
 
 __all__ = [
     "AUTO_MIN_CHANNELS",
@@ -385,7 +388,7 @@ def plan_int8(
     job: Callable[[], Int8Job],
     decoder_channels: int,
     baked_dirs: list[Path],
-    cache_dir: object = None,
+    cache_dir: CacheDir = None,
     threads: int | None = None,
     thresholds: GateThresholds | None = None,
     defer: bool = False,

@@ -8,13 +8,12 @@ voice and today's recipe; `find_int8` looks beside the voice (baked by
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .gate import FidelityReport
 from .recipe import (
@@ -27,9 +26,10 @@ from .recipe import (
     stamp_matches,
 )
 
-_LOGGER = logging.getLogger(__name__)
+if TYPE_CHECKING:
+    from ..sources.cache import CacheDir
 
-CACHE_SUBDIR = "int8"
+_LOGGER = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -71,21 +71,20 @@ def read_int8_dir(directory: Path, source: Path, settings: QuantSettings) -> Int
     return Int8Graphs(directory, report)
 
 
-def cache_dir_for(name: str, synthesizer: Path, cache_dir: Any = None) -> Path:
+def cache_dir_for(name: str, synthesizer: Path, cache_dir: CacheDir = None) -> Path:
     """`<cache>/int8/<name>-<digest of the synthesizer's path>/`: where int8 graphs made at
     load time go (the stamp inside says what they were made from)."""
-    from ..sources.cache import cache_root
+    from ..sources.cache import INT8_SUBDIR, cache_root, path_digest
 
     safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
-    digest = hashlib.sha1(str(Path(synthesizer).resolve()).encode("utf-8")).hexdigest()[:16]
-    return Path(cache_root(cache_dir)) / CACHE_SUBDIR / f"{safe}-{digest}"
+    return cache_root(cache_dir) / INT8_SUBDIR / f"{safe}-{path_digest(synthesizer)}"
 
 
 def find_int8(
     name: str,
     synthesizer: Path,
     baked_dirs: list[Path],
-    cache_dir: Any = None,
+    cache_dir: CacheDir = None,
     settings: QuantSettings | None = None,
 ) -> Int8Graphs | None:
     """Stamped int8 graphs of this synthesizer: in `baked_dirs` (by `quantize`), else the cache."""

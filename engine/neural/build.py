@@ -38,6 +38,7 @@ from .voice import NeuralVoice, load_style_vectors
 if TYPE_CHECKING:
     from ..int8.calibrate import VoiceSpec
     from ..int8.store import Int8Graphs
+    from ..sources.cache import CacheDir
     from ..synth.decoder_split import SplitOnnxSynthesizer
 
 __all__ = ["BuiltVoice", "ModelPool", "VoiceFiles", "VoiceMeta", "build_voice"]
@@ -175,7 +176,7 @@ def voice_spec(name: str, files: OnnxFolderFiles) -> VoiceSpec:
 def split_synthesizer(
     files: OnnxFolderFiles,
     options: EngineOptions,
-    cache_dir: Any = None,
+    cache_dir: CacheDir = None,
     graphs: Int8Graphs | None = None,
     candidate: Candidate | None = None,
 ) -> SplitOnnxSynthesizer:
@@ -209,7 +210,7 @@ def int8_job(
     files: OnnxFolderFiles,
     options: EngineOptions,
     bert: BertBackend,
-    cache_dir: Any = None,
+    cache_dir: CacheDir = None,
 ) -> Int8Job:
     """How to make (and serve) the int8 graphs of the model `key` in `files`."""
 
@@ -249,7 +250,7 @@ def _onnx_model(
     files: OnnxFolderFiles,
     options: EngineOptions,
     bert: BertBackend,
-    cache_dir: Any,
+    cache_dir: CacheDir,
     defer: bool,
     progress: Callable[[str], None] | None,
 ) -> tuple[SynthBackend, Int8Plan]:
@@ -307,7 +308,7 @@ def build_voice(
     options: EngineOptions | None = None,
     compile: bool = False,
     backend: str | None = None,
-    cache_dir: Any = None,
+    cache_dir: CacheDir = None,
     models: ModelPool | None = None,
     defer: bool = False,
     progress: Callable[[str], None] | None = None,

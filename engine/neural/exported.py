@@ -10,16 +10,19 @@ from __future__ import annotations
 import hashlib
 import logging
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..layout import VoiceFolderError
+
+if TYPE_CHECKING:
+    from ..sources.cache import CacheDir
 
 __all__ = ["exported_onnx_dir"]
 
 _LOGGER = logging.getLogger(__name__)
 
 
-def _export_cache_dir(name: str, files: Any, cache_dir: Any) -> Path:
+def _export_cache_dir(name: str, files: Any, cache_dir: CacheDir) -> Path:
     from ..sources.cache import cache_root
 
     h = hashlib.sha256()
@@ -30,7 +33,7 @@ def _export_cache_dir(name: str, files: Any, cache_dir: Any) -> Path:
     return Path(cache_root(cache_dir)) / "exported" / f"{safe}-{h.hexdigest()[:16]}"
 
 
-def exported_onnx_dir(name: str, files: Any, cache_dir: Any = None) -> Path:
+def exported_onnx_dir(name: str, files: Any, cache_dir: CacheDir = None) -> Path:
     """ONNX export of a PyTorch voice in the cache (made on first use; needs PyTorch)."""
     out = _export_cache_dir(name, files, cache_dir)
     if (out / "synthesizer.onnx").is_file() and (out / "duration_predictor.onnx").is_file():

@@ -25,7 +25,7 @@ import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..bert.features import BertBackend
 from ..layout import (
@@ -41,6 +41,9 @@ from ..options import EngineOptions
 from .build import VoiceFiles, build_voice
 from .exported import exported_onnx_dir
 from .voice import NeuralVoice
+
+if TYPE_CHECKING:
+    from ..sources.cache import CacheDir
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -119,7 +122,7 @@ def locate_voice(name: str, src: Any, device: str = "cpu") -> VoiceLocation:
     )
 
 
-def find_native(name: str, src: Any, device: str = "cpu", cache_dir: Any = None) -> VoiceFiles:
+def find_native(name: str, src: Any, device: str = "cpu", cache_dir: CacheDir = None) -> VoiceFiles:
     """Voice `name` in `src` (a folder path or a `Source`) as `VoiceFiles`: hayakoe's ONNX
     form, or PyTorch weights (exported to ONNX into the cache when it is to run on the
     CPU)."""
@@ -148,7 +151,7 @@ def load_neural_voice(
     bert: BertBackend,
     compile: bool = False,
     backend: str | None = None,
-    cache_dir: Any = None,
+    cache_dir: CacheDir = None,
     options: EngineOptions | None = None,
 ) -> NeuralVoice:
     """Load voice `name` from `src` (a `Source` or a folder) for `device`: `find_native`,

@@ -15,7 +15,7 @@ import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..int8.make import make_int8
 from ..int8.recipe import QuantSettings, stamp_for
@@ -28,6 +28,9 @@ from ..layout import (
     speaker_prefix,
 )
 from ..options import EngineOptions
+
+if TYPE_CHECKING:
+    from ..sources.cache import CacheDir
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -60,7 +63,7 @@ def quantize_voice(
     *,
     bert_source: Any = OFFICIAL_SOURCE,
     bert: Any = None,
-    cache_dir: Any = None,
+    cache_dir: CacheDir = None,
     token: str | None = None,
     method: str | None = None,
     threads: int | None = None,

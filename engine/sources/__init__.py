@@ -12,6 +12,7 @@ import os
 import re
 import threading
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from .base import (
     CacheWriteError,
@@ -29,6 +30,9 @@ from .hf import HFSource, hub_hosts, parse_hf_uri
 from .local import LocalSource
 from .redact import RedactingFilter, redact, register_secret
 from .s3 import S3Source, parse_s3_uri
+
+if TYPE_CHECKING:
+    from .cache import CacheDir
 
 SourceFactory = Callable[..., Source]
 """`factory(uri, *, cache_dir=..., token=..., offline=...) -> Source`: builds a source from
@@ -72,7 +76,7 @@ def _describe_schemes() -> str:
 
 
 def _file_factory(
-    uri: str, *, cache_dir: object = None, token: str | None = None, offline: bool = False
+    uri: str, *, cache_dir: CacheDir = None, token: str | None = None, offline: bool = False
 ) -> Source:
     rest = uri.split("://", 1)[1]
     host, _, path = rest.partition("/")
@@ -86,7 +90,7 @@ def _file_factory(
 
 
 def _https_factory(
-    uri: str, *, cache_dir: object = None, token: str | None = None, offline: bool = False
+    uri: str, *, cache_dir: CacheDir = None, token: str | None = None, offline: bool = False
 ) -> Source:
     host = (
         re.sub(r"^[a-zA-Z]+://", "", uri).split("/", 1)[0].rsplit("@", 1)[-1].split(":")[0]

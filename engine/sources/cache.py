@@ -5,16 +5,28 @@ Layout under the root:
     <root>/hf/   huggingface_hub's own cache (models--owner--repo/{blobs,snapshots,refs,trees})
     <root>/s3/<store>/<bucket>/<key prefix>/...   S3 copies (+ .hayakoe_manifest.json,
                                                    .hayakoe_synced)
+    <root>/derived/<stem>-<digest>/   graphs derived from one file (`derived_dir`): ONNX
+                                      Runtime's optimised copies, the synthesizer cut at its
+                                      decoder, the compacted BERT; each with a stamp
+                                      (`file_stamp`) saying what it was made from
+    <root>/int8/<name>-<digest>/      a voice's int8 graphs (`engine.int8.store`)
 
 Local sources are never copied here.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
+from typing import Any
 
 ENV_VAR = "HAYAKOE_CACHE"
+DERIVED_SUBDIR = "derived"
+INT8_SUBDIR = "int8"
+
+CacheDir = str | os.PathLike[str] | None
+"""A cache root as a caller gives it (None or blank: `$HAYAKOE_CACHE`, else the default)."""
 
 
 def default_cache_root() -> Path:
@@ -27,7 +39,7 @@ def default_cache_root() -> Path:
     return base / "hayakoe"
 
 
-def cache_root(cache_dir: str | os.PathLike[str] | None = None) -> Path:
+def cache_root(cache_dir: CacheDir = None) -> Path:
     """The cache root: `cache_dir` if given, else `$HAYAKOE_CACHE`, else the default.
 
     The result is absolute (relative values are taken from the current directory now, so a
@@ -49,3 +61,23 @@ def hf_cache_dir(root: Path) -> Path:
 def s3_cache_dir(root: Path) -> Path:
     """Where S3 copies live under `root`."""
     return Path(root) / "s3"
+
+
+def path_digest(path: str | os.PathLike[str]) -> str:
+    """16 hex digits naming the file at `path` (its absolute, resolved path) in cache folder
+    names: two voices with the same file name never share a folder."""
+    return hashlib.sha1(str(Path(path).resolve()).encode("utf-8")).hexdigest()[:16]
+
+
+def derived_dir(source: Path, cache_dir: CacheDir = None) -> Path:
+    """`<root>/derived/<stem>-<digest>/`: where graphs derived from the file `source` are kept
+    (never beside it: a user's voice folder stays as it was). Nothing is created here."""
+    return cache_root(cache_dir) / DERIVED_SUBDIR / f"{source.stem}-{path_digest(source)}"
+
+
+def file_stamp(source: Path, /, **fields: Any) -> dict[str, Any]:
+    """What a derived file was made from: `source`'s size and modification time, and the
+    maker's own `fields` (its format version, the runtime's version...). A derived file
+    whose stored stamp differs is made again."""
+    st = source.stat()
+    return {**fields, "size": st.st_size, "mtime_ns": st.st_mtime_ns}

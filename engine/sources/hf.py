@@ -25,7 +25,7 @@ import os
 import re
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from ..layout import OFFICIAL_SOURCE
@@ -38,6 +38,9 @@ from .base import (
 )
 from .cache import cache_root, hf_cache_dir
 from .redact import redact, register_secret
+
+if TYPE_CHECKING:
+    from .cache import CacheDir
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -179,7 +182,12 @@ class HFSource:
 
     @classmethod
     def from_uri(
-        cls, uri: str, *, cache_dir: Any = None, token: str | None = None, offline: bool = False
+        cls,
+        uri: str,
+        *,
+        cache_dir: CacheDir = None,
+        token: str | None = None,
+        offline: bool = False,
     ) -> HFSource:
         """Factory for `parse_source`."""
         return cls(**parse_hf_uri(uri), cache_dir=cache_dir, token=token, offline=offline)

@@ -32,7 +32,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from .base import (
@@ -47,6 +47,9 @@ from .base import (
 from .cache import cache_root, s3_cache_dir
 from .progress import Progress
 from .redact import redact
+
+if TYPE_CHECKING:
+    from .cache import CacheDir
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -163,7 +166,12 @@ class S3Source:
 
     @classmethod
     def from_uri(
-        cls, uri: str, *, cache_dir: Any = None, token: str | None = None, offline: bool = False
+        cls,
+        uri: str,
+        *,
+        cache_dir: CacheDir = None,
+        token: str | None = None,
+        offline: bool = False,
     ) -> S3Source:
         """Factory for `parse_source` (`token` is for Hub sources and is ignored here)."""
         bucket, prefix = parse_s3_uri(uri)

@@ -21,7 +21,6 @@ for a voice without speaker conditioning.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import math
@@ -29,7 +28,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -39,6 +38,9 @@ from .common import Latent, NoiseSource, SynthInputs, SynthOutput, SynthParams
 from .onnx_backend import NOISE_INPUT, OnnxSynthesizer, make_noise_inputs, session_options
 from .polyphase import upsampling_layers
 from .windowed import DecoderGeometry, DecoderStage, StagedDecoding
+
+if TYPE_CHECKING:
+    from ..sources.cache import CacheDir
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -294,26 +296,21 @@ def _variant(conv2d: bool) -> str:
     return ".conv2d" if conv2d else ""
 
 
-def _stamp(source: Path) -> dict:
-    st = source.stat()
-    return {
-        "format": FORMAT,
-        "source": source.name,
-        "size": st.st_size,
-        "mtime_ns": st.st_mtime_ns,
-    }
+def _stamp(source: Path) -> dict[str, Any]:
+    from ..sources.cache import file_stamp
+
+    return file_stamp(source, format=FORMAT, source=source.name)
 
 
-def _candidates(source: Path, cache_dir: Any = None) -> list[Path]:
+def _candidates(source: Path, cache_dir: CacheDir = None) -> list[Path]:
     """Where derived graphs are written: under the cache root, never in the voice folder."""
-    from ..sources.cache import cache_root
+    from ..sources.cache import derived_dir
 
-    digest = hashlib.sha1(str(source.resolve()).encode("utf-8")).hexdigest()[:16]
-    return [cache_root(cache_dir) / "derived" / f"{source.stem}-{digest}"]
+    return [derived_dir(source, cache_dir)]
 
 
 def derived_graphs(
-    source: Path, cache_dir: Any = None, *, conv2d: bool = False
+    source: Path, cache_dir: CacheDir = None, *, conv2d: bool = False
 ) -> tuple[Path, Path]:
     """(front, decoder) ONNX files cut from `source` (noise as inputs), made once.
 
@@ -386,7 +383,7 @@ class SplitOnnxSynthesizer(OnnxSynthesizer):
         sample_rate: int,
         geometry: DecoderGeometry,
         threads: int | None = None,
-        cache_dir: Any = None,
+        cache_dir: CacheDir = None,
         conv2d: bool = False,
         release_memory: bool = True,
         decoder: Path | None = None,

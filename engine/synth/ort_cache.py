@@ -17,14 +17,16 @@ results.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..sources.cache import CacheDir
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -46,24 +48,16 @@ ort.InferenceSession(src, sess_options=opts, providers=["CPUExecutionProvider"])
 def _stamp(source: Path) -> dict[str, Any]:
     import onnxruntime as ort
 
-    st = source.stat()
-    return {
-        "format": FORMAT,
-        "ort": ort.__version__,
-        "size": st.st_size,
-        "mtime_ns": st.st_mtime_ns,
-    }
+    from ..sources.cache import file_stamp
+
+    return file_stamp(source, format=FORMAT, ort=ort.__version__)
 
 
-def _candidates(source: Path, cache_dir: Any = None) -> list[Path]:
-    from ..sources.cache import cache_root
+def _candidates(source: Path, cache_dir: CacheDir = None) -> list[Path]:
+    from ..sources.cache import derived_dir
 
-    digest = hashlib.sha1(str(source.resolve()).encode("utf-8")).hexdigest()[:16]
     name = source.stem + SUFFIX
-    return [
-        cache_root(cache_dir) / "derived" / f"{source.stem}-{digest}" / name,
-        source.parent / name,
-    ]
+    return [derived_dir(source, cache_dir) / name, source.parent / name]
 
 
 def _stamp_path(target: Path) -> Path:
@@ -96,7 +90,7 @@ def _optimize(source: Path, target: Path) -> None:
     os.replace(tmp, target)
 
 
-def optimized_model(source: str | os.PathLike[str], cache_dir: Any = None) -> Path:
+def optimized_model(source: str | os.PathLike[str], cache_dir: CacheDir = None) -> Path:
     """A pre-optimised copy of the ONNX file `source` (see the module doc), or `source`."""
     source = Path(source)
     try:
