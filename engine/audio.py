@@ -25,7 +25,11 @@ CHANNELS = 1
 
 
 def to_int16(samples: np.ndarray) -> np.ndarray:
-    """Float audio in [-1, 1] → int16, scaled by 32767 and clipped (no normalisation)."""
+    """Float audio in [-1, 1] → int16, scaled by 32767 and clipped (no normalisation).
+
+    The clip is a last guard: what `Speaker` sends never reaches it, since
+    `engine.output.OutputStage` limits every request below full scale first (at most ±32766
+    with default options, `engine.output.limiter.FULL_SCALE_CEILING`)."""
     x = np.asarray(samples, dtype=np.float32).reshape(-1)
     x = np.nan_to_num(x, nan=0.0, posinf=1.0, neginf=-1.0)
     return np.clip(np.rint(x * 32767.0), -32768, 32767).astype(np.int16)

@@ -13,7 +13,13 @@ import math
 
 import numpy as np
 
-__all__ = ["MAX_LOUDNESS_GAIN_DB", "integrated_loudness", "loudness_gain"]
+__all__ = [
+    "MAX_LOUDNESS_GAIN_DB",
+    "gated_loudness",
+    "integrated_loudness",
+    "k_weighted",
+    "loudness_gain",
+]
 
 _SHELF_GAIN_DB = 3.999843853973347
 _SHELF_Q = 0.7071752369554196
@@ -68,17 +74,23 @@ def integrated_loudness(samples: np.ndarray, rate: int) -> float:
     """Integrated loudness in LUFS of mono float audio (full scale = 1.0); ``-inf`` for
     silence. Audio shorter than one 400 ms block is measured as one block."""
     y = k_weighted(samples, rate)
-    n = y.size
+    return gated_loudness(y * y, rate)
+
+
+def gated_loudness(power: np.ndarray, rate: int) -> float:
+    """Integrated loudness in LUFS from the squared K-weighted samples (`k_weighted`), gated
+    as `integrated_loudness` does; lets a caller weigh one filtered signal several ways."""
+    n = power.size
     if n == 0:
         return -math.inf
     block = int(round(_BLOCK_S * rate))
     step = int(round(_STEP_S * rate))
-    power = np.concatenate([[0.0], np.cumsum(y * y)])
+    cumulative = np.concatenate([[0.0], np.cumsum(power)])
     if n < block:
-        means = np.array([power[n] / n])
+        means = np.array([cumulative[n] / n])
     else:
         starts = np.arange(0, n - block + 1, step)
-        means = (power[starts + block] - power[starts]) / block
+        means = (cumulative[starts + block] - cumulative[starts]) / block
     with np.errstate(divide="ignore"):
         levels = _OFFSET + 10.0 * np.log10(means)
     gated = means[levels > _ABSOLUTE_GATE]

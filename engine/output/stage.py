@@ -10,8 +10,12 @@ Order, per request::
       → int16 (fixed ×32767 scale)
 
 Every step keeps state between pieces, so a stream cut anywhere gives exactly the samples of
-the whole text processed at once. With default `OutputOptions` the stage is a pass-through
-(only the int16 conversion), as before it existed.
+the whole text processed at once. With default `OutputOptions` the stage is a pass-through:
+the int16 conversion behind the same look-ahead limiter at `FULL_SCALE_CEILING`, which changes
+no sample unless one would reach full scale (±32767 or −32768: a voice whose raw output passes
+it, e.g. a neural decoder's tanh saturated at 1.0), and then limits it smoothly instead of
+clipping. Its look-ahead holds back the last 5 ms of each piece until the next piece (or
+`finish`): the samples are those of the voice, bit for bit, but chunk edges move by that much.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from ..audio import to_int16
-from .limiter import Limiter
+from .limiter import FULL_SCALE_CEILING_DB, Limiter
 from .loudness import loudness_gain
 from .options import Chime, OutputOptions
 
@@ -78,7 +82,9 @@ class OutputStage:
             self._resampler = soxr.ResampleStream(
                 self.voice_rate, self.rate, 1, dtype="float32", quality="HQ"
             )
-        self._limiter = None if self.passthrough else Limiter(self.rate)
+        self._limiter = Limiter(
+            self.rate, **({"ceiling_db": FULL_SCALE_CEILING_DB} if self.passthrough else {})
+        )
         self._started = False
         self._finished = False
 
@@ -90,15 +96,15 @@ class OutputStage:
     @property
     def limited(self) -> bool:
         """Whether the limiter has had to lower any peak so far."""
-        return self._limiter is not None and self._limiter.min_gain < 1.0
+        return self._limiter.min_gain < 1.0
 
     def push(self, samples: np.ndarray, *, final: bool = True) -> np.ndarray:
         """The next piece of the voice's float audio → int16 samples ready to send."""
         x = np.asarray(samples, dtype=np.float32).reshape(-1)
-        if self.passthrough:
-            return to_int16(x)
         if self._finished:
             raise RuntimeError("OutputStage.push after finish")
+        if self.passthrough:
+            return to_int16(self._limiter.process(x))
         if self._gain is None:
             self._held.append(x)
             self._held_samples += x.size
@@ -111,15 +117,17 @@ class OutputStage:
 
     def finish(self) -> np.ndarray:
         """Everything still held back, then the tail silence (nothing if nothing was heard)."""
-        if self.passthrough or self._finished:
+        if self._finished:
             return _EMPTY
+        if self.passthrough:
+            self._finished = True
+            return self._log_limited(to_int16(self._limiter.flush()))
         out: list[np.ndarray] = []
         if self._gain is None:
             out.append(self._shape(self._measure()))
         self._finished = True
         if not self._started:
             return _EMPTY
-        assert self._limiter is not None
         rest: list[np.ndarray] = []
         if self._resampler is not None:
             rest.append(
@@ -130,13 +138,16 @@ class OutputStage:
         rest.append(np.zeros(self._samples(self.options.tail_silence), np.float32))
         out.append(to_int16(self._limiter.process(np.concatenate(rest))))
         out.append(to_int16(self._limiter.flush()))
-        if self._limiter.min_gain < 1.0:
-            _LOGGER.debug(
-                "Limiter lowered peaks by up to %.1f dB", -20 * np.log10(self._limiter.min_gain)
-            )
-        return np.concatenate(out)
+        return self._log_limited(np.concatenate(out))
 
     # -- internals ---------------------------------------------------------------------
+    def _log_limited(self, last: np.ndarray) -> np.ndarray:
+        if self._limiter.min_gain < 1.0:
+            _LOGGER.debug(
+                "Limiter lowered peaks by up to %.2f dB", -20 * np.log10(self._limiter.min_gain)
+            )
+        return last
+
     def _samples(self, seconds: float) -> int:
         return int(round(seconds * self.rate))
 
@@ -151,7 +162,7 @@ class OutputStage:
         return held
 
     def _shape(self, x: np.ndarray) -> np.ndarray:
-        assert self._gain is not None and self._limiter is not None
+        assert self._gain is not None
         if x.size == 0:
             return _EMPTY
         parts: list[np.ndarray] = []

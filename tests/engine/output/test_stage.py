@@ -133,10 +133,27 @@ def test_loudness_matches_pyloudnorm(rate: int) -> None:
 
 
 def test_default_options_pass_the_audio_through() -> None:
-    x = _speech_like() * 1.2  # even overs: clipped as before, not limited
+    x = _speech_like() * np.float32(32766.3 / 32767 / 0.9)  # peaks just under full scale
     stage = OutputStage(OutputOptions(), 48000)
     assert stage.passthrough and stage.rate == 48000
     assert np.array_equal(_run(stage, _pieces(x)), AudioResult.from_float(48000, x).data)
+    assert not stage.limited
+
+
+def test_default_options_limit_overs_instead_of_clipping() -> None:
+    """Peaks past full scale (1.2×) are limited below it, never clipped; samples far from
+    any peak are exactly the voice's; chunking changes nothing."""
+    x = _speech_like() * np.float32(1.2 / 0.9)
+    whole = OutputStage(OutputOptions(), 48000)
+    out = _run(whole, [x])
+    clipped = AudioResult.from_float(48000, x).data
+    assert whole.limited and out.size == x.size
+    assert int(np.abs(out.astype(np.int32)).max()) == 32766
+    assert np.count_nonzero(np.abs(clipped.astype(np.int32)) >= 32767) > 100  # as before
+    assert np.array_equal(_run(OutputStage(OutputOptions(), 48000), _pieces(x)), out)
+    assert np.array_equal(out[:4800], clipped[:4800])  # the silence before the first burst
+    level = integrated_loudness(out / 32767.0, 48000)
+    assert abs(level - integrated_loudness(clipped / 32767.0, 48000)) < 1.0
 
 
 @pytest.mark.parametrize("rate", OUTPUT_RATES)

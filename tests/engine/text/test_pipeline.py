@@ -13,6 +13,9 @@ from engine.text import Part, TextPipeline, sentences_of
 # sha256 (first 16 hex digits) of the int16 audio the embedded voice made for these texts
 # with the code before the pipeline (speaker.py splitting/rewriting/SSML itself, commit
 # 09e64c8): whole text through `stream`, the same text in 3-character deltas, `generate`.
+# "ssml" changed on purpose with issue 34 (no clipping): its audio had 199 samples at full
+# scale (6d11fd62af9a64c4 with the peaks clipped); the embedded voice now limits a phrase whose
+# peaks pass full scale (loudness kept), so it has none. The others never reached full scale.
 GOLDEN = {
     "plain": (
         "今日は10:30に会議があります。Home Assistantで照明を50%にします！さようなら",
@@ -21,7 +24,7 @@ GOLDEN = {
     "ssml": (
         '<speak>はじめに。<break time="400ms"/><prosody rate="fast">速く話します。次も速く'
         '</prosody>ゆっくり。<break strength="strong"/>終わり。</speak>',
-        ("6d11fd62af9a64c4", "6d11fd62af9a64c4", "6d11fd62af9a64c4"),
+        ("d956e71f24c30263", "d956e71f24c30263", "d956e71f24c30263"),
     ),
     "malformed": (
         "<speak>壊れた<b>SSMLです。</speak>",
