@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.lib import CACHE, REPO
-from benchmarks.lib.voices import TEXTS, VOICE_NAME
+from benchmarks.lib.texts import TEXTS, VOICE_NAME
 from engine import layout
 
 ROOT = CACHE / "fullsize"

@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from ..synth.common import StagedSynth
+from ..synth.windowed import StagedSynth
 from .calibrate import FeatureSource, LatentBackend, LatentStore, VoiceSpec, crop, voice_latents
 from .control import Cancelled, Int8Control
 from .gate import FidelityReport, GateThresholds, SentenceFidelity, compare, judge

@@ -14,12 +14,9 @@ A stream's first n values do not depend on how many are drawn, so drawing more t
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol, cast, runtime_checkable
+from typing import Protocol, cast, runtime_checkable
 
 import numpy as np
-
-if TYPE_CHECKING:
-    from .windowed import StagedDecoding
 
 
 @dataclass(frozen=True)
@@ -140,15 +137,4 @@ class SplitSynth(SynthBackend, Protocol):
 
     def decode(self, latent: Latent, z: np.ndarray) -> np.ndarray:
         """Audio `float32 [frames·hop]` of the latent slice `z` `[1, C, frames]`."""
-        ...
-
-
-@runtime_checkable
-class StagedSynth(SplitSynth, Protocol):
-    """A split synthesizer whose decoder also runs stage by stage, keeping each stage's state
-    between windows (`StagedDecoding`), so a window boundary recomputes a few samples per
-    stage instead of the whole receptive field."""
-
-    def staged(self, latent: Latent, z: np.ndarray | None = None) -> StagedDecoding:
-        """A stage-by-stage decoding of `latent` (of `z` where given)."""
         ...

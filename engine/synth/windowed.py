@@ -24,11 +24,12 @@ import math
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
 from ..voice_backend import ListenerView
-from .common import Latent, NoiseSource, SplitSynth, StagedSynth, SynthInputs, SynthParams
+from .common import Latent, NoiseSource, SplitSynth, SynthInputs, SynthParams
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -392,6 +393,17 @@ class StagedDecoding:
             self._inputs[j + 1] = new if kept.shape[2] == 0 else np.concatenate([kept, new], axis=2)
             self._known[j + 1] = self._done[j] * shape.rate
         return new
+
+
+@runtime_checkable
+class StagedSynth(SplitSynth, Protocol):
+    """A split synthesizer whose decoder also runs stage by stage, keeping each stage's state
+    between windows (`StagedDecoding`), so a window boundary recomputes a few samples per
+    stage instead of the whole receptive field."""
+
+    def staged(self, latent: Latent, z: np.ndarray | None = None) -> StagedDecoding:
+        """A stage-by-stage decoding of `latent` (of `z` where given)."""
+        ...
 
 
 # --------------------------------------------------------------------- sentence streaming ---
