@@ -34,6 +34,7 @@ __all__ = [
     "FULL_SCALE_CEILING",
     "FULL_SCALE_CEILING_DB",
     "Limiter",
+    "PieceLimiter",
     "limit_keeping_loudness",
     "peak_gain",
     "sliding_min",
@@ -169,6 +170,34 @@ def _window_mean(values: np.ndarray, width: int) -> np.ndarray:
     return (total[width:] - total[:-width]) / width
 
 
+def _shape(sample_rate: int, lookahead_s: float, hold_s: float) -> tuple[int, int, int, int]:
+    """look-ahead, the two smoothing spans and the minimum's window, in samples (`Limiter`'s)."""
+    look = max(2, int(round(lookahead_s * sample_rate)))
+    window = look + 1 + max(0, int(round(hold_s * sample_rate)))
+    return look, look // 2, look - look // 2, window
+
+
+def _targets(samples: np.ndarray, ceiling: float) -> np.ndarray:
+    """The largest gain each sample may have: ``min(1, ceiling / |x|)``."""
+    x = np.abs(np.asarray(samples, dtype=np.float64).reshape(-1))
+    target = np.ones(x.size)
+    over = x > ceiling
+    target[over] = ceiling / x[over]
+    return target
+
+
+def _gain_of_targets(target: np.ndarray, shape: tuple[int, int, int, int]) -> np.ndarray:
+    """`Limiter`'s gain for these targets, without its delay: ones (silence) before and after.
+
+    The gain at output n (Limiter's time, input delayed by `look`) is a mean over span2 of
+    means over span1 of minima of `target` over `window`."""
+    look, span1, span2, window = shape
+    padded = np.concatenate([np.ones(window - 1 + look), target, np.ones(look)])
+    held = sliding_min(padded, window)
+    gain = _window_mean(_window_mean(held, span1 + 1), span2 + 1)[look:]
+    return np.minimum(gain, target)  # equal but for the running sums' rounding
+
+
 def peak_gain(
     samples: np.ndarray,
     sample_rate: int,
@@ -180,23 +209,60 @@ def peak_gain(
     """The gain `Limiter` would give each sample of a whole signal (same look-ahead, hold and
     ramps), without the delay: ``samples * peak_gain(samples, ...)`` is the limited signal.
 
-    For a signal held whole (a phrase the voice renders at once); a stream takes `Limiter`.
+    For a signal held whole (a phrase the voice renders at once); a stream takes `Limiter` or
+    `PieceLimiter`.
     """
-    x = np.abs(np.asarray(samples, dtype=np.float64).reshape(-1))
-    n = x.size
-    look = max(2, int(round(lookahead_s * sample_rate)))
-    span1 = look // 2
-    span2 = look - span1
-    window = look + 1 + max(0, int(round(hold_s * sample_rate)))
-    target = np.ones(n)
-    over = x > ceiling
-    target[over] = ceiling / x[over]
-    # gain at output n (Limiter's time, input delayed by `look`) = mean over span2 of means
-    # over span1 of minima of `target` over `window`; padded with 1 (silence) both sides.
-    padded = np.concatenate([np.ones(window - 1 + look), target, np.ones(look)])
-    held = sliding_min(padded, window)
-    gain = _window_mean(_window_mean(held, span1 + 1), span2 + 1)[look:]
-    return np.minimum(gain, target)  # equal but for the running sums' rounding
+    shape = _shape(sample_rate, lookahead_s, hold_s)
+    return _gain_of_targets(_targets(samples, ceiling), shape)
+
+
+class PieceLimiter:
+    """The limiter of default output: each piece of a stream limited as it comes, no delay.
+
+    Why not `Limiter`: its look-ahead holds back the last 5 ms of every piece until the next
+    one, which moves every chunk edge and keeps a sentence's end waiting for the next sentence;
+    and default output has nothing to limit unless a voice reaches full scale (a neural
+    decoder's tanh saturated at ±1.0: a few samples by 1/32767). So a piece passes as it is
+    unless a sample in it, or in the hold of one just before it, passes the ceiling; then it
+    gets `Limiter`'s gain computed over the piece (its look-ahead within the piece) with the
+    targets of the samples just sent in front (their hold and release carry on into it). Only
+    an over within the look-ahead of a piece's start gets a shorter attack, since the samples
+    before it are gone: the gain still never lets a sample past the ceiling.
+    """
+
+    def __init__(
+        self,
+        sample_rate: int,
+        *,
+        ceiling: float = FULL_SCALE_CEILING,
+        lookahead_s: float = LOOKAHEAD_S,
+        hold_s: float = HOLD_S,
+    ) -> None:
+        self.ceiling = float(ceiling)
+        self._shape = _shape(sample_rate, lookahead_s, hold_s)
+        look, _, _, window = self._shape
+        self._keep = window - 1 + look  # the targets in front that reach a new piece
+        self._front = np.ones(0)
+        self.min_gain = 1.0
+        """The lowest gain applied so far (1.0: never limited)."""
+
+    def process(self, samples: np.ndarray) -> np.ndarray:
+        """The piece, limited (float32, as many samples; the same array values when nothing
+        in reach passes the ceiling)."""
+        x = np.asarray(samples, dtype=np.float32).reshape(-1)
+        target = _targets(x, self.ceiling)
+        quiet_front = self._front.size == 0 or float(self._front.min()) >= 1.0
+        if quiet_front and (target.size == 0 or float(target.min()) >= 1.0):
+            self._front = np.ones(0)
+            return x
+        both = np.concatenate([self._front, target])
+        gain = _gain_of_targets(both, self._shape)[self._front.size :]
+        self._front = both[-self._keep :]
+        if gain.size == 0:
+            return x
+        self.min_gain = min(self.min_gain, float(gain.min()))
+        out = np.clip(x.astype(np.float64) * gain, -self.ceiling, self.ceiling)
+        return out.astype(np.float32)
 
 
 def limit_keeping_loudness(

@@ -11,11 +11,10 @@ Order, per request::
 
 Every step keeps state between pieces, so a stream cut anywhere gives exactly the samples of
 the whole text processed at once. With default `OutputOptions` the stage is a pass-through:
-the int16 conversion behind the same look-ahead limiter at `FULL_SCALE_CEILING`, which changes
-no sample unless one would reach full scale (±32767 or −32768: a voice whose raw output passes
-it, e.g. a neural decoder's tanh saturated at 1.0), and then limits it smoothly instead of
-clipping. Its look-ahead holds back the last 5 ms of each piece until the next piece (or
-`finish`): the samples are those of the voice, bit for bit, but chunk edges move by that much.
+the int16 conversion behind `PieceLimiter` at `FULL_SCALE_CEILING`, which changes no sample
+unless one would reach full scale (±32767 or −32768: a voice whose raw output passes it, e.g. a
+neural decoder's tanh saturated at 1.0), and then limits it smoothly instead of clipping; it
+holds nothing back, so each piece gives its chunk at once, as before the limiter existed.
 """
 
 from __future__ import annotations
@@ -27,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from ..audio import to_int16
-from .limiter import FULL_SCALE_CEILING_DB, Limiter
+from .limiter import FULL_SCALE_CEILING, Limiter, PieceLimiter
 from .loudness import loudness_gain
 from .options import Chime, OutputOptions
 
@@ -82,8 +81,10 @@ class OutputStage:
             self._resampler = soxr.ResampleStream(
                 self.voice_rate, self.rate, 1, dtype="float32", quality="HQ"
             )
-        self._limiter = Limiter(
-            self.rate, **({"ceiling_db": FULL_SCALE_CEILING_DB} if self.passthrough else {})
+        self._limiter: Limiter | PieceLimiter = (
+            PieceLimiter(self.rate, ceiling=FULL_SCALE_CEILING)
+            if self.passthrough
+            else Limiter(self.rate)
         )
         self._started = False
         self._finished = False
@@ -119,9 +120,9 @@ class OutputStage:
         """Everything still held back, then the tail silence (nothing if nothing was heard)."""
         if self._finished:
             return _EMPTY
-        if self.passthrough:
+        if self.passthrough:  # nothing held back
             self._finished = True
-            return self._log_limited(to_int16(self._limiter.flush()))
+            return self._log_limited(_EMPTY)
         out: list[np.ndarray] = []
         if self._gain is None:
             out.append(self._shape(self._measure()))
@@ -136,6 +137,7 @@ class OutputStage:
                 )
             )
         rest.append(np.zeros(self._samples(self.options.tail_silence), np.float32))
+        assert isinstance(self._limiter, Limiter)
         out.append(to_int16(self._limiter.process(np.concatenate(rest))))
         out.append(to_int16(self._limiter.flush()))
         return self._log_limited(np.concatenate(out))

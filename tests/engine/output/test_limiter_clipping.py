@@ -19,7 +19,9 @@ from engine.output import Limiter, integrated_loudness
 from engine.output.limiter import (
     FULL_SCALE_CEILING,
     FULL_SCALE_CEILING_DB,
+    LOOKAHEAD_S,
     LOUDNESS_TOLERANCE_LU,
+    PieceLimiter,
     limit_keeping_loudness,
     peak_gain,
 )
@@ -57,12 +59,12 @@ def _speech_like(rate: int, seconds: float, peak: float, seed: int = 3) -> np.nd
 def unlimited() -> Iterator[None]:
     """The default stage's limiter off (its ceiling out of reach): int16 conversion clips, as
     before issue 34."""
-    saved = stage_module.FULL_SCALE_CEILING_DB
-    stage_module.FULL_SCALE_CEILING_DB = 60.0
+    saved = stage_module.FULL_SCALE_CEILING
+    stage_module.FULL_SCALE_CEILING = 1000.0
     try:
         yield
     finally:
-        stage_module.FULL_SCALE_CEILING_DB = saved
+        stage_module.FULL_SCALE_CEILING = saved
 
 
 # --- the limiter alone ---------------------------------------------------------------------
@@ -77,6 +79,35 @@ def test_whole_signal_gain_is_the_streaming_limiters() -> None:
     assert limiter.min_gain < 0.5
     assert np.abs(streamed - whole).max() < 1e-6
     assert np.abs(whole).max() <= FULL_SCALE_CEILING
+
+
+def test_pieces_are_limited_as_they_come_without_delay() -> None:
+    """`PieceLimiter`: each piece comes back at once, as long; never past the ceiling; a piece
+    with nothing to limit in reach is the same samples; the gain equals the whole signal's
+    except just before a cut (its look-ahead cannot see past a piece)."""
+    x = _speech_like(48000, 1.0, 1.5)
+    quiet = np.zeros(4800, np.float32)
+    quiet[100] = 0.5
+    cuts = [0, 7000, 7001, 21000, 30000, 48000]
+    limiter = PieceLimiter(48000)
+    out = []
+    for a, b in zip(cuts, cuts[1:], strict=False):
+        piece = limiter.process(x[a:b])
+        assert piece.size == b - a
+        out.append(piece)
+    released = limiter.process(quiet)  # the hold and release of the last peaks reach into it
+    after = limiter.process(quiet)
+    joined = np.concatenate(out)
+    assert limiter.min_gain < 0.7 and np.abs(joined).max() <= FULL_SCALE_CEILING
+    assert np.abs(released).max() <= 0.5 and np.array_equal(after, quiet)  # nothing in reach
+    whole = (x * peak_gain(x, 48000)).astype(np.float32)
+    look = int(LOOKAHEAD_S * 48000)
+    near = np.zeros(x.size, bool)
+    for cut in cuts[1:-1]:
+        near[max(0, cut - look) : cut + look] = True
+    assert np.abs(joined - whole)[~near].max() < 1e-6
+    fresh = PieceLimiter(48000)
+    assert np.array_equal(fresh.process(quiet), quiet) and fresh.min_gain == 1.0
 
 
 def test_within_full_scale_is_left_as_it_is_and_overs_are_limited_at_the_same_loudness() -> None:
