@@ -37,11 +37,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args and args[0] in SUBCOMMANDS:
         return _subcommand(args[0], args[1:])
 
-    from .server import configure_logging, run_server
+    from .logs import setup_logging
+    from .server import run_server
     from .settings import parse_settings
 
     settings = parse_settings(args)
-    configure_logging(settings)
+    setup_logging(settings.debug, fmt=settings.log_format)
     try:
         return asyncio.run(run_server(settings))
     except KeyboardInterrupt:  # a second Ctrl-C during shutdown

@@ -220,18 +220,6 @@ class HayakoeServer:
         await HayakoeHandler(reader, writer, self.context).run()
 
 
-def configure_logging(settings: Settings) -> None:
-    """Log to stderr (stdout may carry the protocol) with secrets scrubbed."""
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter(settings.log_format))
-    from engine.sources.redact import RedactingFilter
-
-    handler.addFilter(RedactingFilter())
-    root = logging.getLogger()
-    root.handlers[:] = [handler]
-    root.setLevel(logging.DEBUG if settings.debug else logging.INFO)
-
-
 async def run_server(settings: Settings) -> int:
     """Load the voices, serve until SIGTERM/SIGINT (or stdio EOF), shut down cleanly; SIGHUP
     reloads the user dictionary files."""

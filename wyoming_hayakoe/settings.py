@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import logging
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -35,6 +34,7 @@ from .flags import (
     _wav_file,
 )
 from .library.options import LibrarySettings, add_library_arguments, library_settings_from_args
+from .logs import LOG_FORMAT
 from .subcommands import SUBCOMMANDS
 from .web.options import HttpSettings, add_http_arguments, http_settings_from_args
 
@@ -105,7 +105,7 @@ class Settings:
     compile: bool | None = None
     """`torch.compile` the neural voices at start; None: on for cuda devices, off otherwise."""
     debug: bool = False
-    log_format: str = logging.BASIC_FORMAT
+    log_format: str = LOG_FORMAT
     http: HttpSettings | None = None
     """The web page (`wyoming_hayakoe.web`); None: off."""
     library: LibrarySettings = LibrarySettings()
@@ -448,7 +448,12 @@ def build_parser() -> argparse.ArgumentParser:
     add_http_arguments(p)
     add_library_arguments(p)
     p.add_argument("--debug", action="store_true", help="log DEBUG messages")
-    p.add_argument("--log-format", default=logging.BASIC_FORMAT, help="format of log messages")
+    p.add_argument(
+        "--log-format",
+        default=LOG_FORMAT,
+        help="format of log messages (Python logging's %%-style; default: time, level, "
+        "logger, message)",
+    )
     p.add_argument(
         "--version", action="version", version=__version__, help="print the version and exit"
     )

@@ -10,11 +10,14 @@ would skip those entries with a warning), 2 on a usage error. Nothing is install
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from engine.text.userdict_watch import check_user_dictionary
+
+from ..logs import setup_logging
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -31,6 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str]) -> int:
     """Run the command; returns the exit status."""
     args = build_parser().parse_args(list(argv))
+    setup_logging(False, level=logging.WARNING)  # the engine's warnings, if any, timestamped
     failed = False
     for path in args.files:
         good, problems = check_user_dictionary(path)

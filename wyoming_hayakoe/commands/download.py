@@ -21,7 +21,9 @@ from pathlib import Path
 from engine import OFFICIAL_SOURCE, EngineOptions
 from engine.download import pre_download
 from engine.sources.cache import cache_root
-from engine.sources.redact import RedactingFilter, redact
+from engine.sources.redact import redact
+
+from ..logs import setup_logging
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -84,23 +86,11 @@ def parse_voice(text: str) -> tuple[str, str | None]:
     return name, (source or None)
 
 
-def _setup_logging(debug: bool) -> None:
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    handler.addFilter(RedactingFilter())
-    root = logging.getLogger()
-    root.handlers[:] = [handler]
-    root.setLevel(logging.DEBUG if debug else logging.INFO)
-    if not debug:  # per-request chatter from the HTTP clients
-        for noisy in ("botocore", "boto3", "s3transfer", "urllib3", "httpx", "httpx2", "httpcore"):
-            logging.getLogger(noisy).setLevel(logging.WARNING)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command; returns the exit status (0 ok, 1 download failed, 2 bad arguments)."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    _setup_logging(args.debug)
+    setup_logging(args.debug)
     try:
         voices = [parse_voice(v) for v in args.voice]
     except ValueError as exc:

@@ -18,6 +18,8 @@ from pathlib import Path
 
 from engine import layout
 
+from ..logs import setup_logging
+
 _LOGGER = logging.getLogger(__name__)
 
 
@@ -45,10 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command; returns the exit status (0 on success)."""
     args = build_parser().parse_args(argv)
-    logging.basicConfig(
-        level=logging.DEBUG if args.debug else logging.INFO,
-        format="%(levelname)s %(name)s: %(message)s",
-    )
+    setup_logging(args.debug)
     try:
         from engine.synth.export import check_export, export_voice
     except ImportError as exc:

@@ -19,6 +19,8 @@ from pathlib import Path
 
 from engine import layout
 
+from ..logs import setup_logging
+
 _FP32_PATH = f"{layout.BERT_ONNX_FP32_PREFIX}/{layout.BERT_ONNX_FP32_FILE}"
 
 _LOGGER = logging.getLogger(__name__)
@@ -79,10 +81,7 @@ def _locate(model: Path, tokenizer_dir: Path | None) -> tuple[Path, Path]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command; returns the exit status (0 on success)."""
     args = build_parser().parse_args(argv)
-    logging.basicConfig(
-        level=logging.DEBUG if args.debug else logging.INFO,
-        format="%(levelname)s %(name)s: %(message)s",
-    )
+    setup_logging(args.debug)
     try:
         model_dir, tok_dir = _locate(args.model, args.tokenizer_dir)
     except FileNotFoundError as exc:

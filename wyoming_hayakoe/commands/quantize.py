@@ -21,7 +21,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from engine import OFFICIAL_SOURCE, layout
-from engine.sources.redact import RedactingFilter, redact
+from engine.sources.redact import redact
+
+from ..logs import setup_logging
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -80,12 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command; returns the exit status."""
     args = build_parser().parse_args(argv)
-    logging.basicConfig(
-        level=logging.DEBUG if args.debug else logging.INFO,
-        format="%(levelname)s %(name)s: %(message)s",
-    )
-    for handler in logging.getLogger().handlers:
-        handler.addFilter(RedactingFilter())
+    setup_logging(args.debug)
     if args.threads is not None and args.threads < 1:
         print("quantize: --threads must be at least 1", file=sys.stderr)
         return 2

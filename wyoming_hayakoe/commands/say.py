@@ -53,9 +53,10 @@ from typing import IO, BinaryIO, Protocol
 from wyoming.info import Info
 
 from engine import EMBEDDED_VOICE_NAME
-from engine.sources.redact import RedactingFilter, redact
+from engine.sources.redact import redact
 
 from ..client import AddressError, ClientError, ServerAddress, WyomingClient
+from ..logs import setup_logging
 from ..presets import PresetError
 from ..resolve import STYLE_SEPARATOR, UnknownNameError, VoiceNames, resolve_name
 
@@ -65,6 +66,12 @@ PROG = "wyoming-hayakoe say"
 PLAYER = "aplay"
 """The ALSA player `--play` runs (alsa-utils)."""
 DEFAULT_TIMEOUT_S = 120.0
+EXIT_STATUS = {
+    0: "done",
+    1: "failed (one line on stderr says what)",
+    2: "bad arguments, no text, or an unknown voice, style or preset",
+}
+"""What each exit status means, as `--help` and docs/say.md say it (a test compares them)."""
 SAMPLE_WIDTH = 2
 """The engine's audio: 16-bit mono."""
 
@@ -275,8 +282,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog=PROG,
         description=(
             "Speak TEXT once: to a WAV file, to stdout or to the sound card, with a voice "
-            "loaded here or by asking a running server (--server). Exit status: 0 done, "
-            "1 failed (one line on stderr says what), 2 bad arguments or an unknown voice."
+            "loaded here or by asking a running server (--server). Exit status: "
+            + ", ".join(f"{code} {meaning}" for code, meaning in EXIT_STATUS.items())
+            + "."
         ),
     )
     parser.add_argument(
@@ -528,12 +536,7 @@ def run(
     """The command with its streams given; returns the exit status."""
     parser = build_parser()
     args = parser.parse_args(list(argv))  # exits 2 on bad flags
-    logging.basicConfig(
-        level=logging.DEBUG if args.debug else logging.WARNING,
-        format="%(levelname)s %(name)s: %(message)s",
-    )
-    for handler in logging.getLogger().handlers:
-        handler.addFilter(RedactingFilter())
+    setup_logging(args.debug, level=logging.WARNING)
     sink: AudioSink | None = None
     try:
         if args.audio_device and not args.play:
