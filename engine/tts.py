@@ -58,6 +58,15 @@ def _wait_idle(speakers: dict[str, Speaker], timeout: float) -> None:
             )
 
 
+def _pairs(voices: Sequence[tuple[str, str | None]], what: str) -> list[tuple[str, str | None]]:
+    pairs = [(str(n).strip(), s) for n, s in voices]
+    if not pairs:
+        raise ValueError(f"{what}: no voices given")
+    if any(not n for n, _ in pairs):
+        raise ValueError(f"{what}: voice name must be a non-empty string")
+    return pairs
+
+
 @dataclass(frozen=True)
 class _Registration:
     name: str
@@ -380,43 +389,65 @@ class TTS:
         background as `prepare` does. A name already registered raises `ValueError`; a
         voice that cannot be built raises, and none of `voices` is listed. Returns the new
         speakers, in order. Thread-safe against other adds and removes."""
-        pairs = [(str(n).strip(), s) for n, s in voices]
-        if not pairs:
-            raise ValueError("TTS.add: no voices given")
+        pairs = _pairs(voices, "TTS.add")
         with self._changes:
             taken = [n for n, _ in pairs if n in self._registered or n in self._speakers]
             if taken:
                 raise ValueError(f"TTS.add: voice {taken[0]!r} is already loaded")
-            built: dict[str, Speaker] = {}
-            jobs: dict[str, tuple[Int8Job, list[Speaker]]] = {}
-            try:
-                for name, source in pairs:
-                    if not name:
-                        raise ValueError("TTS.add: voice name must be a non-empty string")
-                    voice, plan, key = self._build_voice(_Registration(name, source), compile=False)
-                    speaker = Speaker(
-                        voice,
-                        rewrite=self.rewrite,
-                        playback_guard=self.options.playback_guard != "off",
-                        first_clause=self.options.first_clause,
-                    )
-                    built[name] = speaker
-                    if warmup:
-                        speaker.generate(_WARMUP_TEXT)
-                    if plan is not None and plan.job is not None and key not in self._queued:
-                        jobs.setdefault(key, (plan.job, []))[1].append(speaker)
-            except BaseException:
-                if self._models is not None:
-                    self._models.discard([s.voice for s in built.values()])
-                raise
-            for name, source in pairs:
-                self._registered[name] = _Registration(name, source)
-            self._speakers = {**self._speakers, **built}  # a new dict: readers never see it change
-            for key, (job, speakers) in jobs.items():
-                self._worker().submit(speakers, job, [s.name for s in speakers])
-                self._queued.add(key)
+            built, jobs = self._build_speakers(pairs, warmup)
+            self._list(pairs, built, jobs, ())
             _LOGGER.info("Voices added: %s", ", ".join(built))
             return list(built.values())
+
+    def replace(
+        self,
+        old: Sequence[str],
+        voices: Sequence[tuple[str, str | None]],
+        *,
+        swap: Callable[[dict[str, Speaker]], None] | None = None,
+        warmup: bool = False,
+        timeout: float = 30.0,
+    ) -> list[Speaker]:
+        """Replace the prepared voices `old` by `voices` (a new version of one file) while
+        every voice serves, the new ones under the same names or others. The new speakers
+        are built beside the old ones, every heavy cost paid as `add` pays it; one that cannot
+        be built raises and the old voices stay as they were. Then, in one step, the new take
+        the old ones' place in `speakers`, and `swap(new speakers by name)` is called inside
+        that step so a caller's own map of voices changes with it (a `swap` that raises
+        undoes the step: the old voices stay, the new are freed). Then requests already using
+        the old voices finish (up to `timeout` seconds) and the old are freed as `remove`
+        frees them. Unknown `old` names raise `KeyError`, a name of `voices` loaded and not in
+        `old` raises `ValueError`, before anything is built. Returns the new speakers."""
+        pairs = _pairs(voices, "TTS.replace")
+        with self._changes:
+            missing = [n for n in old if n not in self._speakers]
+            if missing:
+                raise KeyError(f"TTS.replace: voice {missing[0]!r} is not loaded")
+            leaving = set(old)
+            taken = [
+                n
+                for n, _ in pairs
+                if n not in leaving and (n in self._registered or n in self._speakers)
+            ]
+            if taken:
+                raise ValueError(f"TTS.replace: voice {taken[0]!r} is already loaded")
+            built, jobs = self._build_speakers(pairs, warmup)
+            gone = {n: self._speakers[n] for n in old}
+            before = (dict(self._registered), self._speakers)
+            self._list(pairs, built, {}, old)
+            if swap is not None:
+                try:
+                    swap(dict(built))
+                except BaseException:
+                    self._registered, self._speakers = before
+                    if self._models is not None:
+                        self._models.discard([s.voice for s in built.values()])
+                    raise
+            del before  # the old speakers are held by `gone` alone
+            self._submit(jobs)
+            _LOGGER.info("Voices replaced: %s by %s", ", ".join(old), ", ".join(built))
+        self._retire(gone, timeout)
+        return list(built.values())
 
     def remove(self, names: Sequence[str], *, timeout: float = 30.0) -> list[str]:
         """Remove prepared voices while the others serve (all the speakers of one file
@@ -433,20 +464,73 @@ class TTS:
             self._speakers = {n: s for n, s in self._speakers.items() if n not in gone}
             for name in gone:
                 self._registered.pop(name, None)
+        self._retire(gone, timeout)
+        _LOGGER.info("Voices removed: %s", ", ".join(names))
+        return list(names)
+
+    def _build_speakers(
+        self, pairs: list[tuple[str, str | None]], warmup: bool
+    ) -> tuple[dict[str, Speaker], dict[str, tuple[Int8Job, list[Speaker]]]]:
+        """Speakers for `pairs`, not listed yet, and the int8 jobs they wait for by model
+        (under `_changes`); on a failure those built are forgotten and it raises."""
+        built: dict[str, Speaker] = {}
+        jobs: dict[str, tuple[Int8Job, list[Speaker]]] = {}
+        try:
+            for name, source in pairs:
+                voice, plan, key = self._build_voice(_Registration(name, source), compile=False)
+                speaker = Speaker(
+                    voice,
+                    rewrite=self.rewrite,
+                    playback_guard=self.options.playback_guard != "off",
+                    first_clause=self.options.first_clause,
+                )
+                built[name] = speaker
+                if warmup:
+                    speaker.generate(_WARMUP_TEXT)
+                if plan is not None and plan.job is not None and key not in self._queued:
+                    jobs.setdefault(key, (plan.job, []))[1].append(speaker)
+        except BaseException:
+            if self._models is not None:
+                self._models.discard([s.voice for s in built.values()])
+            raise
+        return built, jobs
+
+    def _list(
+        self,
+        pairs: list[tuple[str, str | None]],
+        built: dict[str, Speaker],
+        jobs: dict[str, tuple[Int8Job, list[Speaker]]],
+        old: Sequence[str],
+    ) -> None:
+        """`built` listed in `speakers` in place of `old`, in one step (a new dict: readers
+        never see one change); `jobs` handed to the background (under `_changes`)."""
+        registered = {n: r for n, r in self._registered.items() if n not in old}
+        for name, source in pairs:
+            registered[name] = _Registration(name, source)
+        speakers = {n: s for n, s in self._speakers.items() if n not in old}
+        self._registered = registered
+        self._speakers = {**speakers, **built}
+        self._submit(jobs)
+
+    def _submit(self, jobs: dict[str, tuple[Int8Job, list[Speaker]]]) -> None:
+        for key, (job, speakers) in jobs.items():
+            self._worker().submit(speakers, job, [s.name for s in speakers])
+            self._queued.add(key)
+
+    def _retire(self, gone: dict[str, Speaker], timeout: float) -> None:
+        """Speakers no longer listed: their requests waited for, their models freed."""
         _wait_idle(gone, timeout)
         with self._changes:
             if self._models is not None:
                 for key in self._models.discard([s.voice for s in gone.values()]):
                     self._queued.discard(key)
-        del gone
+        gone.clear()
         import gc
 
         from .heap import trim_heap
 
         gc.collect()
         trim_heap()
-        _LOGGER.info("Voices removed: %s", ", ".join(names))
-        return list(names)
 
     # -- dictionary ----------------------------------------------------------------------
     def add_word(

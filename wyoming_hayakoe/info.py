@@ -12,6 +12,7 @@ says so in the next `describe` (`InfoAnswer`).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 from collections.abc import Mapping, Sequence
@@ -125,6 +126,27 @@ class VoiceCatalog:
                 raise ValueError(why)
             self.speakers = {n: s for n, s in self.speakers.items() if n not in names}
 
+    def replace_speakers(self, old: Sequence[str], speakers: Mapping[str, Speaker]) -> None:
+        """In one step, list `speakers` in place of `old` (a voice updated to a new version:
+        a request resolved before keeps the speaker it got, the next one gets the new).
+        A name of `old` that is not among `speakers` must be free to go (`in_use`), a name of
+        `speakers` not in `old` must be free (`ValueError` naming it); presets of a replaced
+        voice speak with its new speaker."""
+        with self._changes:
+            leaving = [n for n in old if n not in speakers]
+            why = self.in_use(leaving)
+            if why is not None:
+                raise ValueError(why)
+            taken = [n for n in speakers if n in self.speakers and n not in old]
+            if taken:
+                raise ValueError(f"voice {taken[0]!r} is already served")
+            kept = {n: s for n, s in self.speakers.items() if n not in old}
+            self.presets = {
+                k: dataclasses.replace(p, speaker=speakers[p.voice]) if p.voice in speakers else p
+                for k, p in self.presets.items()
+            }
+            self.speakers = {**kept, **speakers}
+
     def in_use(self, names: Sequence[str]) -> str | None:
         """Why `names` cannot be removed (the default voice, a preset using one), or None."""
         for name in names:
@@ -208,7 +230,7 @@ def describe_speaker(name: str, speaker: Speaker) -> str:
 class InfoAnswer:
     """The `info` event for `describe`, built from the voices as they are at each call, and
     built again only when they changed: a voice's precision (a voice switches to int8 once,
-    between requests, when its background graphs pass), or voices installed or removed
+    between requests, when its background graphs pass), or voices installed, removed or updated
     (`wyoming_hayakoe.library`). Thread-safe: a `describe` racing a change answers one
     state or the other."""
 
@@ -220,7 +242,7 @@ class InfoAnswer:
 
     def event(self) -> Event:
         speakers = self._catalog.speakers  # one mapping for the key and the answer
-        key = tuple(f"{n}\0{s.runs}" for n, s in speakers.items())
+        key = tuple(f"{n}\0{s.runs}\0{s.version}\0{id(s)}" for n, s in speakers.items())
         if self._event is None or key != self._key:
             self._event = build_info(self._catalog, streaming=self._streaming).event()
             self._key = key

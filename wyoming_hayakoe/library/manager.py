@@ -5,12 +5,22 @@ AivisHub download, an upload already on disk, a Hugging Face voice), adds and re
 on the server's `TTS` (`TTS.add` / `TTS.remove`) and its `VoiceCatalog` (so the next
 `describe` lists them), and watches the state file so replicas sharing the folder follow
 each other's changes. Every method is called on the server's event loop; the slow parts run
-in threads."""
+in threads.
+
+Updates (AivisHub voices): AivisHub's newest version of each installed AivisHub model is
+asked for at start, then every ``--library-update-check`` hours, and when the page asks
+(`check_updates`); `listing` says ``update_available`` where it is newer (SemVer,
+`semver`). An update is made ready beside the old version (`TTS.replace`: built under the
+same names while the old serves), then the catalog points the names at the new speakers in
+one step (requests already running on the old finish on it), then the old is freed and its
+file and derived graphs deleted. A new version that cannot be loaded leaves the old one
+served as it was."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import errno
 import logging
 import os
@@ -25,11 +35,13 @@ from engine.aivm.manifest import AivmFileError, read_metadata
 from engine.aivm.naming import model_slug
 from engine.aivm.store import cache_entries
 
+from . import hub as _hub
 from . import jobs as J
 from .hub import Cancelled, HubError, HubModel, download, fetch_model
 from .jobs import Job, JobFailed
 from .memory import MemoryRefused, available_bytes, check_fits, estimate_bytes
 from .options import LibrarySettings
+from .semver import is_newer
 from .sources import Requested, SourceRefused, parse_request
 from .state import (
     PARTIAL_DIR,
@@ -54,6 +66,24 @@ _LOGGER = logging.getLogger(__name__)
 
 WATCH_INTERVAL_S = 2.0
 _KEEP_JOBS = 50
+CHECK_WAIT_S = 10.0
+"""How long a listing asked to check for updates (``?check=1``) waits for the hub; a slower
+check goes on and the next listing shows what it found."""
+
+_QUIET_HUB = contextvars.ContextVar("library_update_check", default=False)
+
+
+class _QuietHubTries(logging.Filter):
+    """The hub client's warning per failed try, left out inside an update check (which logs
+    one line for the whole check): a check is asked again later, an install is not."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not _QUIET_HUB.get()
+
+
+_hub_logger = logging.getLogger(_hub.__name__)
+if not any(isinstance(f, _QuietHubTries) for f in _hub_logger.filters):
+    _hub_logger.addFilter(_QuietHubTries())
 
 
 class LibraryError(Exception):
@@ -123,6 +153,10 @@ class Library:
         self._change = asyncio.Lock()  # installs, removes and the watcher, one at a time
         self._tasks: list[asyncio.Task[None]] = []
         self._signature = signature(folder)
+        self._latest: dict[str, str] = {}
+        """AivisHub's newest version of each installed AivisHub model, by UUID (as last
+        asked: a model the hub did not answer for is left out)."""
+        self._check: asyncio.Task[None] | None = None
         try:
             state = read_state(folder)
         except StateError:
@@ -139,10 +173,14 @@ class Library:
             asyncio.create_task(self._work(), name="library-jobs"),
             asyncio.create_task(self._watch(), name="library-watch"),
         ]
+        if self.options.update_check_hours > 0:
+            self._tasks.append(asyncio.create_task(self._check_often(), name="library-updates"))
 
     async def close(self) -> None:
         for job in self._jobs.values():
             job.cancel_asked = True
+        if self._check is not None:
+            self._tasks.append(self._check)
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
@@ -178,6 +216,9 @@ class Library:
             data = entry.as_json()
             data["configured"] = False
             data["int8"] = self._int8(entry.voices)
+            latest = self._latest.get(entry.uuid) if entry.kind == "aivishub" else None
+            data["latest_version"] = latest
+            data["update_available"] = latest is not None and is_newer(latest, entry.version)
             installed.append(data)
         return {
             "configured": configured,
@@ -269,6 +310,64 @@ class Library:
         self._queue.put_nowait((job, what))
         return job
 
+    # -- newer versions on AivisHub ------------------------------------------------------
+    async def check_updates(self, wait: float | None = None) -> None:
+        """Ask AivisHub for the newest version of every installed AivisHub model (one check
+        at a time: a second caller joins the one running); `wait`: seconds to wait for it at
+        most (it goes on after). Never raises for the hub: a model it does not answer for
+        shows no update, and the check logs one warning."""
+        if self._check is None or self._check.done():
+            self._check = asyncio.create_task(self._check_once(), name="library-update-check")
+        await asyncio.wait({self._check}, timeout=wait)
+
+    async def _check_often(self) -> None:
+        while True:
+            await self.check_updates()
+            await asyncio.sleep(self.options.update_check_hours * 3600)
+
+    async def _check_once(self) -> None:
+        _QUIET_HUB.set(True)  # this task's context only: installs keep their warnings
+        entries = [e for e in self._served.values() if e.kind == "aivishub" and e.uuid]
+        uuids = sorted({e.uuid for e in entries})
+        if not uuids:
+            return
+        answers = await asyncio.gather(
+            *(
+                fetch_model(
+                    self.options.aivishub_api,
+                    uuid,
+                    connect=self.options.connect_timeout,
+                    read=self.options.read_timeout,
+                )
+                for uuid in uuids
+            ),
+            return_exceptions=True,
+        )
+        failed: list[str] = []
+        for uuid, answer in zip(uuids, answers, strict=True):
+            if isinstance(answer, HubModel) and answer.version:
+                self._latest[uuid] = answer.version
+                continue
+            self._latest.pop(uuid, None)
+            if isinstance(answer, BaseException) and not isinstance(answer, Exception):
+                raise answer  # cancelled
+            names = ", ".join(e.name for e in entries if e.uuid == uuid)
+            cause = answer if isinstance(answer, Exception) else "no version given"
+            failed.append(f"{names} ({cause})")
+        if failed:
+            _LOGGER.warning(
+                "AivisHub update check: no answer for %s; no update is shown for %s",
+                "; ".join(failed),
+                "it" if len(failed) == 1 else "them",
+            )
+        newer = [
+            f"{e.name} {e.version} → {self._latest[e.uuid]}"
+            for e in entries
+            if e.uuid in self._latest and is_newer(self._latest[e.uuid], e.version)
+        ]
+        if newer:
+            _LOGGER.info("AivisHub has newer versions: %s", ", ".join(newer))
+
     # -- the worker ----------------------------------------------------------------------
     async def _work(self) -> None:
         while True:
@@ -293,13 +392,18 @@ class Library:
                 await self._install_file(job, file, "upload", job.source, None)
             elif what.kind == "aivishub":
                 model = await self._hub_model(what.uuid)
+                if model.version:
+                    self._latest[model.uuid] = model.version
                 current = self._served.get(job.name or "") if job.action == "update" else None
-                if current is not None and current.version == model.version:
+                if current is not None and not is_newer(model.version, current.version):
                     job.state = J.READY
                     job.voices = current.voices
                     job.error = ""
                     _LOGGER.info(
-                        "%s is AivisHub's newest version (%s)", current.name, model.version
+                        "%s %s: AivisHub has no newer version (%s)",
+                        current.name,
+                        current.version,
+                        model.version,
                     )
                     return
                 if model.file_size is not None:
@@ -382,11 +486,16 @@ class Library:
         base = job.name or model_slug(manifest) or f"aivm-{manifest.uuid[:8]}"
         suffix = file.suffix.lower()
         final = self.folder / f"{_safe(base)}-{manifest.uuid[:8]}-{_safe(manifest.version)}{suffix}"
+        if replace is not None and final.name == replace.file:  # never over the served file
+            final = final.with_name(f"{final.stem}-{job.id}{suffix}")
         async with self._change:
             if replace is None and base in self._served:
                 raise JobFailed(f"the library already has {base}: remove it or give another name")
+            if replace is not None and self._served.get(replace.name) != replace:
+                raise JobFailed(f"{replace.name} changed while its update was downloaded")
             await asyncio.to_thread(os.replace, file, final)
             added: list[Speaker] = []
+            swapped = False
             try:
                 pairs = voices_of_file(str(final), base, cache_dir=self.settings.cache_dir)
                 names = [n for n, _ in pairs]
@@ -398,16 +507,32 @@ class Library:
                         f"a voice named {clash[0]} is already served: give another name"
                     )
                 if replace is not None:
-                    await self._unserve(replace)
+                    why = self.catalog.in_use([v for v in replace.voices if v not in names])
+                    if why is not None:
+                        raise JobFailed(
+                            f"{replace.name} {manifest.version} no longer has a voice in use: {why}"
+                        )
                 job.state = J.CONVERTING if suffix == ".aivm" else J.LOADING
-                added = await asyncio.to_thread(self.tts.add, pairs, warmup=self.settings.warmup)
-                self.catalog.add_speakers({s.name: s for s in added})
+                if replace is None:
+                    added = await asyncio.to_thread(
+                        self.tts.add, pairs, warmup=self.settings.warmup
+                    )
+                    self.catalog.add_speakers({s.name: s for s in added})
+                else:
+                    swap = self._replace(replace, pairs, warmup=self.settings.warmup)
+                    await swap.swapped
+                    swapped = True
             except BaseException as exc:
                 for s in added:
                     with contextlib.suppress(Exception):
                         self.catalog.remove_speakers([s.name])
                 await asyncio.to_thread(_unlink_with_cache, final, self.settings.cache_dir)
                 if isinstance(exc, Exception) and not isinstance(exc, (JobFailed, Cancelled)):
+                    if replace is not None:
+                        raise JobFailed(
+                            f"{manifest.name} {manifest.version} cannot be loaded ({exc}); "
+                            f"{replace.version} still serves"
+                        ) from exc
                     raise JobFailed(f"{manifest.name} cannot be loaded: {exc}") from exc
                 raise
             entry = LibraryEntry(
@@ -422,13 +547,33 @@ class Library:
                 license=(manifest.license or "").split("\n", 1)[0][:80],
                 creators=tuple(manifest.creators),
             )
+            if replace is not None and replace.name != entry.name:
+                self._served.pop(replace.name, None)
             self._served[entry.name] = entry
-            await asyncio.to_thread(self._write, lambda s: s.with_entry(entry))
-            if replace is not None and replace.file != entry.file:
-                await asyncio.to_thread(self._delete_files, replace)
+
+            def change(state: LibraryState) -> LibraryState:
+                if replace is not None and replace.name != entry.name:
+                    state = state.without(replace.name)
+                return state.with_entry(entry)
+
+            await asyncio.to_thread(self._write, change)
+            if swapped:
+                with contextlib.suppress(Exception):  # logged by `_log_failure`
+                    await swap.retired  # requests on the old version end, then it is freed
+                if replace is not None and replace.file != entry.file:
+                    await asyncio.to_thread(self._delete_files, replace)
         job.voices = entry.voices
         job.state = J.READY
-        _LOGGER.info("Library: %s installed (%s)", entry.name, ", ".join(entry.voices))
+        if replace is not None:
+            _LOGGER.info(
+                "Library: %s updated from %s to %s (%s)",
+                entry.name,
+                replace.version,
+                entry.version,
+                ", ".join(entry.voices),
+            )
+        else:
+            _LOGGER.info("Library: %s installed (%s)", entry.name, ", ".join(entry.voices))
 
     async def _install_hf(self, job: Job, what: Requested) -> None:
         name = what.name or ""
@@ -456,6 +601,38 @@ class Library:
         job.state = J.READY
 
     # -- changes -------------------------------------------------------------------------
+    def _replace(self, entry: LibraryEntry, pairs: list[tuple[str, str]], *, warmup: bool) -> _Swap:
+        """`entry`'s voices replaced by `pairs` (`TTS.replace` in a thread): `swapped` ends
+        once the catalog serves the new speakers (raising, with the old served untouched,
+        when they cannot be built), `retired` once the old ones are freed."""
+        loop = asyncio.get_running_loop()
+        swapped: asyncio.Future[None] = loop.create_future()
+        old_listed = [v for v in entry.voices if v in self.catalog.speakers]
+        old_loaded = [v for v in entry.voices if v in self.tts.speakers]
+
+        def swap(new: dict[str, Speaker]) -> None:
+            self.catalog.replace_speakers(old_listed, new)
+            loop.call_soon_threadsafe(_settle, swapped, None)
+
+        async def run() -> None:
+            try:
+                await asyncio.to_thread(
+                    self.tts.replace,
+                    old_loaded,
+                    pairs,
+                    swap=swap,
+                    warmup=warmup,
+                    timeout=self.settings.drain_timeout,
+                )
+            except BaseException as exc:
+                if swapped.done():
+                    raise  # after the swap: freeing the old version failed (logged)
+                _settle(swapped, exc)
+
+        retired = asyncio.ensure_future(run())
+        retired.add_done_callback(_log_failure)
+        return _Swap(swapped, retired)
+
     async def _unserve(self, entry: LibraryEntry) -> None:
         voices = [v for v in entry.voices if v in self.catalog.speakers]
         self.catalog.remove_speakers(voices)
@@ -500,7 +677,10 @@ class Library:
                 return
             wanted = {e.name: e for e in state.entries}
             for name, entry in list(self._served.items()):
-                if name not in wanted or wanted[name].file != entry.file:
+                new = wanted.get(name)
+                if new is not None and new.file != entry.file and new.file and entry.file:
+                    await self._follow_update(entry, new)
+                elif new is None or new.file != entry.file:
                     _LOGGER.info("Library: %s removed by another server", name)
                     await self._unserve(entry)
             for name, entry in wanted.items():
@@ -517,6 +697,47 @@ class Library:
                 self.catalog.add_speakers({s.name: s for s in added})
                 self._served[name] = entry
                 _LOGGER.info("Library: %s installed by another server", name)
+
+    async def _follow_update(self, old: LibraryEntry, new: LibraryEntry) -> None:
+        """Another server updated `old` to `new`: the same swap, beside the old; a new
+        version that cannot be served here leaves the old one serving."""
+        try:
+            pairs = _registrations(new, self.folder, self.settings)
+            swap = self._replace(old, pairs, warmup=False)
+            await swap.swapped
+        except Exception as exc:  # noqa: BLE001 - logged, the old version serves on
+            _LOGGER.error(
+                "Library voice %s %s cannot be served here (%s); %s serves on",
+                new.name,
+                new.version,
+                exc,
+                old.version,
+            )
+            return
+        self._served[new.name] = new
+        _LOGGER.info("Library: %s updated to %s by another server", new.name, new.version)
+        with contextlib.suppress(Exception):  # logged by `_log_failure`
+            await swap.retired
+
+
+class _Swap:
+    def __init__(self, swapped: asyncio.Future[None], retired: asyncio.Future[None]) -> None:
+        self.swapped = swapped
+        self.retired = retired
+
+
+def _settle(future: asyncio.Future[None], exc: BaseException | None) -> None:
+    if future.done():
+        return
+    if exc is None:
+        future.set_result(None)
+    else:
+        future.set_exception(exc)
+
+
+def _log_failure(task: asyncio.Future[None]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        _LOGGER.error("Library: freeing a replaced voice failed: %s", task.exception())
 
 
 def _fail(job: Job, message: str) -> None:

@@ -6,11 +6,12 @@ import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..flags import SettingsError, _positive_float, _positive_int
+from ..flags import SettingsError, _non_negative_float, _positive_float, _positive_int
 
 __all__ = [
     "AIVISHUB_API",
     "DEFAULT_MAX_UPLOAD_MB",
+    "DEFAULT_UPDATE_CHECK_HOURS",
     "LibrarySettings",
     "add_library_arguments",
     "library_settings_from_args",
@@ -20,6 +21,8 @@ AIVISHUB_API = "https://api.aivis-project.com/v1"
 """AivisHub's API (AivisSpeech Engine's client uses it); `--aivishub-api` points elsewhere."""
 DEFAULT_MAX_UPLOAD_MB = 2048
 """Largest `.aivmx`/`.aivm` accepted from the page (a full-size `.aivmx` is about 250 MB)."""
+DEFAULT_UPDATE_CHECK_HOURS = 24.0
+"""How often AivisHub is asked for newer versions of the installed AivisHub voices."""
 
 
 @dataclass(frozen=True)
@@ -36,6 +39,9 @@ class LibrarySettings:
     """Seconds without a byte from the hub before a download fails."""
     max_upload: int = DEFAULT_MAX_UPLOAD_MB * 1024 * 1024
     """Bytes."""
+    update_check_hours: float = DEFAULT_UPDATE_CHECK_HOURS
+    """Hours between checks for newer versions of installed AivisHub voices (the first at
+    start); 0: only when the page asks (``GET /api/library?check=1``)."""
 
     def folder_for(self, cache_dir: Path | None) -> Path:
         if self.folder is not None:
@@ -85,6 +91,15 @@ def add_library_arguments(p: argparse.ArgumentParser) -> None:
         metavar="MB",
         help="largest voice file the page accepts as an upload (default: %(default)s)",
     )
+    g.add_argument(
+        "--library-update-check",
+        type=_non_negative_float("--library-update-check"),
+        default=DEFAULT_UPDATE_CHECK_HOURS,
+        metavar="HOURS",
+        help="ask AivisHub for newer versions of the installed AivisHub voices at start and "
+        "then every HOURS hours, so the page offers an update; 0: only when the page asks "
+        "(default: %(default)s)",
+    )
 
 
 def library_settings_from_args(args: argparse.Namespace) -> LibrarySettings:
@@ -98,4 +113,5 @@ def library_settings_from_args(args: argparse.Namespace) -> LibrarySettings:
         connect_timeout=float(args.aivishub_timeout),
         read_timeout=6 * float(args.aivishub_timeout),
         max_upload=int(args.library_max_upload) * 1024 * 1024,
+        update_check_hours=float(args.library_update_check),
     )

@@ -3,7 +3,8 @@
 
 | method, path | answers |
 | --- | --- |
-| GET /api/library | configured and installed voices (size, version, license, int8), jobs |
+| GET /api/library | voices (size, version, license, int8, update_available), jobs |
+| GET /api/library?check=1 | the same, AivisHub asked for newer versions first (10 s at most) |
 | POST /api/library/install | JSON ``{"source", "name"?}`` or multipart ``file`` → 202 ``{"job"}`` |
 | GET /api/library/jobs/ID | the job: state, bytes, total, error, voices (int8 once ready) |
 | POST /api/library/jobs/ID/cancel | cancel a job not loading yet |
@@ -22,7 +23,7 @@ from typing import Any
 
 from aiohttp import BodyPartReader, web
 
-from ..library.manager import Library, LibraryError
+from ..library.manager import CHECK_WAIT_S, Library, LibraryError
 from .api import STATE
 
 __all__ = ["add_library_routes"]
@@ -65,7 +66,10 @@ def _guarded(handler: Any) -> Any:
 
 
 async def listing(request: web.Request) -> web.Response:
-    return web.json_response(_library(request).listing())
+    library = _library(request)
+    if request.query.get("check", "").lower() in ("1", "true", "yes"):
+        await library.check_updates(wait=CHECK_WAIT_S)
+    return web.json_response(library.listing())
 
 
 async def install(request: web.Request) -> web.Response:
