@@ -7,12 +7,15 @@ Facts (AivisSpeech Engine's client): ``GET {api}/aivm-models/{uuid}`` answers JS
 ``file_size``, ``checksum``, ``license_type``, ``creators``, ``model_architecture``);
 ``GET {api}/aivm-models/{uuid}/download?model_type=AIVMX`` answers the file (redirects
 followed). Three tries, none after a 403 or 404; a connect timeout (10 s) and a read
-timeout.
+timeout. A cancelled download stops within `CANCEL_POLL_S` even while the hub sends
+nothing; a disk that fills (or a file size limit) ends it with one sentence, not a retry.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import errno
 import hashlib
 import logging
 import re
@@ -31,7 +34,10 @@ _LOGGER = logging.getLogger(__name__)
 
 HUB_HOST = "hub.aivis-project.com"
 TRIES = 3
+CANCEL_POLL_S = 0.1
+"""How often a download asks whether its job was cancelled while it waits for the hub."""
 _CHUNK = 1 << 16
+_DISK_FULL = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
 _UUID = re.compile(r"^[0-9a-f]{8}-?(?:[0-9a-f]{4}-?){3}[0-9a-f]{12}$", re.IGNORECASE)
 
 
@@ -156,14 +162,19 @@ async def download(
             async with session.get(url, params={"model_type": "AIVMX"}, raise_for_status=True) as r:
                 total = model.file_size or r.content_length
                 progress(0, total)
-                with dest.open("wb") as f:
-                    async for chunk in r.content.iter_chunked(_CHUNK):
-                        if cancelled():
-                            raise Cancelled
-                        f.write(chunk)
-                        digest.update(chunk)
-                        done += len(chunk)
-                        progress(done, total)
+                try:
+                    with dest.open("wb") as f:
+                        async for chunk in r.content.iter_chunked(_CHUNK):
+                            if cancelled():
+                                raise Cancelled
+                            f.write(chunk)
+                            digest.update(chunk)
+                            done += len(chunk)
+                            progress(done, total)
+                except OSError as exc:
+                    if exc.errno not in _DISK_FULL:
+                        raise
+                    raise _Mismatch(_disk_full(model, dest, done, total, exc)) from None
         if model.file_size is not None and done != model.file_size:
             raise _Mismatch(
                 f"the download of {model.name} has {done} bytes, AivisHub says "
@@ -175,7 +186,7 @@ async def download(
             )
 
     try:
-        await _retrying(f"the file of model {model.uuid}", attempt)
+        await _until_cancelled(_retrying(f"the file of model {model.uuid}", attempt), cancelled)
     except _Mismatch as exc:
         dest.unlink(missing_ok=True)
         raise HubError(str(exc)) from None
@@ -186,3 +197,30 @@ async def download(
 
 class _Mismatch(Exception):
     """Not retried: the hub's file is not what it says."""
+
+
+async def _until_cancelled(work: Any, cancelled: Callable[[], bool]) -> None:
+    """Await `work`; `Cancelled` as soon as `cancelled()` says so, even while it waits for a
+    hub that sends nothing (its file closed before this returns, so the caller can remove
+    it). Cancelling the caller cancels `work` too."""
+    task = asyncio.ensure_future(work)
+    try:
+        while not task.done():
+            await asyncio.wait({task}, timeout=CANCEL_POLL_S)
+            if not task.done() and cancelled():
+                raise Cancelled
+        task.result()
+    finally:
+        if not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+
+def _disk_full(model: HubModel, dest: Path, done: int, total: int | None, exc: OSError) -> str:
+    size = f" of {total / 2**20:.0f} MB" if total else ""
+    why = "a file size limit" if exc.errno == errno.EFBIG else "its disk is full"
+    return (
+        f"the download of {model.name} stopped after {done / 2**20:.1f} MB{size}: "
+        f"{dest.parent.parent} cannot hold it ({why}: {exc.strerror})"
+    )
