@@ -1,11 +1,15 @@
 """A stand-in AivisHub API on loopback (aiohttp), answering as AivisHub's does:
 ``GET /v1/aivm-models/<uuid>`` (the model's JSON) and
 ``GET /v1/aivm-models/<uuid>/download?model_type=AIVMX`` (the file, through a redirect as
-the real one answers). Models can lie about their size or checksum, or never answer."""
+the real one answers). Models can lie about their size or checksum, or never answer, and a
+download can be held part-way until the test lets it go on (`HubModel.hold`). A new version
+is published by adding a model with the same UUID (`StandInHub.add` replaces it), as a model
+page on AivisHub lists only its newest file."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +29,11 @@ class HubModel:
     architecture: str = "Style-Bert-VITS2 (JP-Extra)"
     hang: bool = False
     """Never answer (a hub that does not respond)."""
+    hold: asyncio.Event | None = None
+    """Send the file's first half, then wait for this event before the rest (a download held
+    part-way: what the server does meanwhile is timed by events, however fast the machine)."""
+    reached: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set once a held download has sent its first half."""
 
     def __post_init__(self) -> None:
         if not self.uuid or not self.version:
@@ -67,6 +76,8 @@ class StandInHub:
     port: int = 0
 
     def add(self, model: HubModel) -> HubModel:
+        """Serve `model`; one with the UUID of a model served already replaces it (a new
+        version published)."""
         self.models[model.uuid] = model
         return model
 
@@ -92,7 +103,20 @@ class StandInHub:
 
     async def _file(self, request: web.Request) -> web.StreamResponse:
         model = self.models[request.match_info["uuid"]]
-        return web.FileResponse(model.file)
+        if model.hold is None:
+            return web.FileResponse(model.file)
+        data = model.file.read_bytes()
+        response = web.StreamResponse(headers={"Content-Type": "application/octet-stream"})
+        response.content_length = len(data)
+        await response.prepare(request)
+        half = len(data) // 2
+        with contextlib.suppress(ConnectionResetError):  # the server stopped (a failed test)
+            await response.write(data[:half])
+            model.reached.set()
+            await model.hold.wait()
+            await response.write(data[half:])
+            await response.write_eof()
+        return response
 
     async def start(self) -> StandInHub:
         app = web.Application()
@@ -109,5 +133,8 @@ class StandInHub:
 
     async def stop(self) -> None:
         self._release.set()
+        for model in self.models.values():
+            if model.hold is not None:
+                model.hold.set()
         if self._runner is not None:
             await self._runner.cleanup()

@@ -250,7 +250,8 @@ async def sample(request: web.Request) -> web.Response:
     query = request.query
     resolved = _resolve(state, query.get("voice"), query.get("style"))
     args = _request_args(state, resolved, {})
-    key = (resolved.speaker.name, resolved.style, resolved.preset, repr(args))
+    speaker = resolved.speaker  # an updated voice has the same name and another version
+    key = (speaker.name, speaker.version, resolved.style, resolved.preset, repr(args))
     wav = state.samples.get(key)
     if wav is None:
         ticket = _admit(state, resolved)

@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 
+from tests.helpers.aivishub import HubModel, StandInHub
 from tests.helpers.net import free_port
 from tests.helpers.paths import REPO_ROOT
 from tests.helpers.program import program_env
@@ -312,12 +313,9 @@ def test_import_a_csv_with_one_bad_line(browser: WebDriver, server: Server, tmp_
 
 
 def _held_hub() -> Any:
-    """A `HeldHub` and `HubModel`; skips the test where the voice library's page API is not in the
-    tree yet (its stand-in hub and `web.library` land together)."""
-    pytest.importorskip("wyoming_hayakoe.web.library", reason="the library's page API is absent")
-    helper = pytest.importorskip("tests.helpers.aivishub", reason="no stand-in AivisHub")
+    """A `HeldHub` and `HubModel`."""
 
-    class HeldHub(helper.StandInHub):
+    class HeldHub(StandInHub):
         """The stand-in AivisHub whose download stops at each of `stops` (fractions of the file)
         until the test lets it go on: the page's progress bar is seen at two values between 0 and
         100 by events, however fast the machine."""
@@ -342,7 +340,7 @@ def _held_hub() -> Any:
                 await response.write_eof()
             return response
 
-    return HeldHub(), helper.HubModel
+    return HeldHub(), HubModel
 
 
 @contextlib.contextmanager
