@@ -529,8 +529,9 @@ class Library:
                 await asyncio.to_thread(_unlink_with_cache, final, self.settings.cache_dir)
                 if isinstance(exc, Exception) and not isinstance(exc, (JobFailed, Cancelled)):
                     if replace is not None:
+                        cause = " ".join(str(exc).split()) or type(exc).__name__
                         raise JobFailed(
-                            f"{manifest.name} {manifest.version} cannot be loaded ({exc}); "
+                            f"{manifest.name} {manifest.version} cannot be loaded ({cause}); "
                             f"{replace.version} still serves"
                         ) from exc
                     raise JobFailed(f"{manifest.name} cannot be loaded: {exc}") from exc
