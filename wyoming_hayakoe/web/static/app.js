@@ -735,7 +735,9 @@ const INT8_FINAL = new Set(["int8", "fp32", "bf16", "fp16", "failed", "cancelled
 const CANCELLABLE = new Set(["uploading", "queued", "downloading", "checking"]);
 const HUB_PAGE = "https://hub.aivis-project.com/aivm-models/";
 
+const UPDATE_CHECK_MS = 10 * 60 * 1000;
 const lib = {
+  checkedAt: 0,
   listing: null,
   jobs: new Map(),      // id → the job as the API answered it (or an upload on its way)
   timer: null,
@@ -837,9 +839,8 @@ function officialButtons(listing) {
   }
 }
 
-function updateAvailable(entry) {
-  if (entry.update_available === true) return true;
-  return Boolean(entry.latest_version && entry.version && entry.latest_version !== entry.version);
+function updateAvailable(entry) {  // the server compares versions (SemVer): never a downgrade
+  return entry.update_available === true;
 }
 
 function sourceCell(entry) {
@@ -898,6 +899,7 @@ async function loadLibrary() {
   try {
     renderLibrary(await api("api/library"));
     $("#lib-off").hidden = true;
+    checkUpdates();
   } catch (e) {
     if (e.status === 404 && e.data && e.data.field === "library") {
       const off = $("#lib-off");
@@ -910,6 +912,13 @@ async function loadLibrary() {
   }
 }
 loaders.library = () => loadLibrary().catch(globalError);
+
+function checkUpdates() {  // AivisHub asked for newer versions, at most every 10 minutes
+  const now = Date.now();
+  if (lib.checkedAt && now - lib.checkedAt < UPDATE_CHECK_MS) return;
+  lib.checkedAt = now;
+  api("api/library?check=1").then(renderLibrary).catch(() => {});  // the listing stays as it was
+}
 
 function schedulePoll() {
   if (lib.timer !== null || lib.polling) return;
