@@ -15,6 +15,7 @@ SUBCOMMANDS: dict[str, str] = {
     "export-bert": "Export the BERT to ONNX (fp32 and int8)",
     "dict": "Check a user dictionary file (dict check FILE...): every bad line is reported",
     "quantize": "Make a voice's int8 graphs and check them against fp32 (fidelity gate)",
+    "library": "List, add and remove the voices of a stopped server's voice library",
     "say": "Speak text once: to a WAV file, stdout or the sound card (here or via a server)",
 }
 """Subcommand → one-line summary (shown by ``wyoming-hayakoe --help``)."""

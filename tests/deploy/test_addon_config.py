@@ -8,6 +8,7 @@ that s6-rc cannot start.
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import re
 from dataclasses import fields
@@ -206,6 +207,21 @@ def test_copies_of_shared_files_are_identical():
         REPO_ROOT / "docker" / "healthcheck.py"
     ).read_bytes()
     assert os.access(ADDON / "rootfs" / "usr" / "local" / "bin" / "hayakoe-healthcheck", os.X_OK)
+
+
+def test_the_voice_library_lives_in_data_and_backups_keep_its_voices_and_list(config):
+    """The panel's installs go to /data/library (the service script's flag; the server's
+    parser reads it in test_addon_service.py); backups leave out the cache and unfinished
+    downloads only, so the list (library.json) and its files come back with a backup."""
+    script = (ADDON / "rootfs/etc/s6-overlay/s6-rc.d/wyoming-hayakoe/run").read_text()
+    assert '--library-dir "${data_dir}/library"' in script
+    excluded = config["backup_exclude"]
+    assert "cache/*" in excluded and "library/.partial/*" in excluded
+    for kept in ("library/library.json", "library/voice-0123abcd-1.0.0.aivmx", "user_words.json"):
+        assert not any(fnmatch.fnmatch(kept, pattern) for pattern in excluded), kept
+    assert fnmatch.fnmatch("library/.partial/cli-1-x.aivmx", "library/.partial/*")
+    docs = (ADDON / "DOCS.md").read_text(encoding="utf-8")
+    assert "/data/library" in docs and "library.json" in docs
 
 
 def test_s6_service_tree_is_complete():

@@ -143,6 +143,9 @@ def test_defaults_start_the_cpu_server_on_port_10200_with_the_cache_under_data(t
     assert s.uri == "tcp://0.0.0.0:10200"
     assert s.device == "cpu", "Home Assistant OS has no CUDA: the add-on runs ONNX on the CPU"
     assert s.cache_dir == run.data / "cache"
+    assert s.library.enabled and s.library.folder == run.data / "library", (
+        "the voices installed from the panel live in /data, which backups keep"
+    )
     assert [v.name for v in s.voices] == DEFAULTS["voices"]
     assert s.default_voice == DEFAULTS["voices"][0]
     assert s.zeroconf_name is None, "Home Assistant finds the add-on through discovery"
