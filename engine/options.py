@@ -16,7 +16,7 @@ are read here only, by `EngineOptions.from_env`, as documented defaults of the s
 | `runtime`        | `WYOMING_HAYAKOE_RUNTIME`         | auto                         |
 | `quantize_in_background` | `..._QUANTIZE_IN_BACKGROUND` | server on (=0: off); library off |
 | `playback_guard` | `WYOMING_HAYAKOE_PLAYBACK_GUARD`  | auto                         |
-| `first_clause`   | `WYOMING_HAYAKOE_FIRST_CLAUSE`    | 12 characters (0: sentences) |
+| `first_clause`   | `WYOMING_HAYAKOE_FIRST_CLAUSE`    | 3 characters (0: sentences)  |
 | `overlap`        | `WYOMING_HAYAKOE_OVERLAP`         | on (=0 turns it off)         |
 """
 
@@ -46,7 +46,7 @@ RUNTIMES = ("auto", *RUNTIME_NAMES)
 PLAYBACK_GUARD_ENV = "WYOMING_HAYAKOE_PLAYBACK_GUARD"
 GUARD_MODES = ("auto", "off")
 FIRST_CLAUSE_ENV = "WYOMING_HAYAKOE_FIRST_CLAUSE"
-DEFAULT_FIRST_CLAUSE = 12
+DEFAULT_FIRST_CLAUSE = 3
 OVERLAP_ENV = "WYOMING_HAYAKOE_OVERLAP"
 
 MAX_DEFAULT_THREADS = 8

@@ -70,9 +70,11 @@ between an LLM's tokens (25-100 ms at 10-40 characters/s), so an unpaused stream
 exactly as the whole text; short enough that a sentence spoken before a tool call is heard
 at once (the embedded voice: about 0.3 s after its 。)."""
 
-CLAUSE_PAUSE = 0.0
-"""Seconds of silence added after a stream's first part when it ended at a clause mark
-(`first_clause`): the voice's own pause at the mark is enough (`bench_first_clause.py`)."""
+CLAUSE_PAUSE = 0.25
+"""Seconds of silence a listener hears after a stream's first part when it ended at a clause
+mark (`first_clause`): the part's own pause at the mark is trimmed with its edges, so it is
+put back, less what the listener already waited for the next part (a late part makes no
+pause longer; docs/frontend.md, "The first clause of a stream")."""
 
 _OPTION_NAMES = frozenset(f.name for f in dataclasses.fields(SynthesisOptions))
 _LOCK_POLL_S = 0.05
@@ -499,7 +501,13 @@ class Speaker:
             pause = (CLAUSE_PAUSE if clause else self._pause_s(opts)) if spoken else None
             pacing.begin_part(part.chars)
             heard = yield from self._render(
-                part.sentences, at, cancel, stage, pause_before=pause, pacing=pacing
+                part.sentences,
+                at,
+                cancel,
+                stage,
+                pause_before=pause,
+                pacing=pacing,
+                less_waited=clause,
             )
             spoken, clause = spoken or heard, part.clause
 
@@ -512,10 +520,13 @@ class Speaker:
         *,
         pause_before: float | None,
         pacing: RequestPacing,
+        less_waited: bool = False,
     ) -> Generator[AudioResult, None, bool]:
         """Voice.render under the lock; int16 chunks (through `stage`). Returns whether any
         sound was made. The time spent inside the voice (on `clock`) teaches `speed`, and
-        each piece is reported to `pacing`, which the voice sees as its listener."""
+        each piece is reported to `pacing`, which the voice sees as its listener.
+        `pause_before` goes before the first sound, shortened by the silence the listener
+        has already heard when `less_waited`."""
         sr = self.sample_rate
         heard = False
         compute = audio = 0.0
@@ -535,7 +546,8 @@ class Speaker:
                     compute += spent
                     audio += samples.size / sr
                     if pause_before is not None and not heard and samples.size:
-                        gap = np.zeros(int(round(pause_before * sr)), np.float32)
+                        waited = pacing.silence_heard() if less_waited else 0.0
+                        gap = np.zeros(int(round(max(0.0, pause_before - waited) * sr)), np.float32)
                         samples = np.concatenate([gap, samples])
                     heard = heard or samples.size > 0
                     pacing.produced(samples.size / sr, spent, piece.remaining, piece.tail)

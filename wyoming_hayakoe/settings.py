@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 from engine import EMBEDDED_VOICE_NAME, OFFICIAL_SOURCE, EngineOptions, __version__
+from engine.options import DEFAULT_FIRST_CLAUSE
 from engine.output import OUTPUT_RATES
 from engine.speaker import DEFAULT_STREAM_QUIET
 
@@ -250,9 +251,10 @@ def add_voice_arguments(p: argparse.ArgumentParser) -> None:
         default=None,
         metavar="CHARS",
         help=(
-            "text streamed in deltas: the first audio may start at a clause mark (、) once "
-            "this many characters arrived, not only at a sentence end; 0: sentences only "
-            "(default: $WYOMING_HAYAKOE_FIRST_CLAUSE, else 12)"
+            "text streamed in deltas: the first audio may start at a clause mark (、, or a "
+            "comma no digit follows) once the first part holds this many characters, not only "
+            "at a sentence end; 0: sentences only "
+            f"(default: $WYOMING_HAYAKOE_FIRST_CLAUSE, else {DEFAULT_FIRST_CLAUSE})"
         ),
     )
     e.add_argument(

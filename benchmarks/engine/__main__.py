@@ -8,7 +8,17 @@ from collections.abc import Sequence
 
 from benchmarks.lib import cli
 
-NAMES = ("frontend", "rewrite", "bert", "stream", "overlap", "output", "embedded", "measure_traces")
+NAMES = (
+    "frontend",
+    "rewrite",
+    "bert",
+    "stream",
+    "overlap",
+    "output",
+    "embedded",
+    "measure_traces",
+    "first_clause",
+)
 PARTS = {name: f"benchmarks.engine.{name}" for name in NAMES}
 
 

@@ -47,3 +47,39 @@ OPTIONS: dict[str, Any] = {
 
 VOICE_NAME = "bench"
 """Name of the full-size random voice under `<root>/onnx/speakers/`."""
+
+LLM_REPLIES: tuple[str, ...] = (
+    # Short openings, with a comma.
+    "はい、リビングの照明を消しました。",
+    "了解です、エアコンを二十五度の冷房にしますね。",
+    "おはようございます、今日は一日晴れる予報です。",
+    "もちろんです、キッチンのタイマーを三分にセットしました。",
+    "ええと、その部屋にはまだ対応しているデバイスがないようです。",
+    # Short openings ending a sentence.
+    "承知しました。寝室のカーテンを閉めます。",
+    "できました。玄関のドアは施錠されています。",
+    "こんにちは。何かお手伝いできることはありますか？",
+    "わかりました！音楽を止めますね。",
+    # Long openings with a comma in the middle.
+    "今日の東京の天気は晴れのち曇りで、最高気温は十八度の予想です。",
+    "明日の朝は冷え込むので、寝る前に暖房のタイマーを六時に合わせておきます。",
+    "買い物リストに牛乳と卵を追加しましたが、食パンはすでに入っていました。",
+    "洗濯機の運転が終わりましたので、早めに干すとしわになりにくいですよ。",
+    # Long openings without a comma.
+    "リビングとダイニングの照明をまとめて消しておきました。",
+    "お風呂のお湯はりが終わったのでいつでも入れます。",
+    "来週の月曜日の午前十時に歯医者の予約を登録しました。",
+    # English device and service names.
+    "Philips Hueのリビングのライトを、明るさ五十パーセントにしました。",
+    "Spotifyでジャズのプレイリストを、キッチンのSonosで再生します。",
+    "Google Homeのアラームは、明日の朝七時に設定されています。",
+    # Numbers, times and units.
+    "室温は23.5度、湿度は45パーセントです。",
+    "現在の電力使用量は1.2キロワットで、昨日の同じ時間より少なめです。",
+    "次のバスは8時15分発で、駅までおよそ12分かかります。",
+    # A question and a long list.
+    "どの部屋の電気を消しますか？リビング、寝室、それとも全部ですか？",
+    "冷蔵庫の中には、牛乳、卵、ヨーグルト、それからキャベツが残っています。",
+)
+"""Replies a voice assistant's language model gives, for first audio at an LLM's pace:
+openings short and long, with and without a comma, English names, numbers (24 replies)."""

@@ -24,6 +24,7 @@ class Listener:
         self.stalls = 0  # times the player ran dry after it started
         self.stalled_s = 0.0  # seconds it waited in all
         self._dry = False  # ran dry since the last hand-out (a stall counted once)
+        self._dry_since = 0.0  # when it ran dry (while `_dry`)
 
     def now(self) -> float:
         return self.clock.now()
@@ -42,9 +43,16 @@ class Listener:
             if not self._dry:
                 self.stalls += 1
                 self._dry = True
+                self._dry_since = self.clock.now() + ahead  # the moment its audio ran out
             self.stalled_s -= ahead
             ahead = 0.0
         return ahead
+
+    def waiting(self) -> float:
+        """Seconds the player has been waiting for audio since it ran dry (0 while it plays
+        or before it starts): the silence it has already made."""
+        self.ahead()
+        return self.clock.now() - self._dry_since if self._dry else 0.0
 
     def in_hand(self) -> float:
         """Seconds the player can play on without more audio (audio handed out is all it

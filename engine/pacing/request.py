@@ -97,6 +97,13 @@ class RequestPacing:
         listener has not started)."""
         return self._listener.ahead() + max(0.0, self._made - self._listener.handed_out)
 
+    def silence_heard(self) -> float:
+        """Seconds the listener has already waited in silence for what comes next (0 while it
+        still has audio, handed out or made and held back)."""
+        if self._made - self._listener.handed_out > 1e-6:
+            return 0.0
+        return self._listener.waiting()
+
     # -- what the speaker reports ----------------------------------------------------------
     def arrived(self, chars: int) -> None:
         """`chars` characters of text arrived (text in deltas); thread-safe."""

@@ -13,10 +13,11 @@ A stream that goes quiet (`settle`, called by `engine.speaker.Speaker` when no d
 `quiet` seconds) hands out the sentences whose end is seen at once, instead of waiting for the
 next delta to decide whether closing quotes or a quotative と belong to them.
 
-Text in deltas (a language model's tokens) can end its first part early, at a clause mark
-(、 ，) once it holds `first_clause` characters: the first audio then waits for a clause,
-not for a whole long sentence (`benchmarks/bench_first_clause.py` measures what it gains and
-what it costs in prosody).
+Text in deltas (a language model's tokens) can end its first part early, at a pause mark
+(`is_pause_mark`: 、, or a comma no digit follows) once it holds `first_clause` characters:
+the first audio then waits for a clause, not for a whole sentence (docs/frontend.md, "The
+first clause of a stream"; `python -m benchmarks.server llm-pace` measures what it gains,
+`python -m benchmarks.engine first_clause` what it costs in prosody).
 """
 
 from __future__ import annotations
@@ -33,6 +34,22 @@ if TYPE_CHECKING:
 
 CLAUSE_MARKS = "、，,"
 """Where a stream's first part may end early (Japanese and full-width/ASCII commas)."""
+
+DIGIT_GROUP_MARKS = "，,"
+"""Clause marks that also group digits (1,200): a pause only where no digit follows."""
+
+
+def is_pause_mark(text: str, i: int) -> bool:
+    """Whether `text[i]` is a clause mark a speaker pauses at: 、 always; a comma after a
+    digit only once the character after it is seen and is not a digit (`1,200` is one
+    number; a comma that ends the text so far may yet be part of one)."""
+    mark = text[i]
+    if mark not in CLAUSE_MARKS:
+        return False
+    if mark not in DIGIT_GROUP_MARKS or not text[i - 1 : i].isdigit():
+        return True
+    after = text[i + 1 : i + 2]
+    return bool(after) and not after.isdigit()
 
 
 @dataclass(frozen=True)
@@ -169,7 +186,7 @@ class TextPipeline:
         pending = self._splitter.pending
         if len(pending) < self.first_clause:
             return []
-        cut = max(pending.rfind(mark) for mark in CLAUSE_MARKS)
+        cut = max((i for i in range(len(pending)) if is_pause_mark(pending, i)), default=-1)
         if cut + 1 < self.first_clause:
             return []
         return [self._splitter.take(cut + 1)]

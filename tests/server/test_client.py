@@ -112,11 +112,11 @@ async def test_speak_streamed_takes_async_deltas_and_a_voice(start_server, embed
     server = await start_server()
 
     async def deltas() -> AsyncIterator[str]:
-        for delta in ("はい、", "そうです。"):
+        for delta in ("はい。", "そうです。"):
             yield delta
 
     spoken = await _client(server).speak_streamed(deltas(), voice=EMBEDDED_VOICE_NAME, style="High")
-    alone = embedded.generate("はい、そうです。", style="High")
+    alone = embedded.generate("はい。そうです。", style="High")
     assert spoken.rate == alone.sr
     assert spoken.seconds == pytest.approx(alone.duration, rel=0.1)
     assert spoken.rms > 300

@@ -189,6 +189,33 @@ def test_listener_stalls_are_the_gaps_a_real_time_listener_hears() -> None:
     assert (listener.stalls, listener.stalled_s) == (gaps, pytest.approx(silent))
 
 
+def test_listener_says_how_long_it_has_waited_since_it_ran_dry() -> None:
+    clock = SimulatedClock()
+    listener = Listener(clock)
+    assert listener.waiting() == 0.0  # not started
+    listener.hand_out(0.3)
+    clock.advance(0.2)
+    assert listener.waiting() == 0.0  # still playing
+    clock.advance(0.3)  # dry for 0.2 s
+    assert listener.waiting() == pytest.approx(0.2)
+    clock.advance(0.1)
+    assert listener.waiting() == pytest.approx(0.3)  # the same wait, longer
+    listener.hand_out(0.1)
+    assert listener.waiting() == 0.0  # playing again
+
+
+def test_request_pacing_counts_silence_heard_only_once_all_made_audio_is_out() -> None:
+    clock = SimulatedClock()
+    pacing = RequestPacing(clock, guard=False)
+    pacing.produced(0.3, 0.01, 0.0)
+    out = list(pacing.pace([Chunk(0.3)]))
+    assert len(out) == 1
+    clock.advance(0.45)
+    assert pacing.silence_heard() == pytest.approx(0.15)
+    pacing.produced(0.2, 0.01, 0.0)  # made, not yet handed out: the listener has it coming
+    assert pacing.silence_heard() == 0.0
+
+
 # ------------------------------------------------------------- a request's pacing ---
 
 

@@ -4,11 +4,14 @@ renders; and the audio through it is bit for bit what it was before the pipeline
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
 
+import numpy as np
 import pytest
 
 from engine import Speaker
 from engine.text import Part, TextPipeline, sentences_of
+from tests.helpers.sim_clock import SimulatedClock
 
 # sha256 (first 16 hex digits) of the int16 audio the embedded voice made for these texts
 # with the code before the pipeline (speaker.py splitting/rewriting/SSML itself, commit
@@ -107,6 +110,46 @@ def test_first_part_may_end_at_a_clause_once_long_enough() -> None:
     assert off.feed("はい、明日の天気は晴れ、") == []
 
 
+def test_a_short_opening_clause_ends_the_first_part_at_the_default() -> None:
+    from engine.options import DEFAULT_FIRST_CLAUSE
+
+    pipe = TextPipeline(rewrite=False, first_clause=DEFAULT_FIRST_CLAUSE)
+    assert pipe.feed("はい") == []
+    assert pipe.feed("、リ") == [Part(("はい、",), clause=True)]
+    assert TextPipeline(rewrite=False, first_clause=DEFAULT_FIRST_CLAUSE).feed("あ、と") == []
+
+
+@pytest.mark.parametrize("comma", [",", "，"])
+def test_a_comma_between_digits_is_no_pause(comma: str) -> None:
+    pipe = TextPipeline(rewrite=False, first_clause=3)
+    assert pipe.feed(f"電力は1{comma}") == []  # a digit may follow: not yet
+    assert pipe.feed("200ワットで") == []  # it did: one number
+    assert pipe.feed("、昨日") == [Part((f"電力は1{comma}200ワットで、",), clause=True)]
+    late = TextPipeline(rewrite=False, first_clause=3)
+    assert late.feed(f"電力は12{comma}") == []
+    assert late.feed(" 昨日") == [Part((f"電力は12{comma}",), clause=True)]  # no digit came
+    words = TextPipeline(rewrite=False, first_clause=3)
+    assert words.feed(f"Philips Hue{comma}") == [Part((f"Philips Hue{comma}",), clause=True)]
+
+
+@pytest.mark.parametrize(
+    ("text", "i", "pause"),
+    [
+        ("はい、", 2, True),
+        ("1、2", 1, True),  # 、 never groups digits
+        ("1,200", 1, False),
+        ("1,", 1, False),  # what follows is not seen yet
+        ("1, 2", 1, True),
+        ("Hue,", 3, True),
+        ("晴れ", 1, False),
+    ],
+)
+def test_is_pause_mark(text: str, i: int, pause: bool) -> None:
+    from engine.text.pipeline import is_pause_mark
+
+    assert is_pause_mark(text, i) is pause
+
+
 @pytest.mark.parametrize(("first_clause", "early"), [(12, True), (0, False)])
 async def test_a_stream_speaks_its_first_clause_before_the_sentence_ends(
     embedded: Speaker, first_clause: int, early: bool
@@ -132,6 +175,52 @@ async def test_a_stream_speaks_its_first_clause_before_the_sentence_ends(
         heard.set()
     assert came_early == [early]
     assert sum(c.duration for c in chunks) > 2.0  # the whole sentence was spoken
+
+
+def _silences(audio: np.ndarray, rate: int) -> list[float]:
+    """Lengths of the runs of 10 ms windows below 2 % of the peak, inside the audio."""
+    win = rate // 100
+    loud = np.abs(audio[: len(audio) // win * win].reshape(-1, win)).max(axis=1)
+    quiet = loud < 0.02 * loud.max()
+    runs, n = [], 0
+    for q in quiet:
+        if q:
+            n += 1
+        elif n:
+            runs.append(n / 100)
+            n = 0
+    return runs[1:] if quiet[0] else runs  # a leading run is the start, not a pause
+
+
+def test_the_pause_at_a_clause_cut_is_put_back(embedded: Speaker) -> None:
+    """The first part's pause at its 、 goes with its trimmed edges: at least CLAUSE_PAUSE is
+    heard there when the rest is ready at once (deltas back to back)."""
+    from engine.speaker import CLAUSE_PAUSE
+
+    text = "はい、リビングの照明を消しました。"
+    waited: list[float] = []
+
+    def deltas(clock: SimulatedClock) -> Iterator[str]:
+        for i in range(0, len(text), 2):
+            yield text[i : i + 2]
+            if i == 2 and waited:  # the clause was spoken; the rest comes late
+                clock.advance(waited[0])
+
+    def spoken(wait: float) -> tuple[list[float], float]:
+        waited[:] = [wait] if wait else []
+        clock = SimulatedClock()  # frozen but where the test moves it
+        speaker = Speaker(embedded.voice, first_clause=3, clock=clock)
+        chunks = list(speaker.stream(deltas(clock), guard=False, seed=1))
+        assert len(chunks) >= 2  # cut
+        audio = np.concatenate([c.data for c in chunks]).astype(np.float32)
+        return _silences(audio, speaker.sample_rate), chunks[0].num_samples / speaker.sample_rate
+
+    silences, first = spoken(0.0)
+    assert CLAUSE_PAUSE >= 0.2
+    assert max(silences) >= 0.25  # trimmed, the cut left 0.1 s: the pause is back
+    assert first < 1.0  # the first part is the clause only
+    late, _ = spoken(first + 0.5)  # the listener waited 0.5 s for the rest: no pause added
+    assert max(late) < 0.2
 
 
 def test_readings_are_what_the_voice_gets_with_accents() -> None:
