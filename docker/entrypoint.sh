@@ -3,6 +3,8 @@
 #
 #   (no arguments, or flags)  run the server with the baked voices, then the given flags
 #   download ...              run `wyoming-hayakoe download ...` (the cache is $HAYAKOE_CACHE)
+#   library ...               run `wyoming-hayakoe library ...` (the server's voice library,
+#                             $HAYAKOE_CACHE/library unless --library-dir says otherwise)
 #   anything else             run that command (for example `bash`)
 #
 # Environment: HAYAKOE_URI (default tcp://0.0.0.0:10200), HAYAKOE_DEVICE (cpu or cuda),
@@ -12,7 +14,7 @@ set -euo pipefail
 
 case "${1:-}" in
     "" | -*) ;;
-    download) exec wyoming-hayakoe "$@" ;;
+    download | library) exec wyoming-hayakoe "$@" ;;
     *) exec "$@" ;;
 esac
 

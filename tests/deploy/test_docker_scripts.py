@@ -101,6 +101,9 @@ def test_entrypoint_runs_download_and_other_commands(tmp_path):
     proc = _entrypoint(tmp_path, "download", "--voice", "jvnv-M1-jp", HAYAKOE_VOICES="x")
     assert proc.returncode == 0, proc.stderr
     assert _recorded(tmp_path)[0] == ["download", "--voice", "jvnv-M1-jp"]
+    proc = _entrypoint(tmp_path, "library", "add", "jvnv-M2-jp", HAYAKOE_VOICES="x")
+    assert proc.returncode == 0, proc.stderr
+    assert _recorded(tmp_path)[0] == ["library", "add", "jvnv-M2-jp"]
     proc = _entrypoint(tmp_path, "echo", "hello from the container")
     assert proc.stdout.strip() == "hello from the container"
 
