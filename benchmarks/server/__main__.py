@@ -9,7 +9,7 @@ from benchmarks.lib import cli
 
 PARTS = {
     name: f"benchmarks.server.{name.replace('-', '_')}"
-    for name in ("first-audio", "llm-pace", "slow-board", "rss", "soak")
+    for name in ("first-audio", "llm-pace", "slow-board", "rss", "soak", "library-load")
 }
 
 

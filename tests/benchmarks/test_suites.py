@@ -2,7 +2,8 @@
 --quick`, in-process): every part small and fast, on the tests' small voice and a tiny BERT
 (built once into benchmarks/.cache/). The figures mean nothing here; what is checked is that
 every part runs, reports its table under the run's header, and records nothing (a quick run
-must not overwrite benchmarks/results/). The server suite's test is tests/benchmarks/test_soak.py.
+must not overwrite benchmarks/results/). The server suite: `library-load` here, the others
+in tests/benchmarks/test_soak.py and test_slow_board.py.
 """
 
 from __future__ import annotations
@@ -44,4 +45,17 @@ def test_compare_suite_quick_renders_the_recorded_figures(capsys) -> None:
     out = capsys.readouterr().out
     assert "| measure | text | ours | hayakoe 1.3.1 | ours / hayakoe |" in out
     assert "| RTF `generate()`, idle | medium |" in out  # precision.json, rendered too
+    assert _recorded() == before
+
+
+@pytest.mark.slow
+def test_library_load_quick_installs_and_removes_under_load(capsys) -> None:
+    from benchmarks.server.__main__ import main
+
+    before = _recorded()
+    assert main(["library-load", "--quick"]) == 0  # 0 failed requests
+    out = capsys.readouterr().out
+    assert "| without installs |" in out and "| during installs and removes |" in out
+    assert "| 1 |" in out  # the one install/remove cycle, with its RSS after the remove
+    assert "Failed requests: **0**" in out and "nan" not in out
     assert _recorded() == before
