@@ -140,6 +140,7 @@ class OpenJTalkVoice:
     attribution_url: str = "https://www.mmdagent.jp/"
     version: str = "1.0"
     sentence_pause: float = DEFAULT_SENTENCE_PAUSE
+    default_style: str | None = None
 
     def __init__(self, name: str = EMBEDDED_VOICE_NAME, *, peak_limit: bool = True) -> None:
         import pyopenjtalk
@@ -154,6 +155,10 @@ class OpenJTalkVoice:
         _LIVE.add(self)
 
     # -- Voice -------------------------------------------------------------------------
+    def run_info(self) -> None:
+        """No graphs, no choice of arithmetic."""
+        return None
+
     def render(
         self,
         sentences: Sequence[str],

@@ -53,7 +53,7 @@ from .fair_lock import FairLock
 from .output import OutputOptions, OutputStage
 from .pacing import SYSTEM_CLOCK, Clock, PacingReport, RequestPacing, SpeedMeter
 from .text.pipeline import Part, TextPipeline
-from .voice_backend import SynthesisOptions, Voice
+from .voice_backend import RunInfo, SynthesisOptions, Voice
 
 __all__ = ["DEFAULT_STREAM_PAUSE", "DEFAULT_STREAM_QUIET", "Speaker", "StreamCancelled"]
 
@@ -152,32 +152,38 @@ class Speaker:
         return self.voice.version
 
     @property
+    def run_info(self) -> RunInfo | None:
+        """What the voice runs now (`RunInfo`: precision, runtime, in a few words, why); None
+        for a voice with no such choice (the embedded HTS voice)."""
+        return self.voice.run_info()
+
+    @property
     def precision(self) -> str | None:
         """The arithmetic the voice runs now: "int8" or "fp32"; None for a voice with no such
         choice (the embedded HTS voice). May change once, between requests, when int8 graphs
         made in the background pass their gate (`engine.int8.background`)."""
-        found = getattr(self.voice, "precision", None)
-        return None if found is None else str(found)
+        info = self.voice.run_info()
+        return None if info is None else info.precision
 
     @property
     def runtime(self) -> str | None:
         """What runs the voice's graphs ("onnxruntime", "openvino", "pytorch"); None for a
         voice without graphs (the embedded HTS voice)."""
-        found = getattr(self.voice, "runtime", None)
-        return None if found is None else str(found)
+        info = self.voice.run_info()
+        return None if info is None else info.runtime
 
     @property
     def runs(self) -> str | None:
         """What the voice runs now, in a few words ("int8 on OpenVINO, 0.43× fp32's time
         here (measured)"); None for a voice with no such choice."""
-        found = getattr(self.voice, "runs", None)
-        return None if found is None else str(found)
+        info = self.voice.run_info()
+        return None if info is None else info.runs
 
     @property
     def precision_reason(self) -> str | None:
         """Why it runs that: the gate's figures and, when measured, every candidate's time."""
-        found = getattr(self.voice, "precision_reason", None)
-        return None if found is None else str(found)
+        info = self.voice.run_info()
+        return None if info is None else info.reason
 
     @property
     def default_style(self) -> str:
@@ -196,15 +202,17 @@ class Speaker:
         return self.speed.rate(self._speed_key())
 
     def _speed_key(self) -> str:
-        precision = str(getattr(self.voice, "precision", "") or "")
-        runtime = str(getattr(self.voice, "runtime", "") or "")
-        return f"{precision}/{runtime}" if runtime and runtime != "onnxruntime" else precision
+        info = self.voice.run_info()
+        if info is None:
+            return ""
+        runtime = info.runtime
+        return f"{info.precision}/{runtime}" if runtime != "onnxruntime" else info.precision
 
     @staticmethod
     def _default_style(voice: Voice) -> str:
         styles = list(voice.styles)
-        own = getattr(voice, "default_style", None)  # a voice that knows its own (AivisHub)
-        if isinstance(own, str) and own in styles:
+        own = voice.default_style  # a voice that knows its own (AivisHub)
+        if own is not None and own in styles:
             return own
         if not styles or "Neutral" in styles:
             return "Neutral"

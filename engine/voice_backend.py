@@ -62,6 +62,24 @@ class AudioPiece:
     """Seconds in the largest single piece still to come (audio arrives piece by piece)."""
 
 
+@dataclass(frozen=True)
+class RunInfo:
+    """What a voice with graphs runs now, as it declares it (`Voice.run_info`); read by
+    `Speaker` and shown by the server's page and status."""
+
+    precision: str
+    """The arithmetic: "int8", "fp32" (or, chosen by measurement on OpenVINO, "bf16" /
+    "fp16"). May change once, between requests, when int8 graphs made in the background
+    pass their gate (`engine.int8.background`)."""
+    runtime: str
+    """What runs the graphs: "onnxruntime", "openvino" or "pytorch"."""
+    runs: str
+    """The same in a few words, with the measured ratio where a measurement chose it
+    ("int8 on OpenVINO, 0.43× fp32's time here (measured)")."""
+    reason: str
+    """Why: the gate's figures and, when measured, every candidate's time ("" if none)."""
+
+
 class ListenerView(Protocol):
     """The listener of the request a voice renders for, as the voice may see it: the clock
     the request is paced on, and the seconds of audio the listener can still play before it
@@ -100,6 +118,15 @@ class Voice(Protocol):
     def sentence_pause(self) -> float | None:
         """Seconds of silence between batches of sentences rendered separately (text arriving
         in deltas); None leaves the choice to `Speaker` (`DEFAULT_STREAM_PAUSE`)."""
+
+    @property
+    def default_style(self) -> str | None:
+        """The style a request that names none gets, where the voice knows its own (an
+        AivisHub file names it); None: `Speaker` picks (Neutral, else the first)."""
+
+    def run_info(self) -> RunInfo | None:
+        """What it runs now (precision, runtime, why); None for a voice with no such choice
+        (the embedded HTS voice)."""
 
     def render(
         self,

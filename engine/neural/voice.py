@@ -43,7 +43,7 @@ from ..synth.windowed import (
     WindowedSentence,
     WindowPlan,
 )
-from ..voice_backend import AudioPiece, ListenerView, SynthesisOptions
+from ..voice_backend import AudioPiece, ListenerView, RunInfo, SynthesisOptions
 from ..voice_config import VoiceConfig, load_config
 from .overlap import Prefetch
 from .progress import RenderProgress
@@ -164,6 +164,10 @@ class NeuralVoice:
         self.precision_choice: Any = None
         """The int8 plan's choice it runs (`engine.int8.plan.PrecisionChoice`; set by the
         builder and by a switch): the reason and the measurement behind `runs`."""
+
+    def run_info(self) -> RunInfo:
+        """What it runs now (`Voice.run_info`)."""
+        return RunInfo(self.precision, self.runtime, self.runs, self.precision_reason)
 
     @property
     def precision(self) -> str:

@@ -282,3 +282,26 @@ async def test_a_finished_sentence_is_spoken_when_the_deltas_stop(
     alone = embedded.generate("こんにちは。")
     assert np.array_equal(AudioResult.concat(chunks).data[: alone.data.size], alone.data)
     assert sum(c.duration for c in chunks) > alone.duration + 1.0  # and the second sentence
+
+
+def test_what_a_voice_runs_is_declared_and_read_as_declared() -> None:
+    """`Voice.run_info` and `Voice.default_style` are read as the voice declares them: the
+    embedded voice has no choice of arithmetic; a voice that runs int8 on OpenVINO says so,
+    and its speed is learnt apart from its fp32 speed."""
+    from engine.voice_backend import RunInfo
+
+    class Declaring(OpenJTalkVoice):
+        default_style = "Calm"
+
+        def run_info(self) -> RunInfo:
+            return RunInfo("int8", "openvino", "int8 on OpenVINO", "gate passed")
+
+    plain = Speaker(OpenJTalkVoice())
+    assert (plain.run_info, plain.precision, plain.runtime, plain.runs) == (None, None, None, None)
+    assert plain.default_style == "Neutral"
+    declaring = Speaker(Declaring())
+    assert declaring.run_info == RunInfo("int8", "openvino", "int8 on OpenVINO", "gate passed")
+    assert (declaring.precision, declaring.runtime) == ("int8", "openvino")
+    assert (declaring.runs, declaring.precision_reason) == ("int8 on OpenVINO", "gate passed")
+    assert declaring.default_style == "Calm"
+    assert declaring._speed_key() == "int8/openvino"

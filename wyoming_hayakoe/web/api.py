@@ -37,7 +37,7 @@ from typing import Any
 
 from aiohttp import web
 
-from engine import __version__
+from engine import Speaker, __version__
 from engine.text.pipeline import TextPipeline
 
 from ..admission import Admission, AdmissionRefused
@@ -187,18 +187,18 @@ def _jsonable(value: object) -> object:
     return str(value)
 
 
-def _precision(speaker: Any) -> object:
-    """int8/fp32 (and the gate's figures) where the speaker or its voice tells."""
-    found = getattr(speaker, "precision", None)
-    if found is None:
-        found = getattr(getattr(speaker, "voice", None), "precision", None)
-    return _jsonable(found)
-
-
-def _rtf(speaker: Any) -> float | None:
-    """Seconds of synthesis per second of audio measured on this machine (None: not yet)."""
-    value = getattr(speaker, "real_time_factor", None)
-    return round(float(value), 3) if isinstance(value, (int, float)) else None
+def _runs(speaker: Speaker) -> dict[str, object]:
+    """What the speaker's voice runs (`engine.RunInfo`; nulls for the embedded voice) and
+    its real-time factor measured here (null: not yet)."""
+    info = speaker.run_info
+    rtf = speaker.real_time_factor
+    return {
+        "precision": None if info is None else info.precision,
+        "runtime": None if info is None else info.runtime,
+        "runs": None if info is None else info.runs,
+        "precision_reason": None if info is None else info.reason,
+        "real_time_factor": None if rtf is None else round(float(rtf), 3),
+    }
 
 
 # -- voices and audio ----------------------------------------------------------------------
@@ -218,11 +218,7 @@ async def voices(request: web.Request) -> web.Response:
                 "default_style": catalog.style_for(speaker),
                 "attribution": {"name": speaker.attribution_name, "url": speaker.attribution_url},
                 "version": speaker.version,
-                "precision": _precision(speaker),
-                "runtime": getattr(speaker, "runtime", None),
-                "runs": getattr(speaker, "runs", None),
-                "precision_reason": getattr(speaker, "precision_reason", None),
-                "real_time_factor": _rtf(speaker),
+                **_runs(speaker),
             }
         )
     presets = [
@@ -464,11 +460,7 @@ async def status(request: web.Request) -> web.Response:
                     "name": name,
                     "styles": speaker.styles,
                     "in_flight": admission.in_flight_for(name),
-                    "precision": _precision(speaker),
-                    "runtime": getattr(speaker, "runtime", None),
-                    "runs": getattr(speaker, "runs", None),
-                    "precision_reason": getattr(speaker, "precision_reason", None),
-                    "real_time_factor": _rtf(speaker),
+                    **_runs(speaker),
                 }
                 for name, speaker in state.catalog.speakers.items()
             ],

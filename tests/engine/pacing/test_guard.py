@@ -271,6 +271,10 @@ class SlowVoice:
     attribution_name = attribution_url = ""
     version = None
     sentence_pause = None
+    default_style = None
+
+    def run_info(self) -> None:
+        return None
 
     def __init__(
         self, clock: SimulatedClock, rate: float, pieces: int, piece_s: float = 0.1
