@@ -1,5 +1,6 @@
-"""The code's shape, checked: no import cycle among the project's modules, and hayakoe's
-repository layout spelled only in `engine/layout.py`.
+"""The code's shape, checked: no import cycle among the project's modules, hayakoe's
+repository layout spelled only in `engine/layout.py`, and every long or branchy function
+named in docs/internals.md with the reason it stays.
 
 The import graph is read with `ast` from every module of `engine/` and `wyoming_hayakoe/`:
 every import statement counts, also those inside functions (deferred imports), except those
@@ -364,3 +365,76 @@ def test_the_engine_exports_twelve_names() -> None:
 
     assert callable(quantize_voice) and callable(export_voice)
     assert not hasattr(engine, "quantize_voice")
+
+
+# -- long or branchy functions ---------------------------------------------------------------
+
+LONG_LINES = 60
+BRANCHY = 20
+INTERNALS = REPO_ROOT / "docs" / "internals.md"
+
+
+def _complexity(function: ast.AST) -> int:
+    """Cyclomatic complexity, counted as docs/internals.md ("Long or branchy functions") says."""
+    count = 1
+    for node in ast.walk(function):
+        if isinstance(
+            node,
+            (ast.If, ast.For, ast.AsyncFor, ast.While, ast.IfExp, ast.ExceptHandler, ast.Assert),
+        ):
+            count += 1
+        elif isinstance(node, ast.BoolOp):
+            count += len(node.values) - 1
+        elif isinstance(node, ast.comprehension):
+            count += 1 + len(node.ifs)
+        elif isinstance(node, ast.match_case):
+            count += 1
+    return count
+
+
+def _long_or_branchy() -> dict[str, tuple[int, int]]:
+    """`path:function` -> (lines, complexity) of every function over the limits."""
+    found: dict[str, tuple[int, int]] = {}
+    for path in _modules().values():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                lines = (node.end_lineno or node.lineno) - node.lineno + 1
+                complexity = _complexity(node)
+                if lines > LONG_LINES or complexity >= BRANCHY:
+                    key = f"{path.relative_to(REPO_ROOT).as_posix()}:{node.name}"
+                    found[key] = (lines, complexity)
+    return found
+
+
+def _listed() -> set[str]:
+    text = INTERNALS.read_text(encoding="utf-8")
+    section = text.split("## Long or branchy functions", 1)[1].split("\n## ", 1)[0]
+    return set(re.findall(r"^\| `([^`]+:[^`]+)` \|", section, re.MULTILINE))
+
+
+def test_complexity_counts_branches_as_documented() -> None:
+    source = """
+def f(a, b):
+    if a and b or a:
+        return [x for x in b if x if x > 1]
+    try:
+        pass
+    except ValueError:
+        pass
+    return 1 if a else 2
+"""
+    function = ast.parse(source).body[0]
+    # 1 + if + (and/or: 2) + comprehension (1 + 2 ifs) + except + conditional expression
+    assert _complexity(function) == 1 + 1 + 2 + 3 + 1 + 1
+
+
+def test_every_long_or_branchy_function_is_named_with_its_reason() -> None:
+    found = _long_or_branchy()
+    listed = _listed()
+    unlisted = {k: v for k, v in found.items() if k not in listed}
+    assert not unlisted, (
+        f"over {LONG_LINES} lines or complexity {BRANCHY} (lines, complexity): {unlisted}; "
+        "split them, or name them with the reason in docs/internals.md"
+    )
+    stale = sorted(listed - set(found))
+    assert not stale, f"listed in docs/internals.md but no longer long or branchy: {stale}"
