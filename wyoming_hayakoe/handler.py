@@ -82,8 +82,6 @@ class ServerContext:
     """Seconds without a chunk after which a stream's finished sentences are spoken
     (`Speaker.astream`'s `quiet`; 0: they wait for the next chunk)."""
     limits: EventLimits = field(default_factory=EventLimits)
-    options: dict[str, Any] = field(default_factory=dict)
-    """Synthesis defaults passed to every request (speed, sentence_silence, ...)."""
     admission: Admission = field(default_factory=lambda: Admission(max_queue=10))
     """Bounds the requests queued per voice; refuses new ones while draining."""
 
@@ -383,16 +381,16 @@ class HayakoeHandler(AsyncEventHandler):
     def _audio(
         self, resolved: Resolved, text: Any, *, measure_whole: bool = False
     ) -> AsyncGenerator[AudioResult, None]:
-        """The request's audio: its style, the server-wide options under a preset's, its output
-        shaping (a one-shot request's loudness is measured over the whole text)."""
-        options = {**self.context.options, **resolved.options}
+        """The request's audio: its style, its options (the server-wide ones under a preset's,
+        merged by the catalog), its output shaping (a one-shot request's loudness is measured
+        over the whole text)."""
         return resolved.speaker.astream(
             text,
             style=resolved.style,
             output=resolved.output,
             measure_whole=measure_whole,
             quiet=self.context.stream_quiet,
-            **options,
+            **resolved.options,
         )
 
     def _check_length(self, length: int) -> None:

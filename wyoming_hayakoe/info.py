@@ -59,7 +59,8 @@ class Resolved:
     speaker: Speaker
     style: str
     options: Mapping[str, Any] = field(default_factory=dict)
-    """Synthesis options of a preset (over the server-wide ones)."""
+    """The request's synthesis options, merged: the server-wide ones (`VoiceCatalog.synthesis`)
+    under a preset's. What `Speaker.astream`/`stream` take as keywords, as they are."""
     output: OutputOptions = OutputOptions()
     """Output shaping of this request (server-wide flags, or the preset's)."""
     preset: str | None = None
@@ -81,6 +82,7 @@ class VoiceCatalog:
         *,
         presets: Mapping[str, PresetVoice] | None = None,
         output: OutputOptions | None = None,
+        synthesis: Mapping[str, Any] | None = None,
     ) -> None:
         if not speakers:
             raise ValueError("VoiceCatalog needs at least one speaker")
@@ -96,6 +98,9 @@ class VoiceCatalog:
         self.presets = dict(presets or {})
         self.output = output or OutputOptions()
         """Output shaping of requests for a voice that is not a preset."""
+        self.synthesis: Mapping[str, Any] = dict(synthesis or {})
+        """Server-wide synthesis options (speed, sentence_silence, ...: the flags), under
+        every request's (a preset's own are merged over them)."""
         if default_style and default_style not in self.speakers[default_voice].styles:
             _LOGGER.warning(
                 "--default-style %r is not a style of %s (styles: %s); using %s",
@@ -211,10 +216,11 @@ class VoiceCatalog:
         speaker = speakers[found.voice]
         if found.preset is not None:
             preset = self.presets[found.preset]
-            return Resolved(
-                speaker, found.style or preset.style, preset.options, preset.output, preset.name
-            )
-        return Resolved(speaker, found.style or self.style_for(speaker), output=self.output)
+            options = {**self.synthesis, **preset.options}
+            style = found.style or preset.style
+            return Resolved(speaker, style, options, preset.output, preset.name)
+        style = found.style or self.style_for(speaker)
+        return Resolved(speaker, style, dict(self.synthesis), output=self.output)
 
 
 def _capitalised(text: str) -> str:

@@ -62,7 +62,6 @@ class HayakoeServer:
                 max_data=settings.max_event_data_bytes,
                 max_payload=settings.max_event_payload_bytes,
             ),
-            options=settings.synthesis.as_options(),
             admission=Admission(settings.max_queue),
         )
         admission = self.context.admission

@@ -141,6 +141,7 @@ def build_catalog(settings: Settings, speakers: Mapping[str, Speaker]) -> VoiceC
         default_voice(settings, speakers),
         settings.default_style,
         output=output_options(settings.output),
+        synthesis=settings.synthesis.as_options(),
     )
     catalog.presets = resolve_presets(
         settings.presets,

@@ -280,3 +280,18 @@ def test_the_program_refuses_presets_it_cannot_serve_at_start(tmp_path) -> None:
         assert proc.returncode == 1, proc.stderr
         assert message in proc.stderr
         assert "Traceback" not in proc.stderr
+
+
+def test_a_resolved_voice_carries_its_options_merged(embedded) -> None:
+    """The catalog merges: a plain voice gets the server-wide synthesis flags, a preset its own
+    over them, so every caller passes `resolved.options` as it is."""
+    from wyoming_hayakoe.voices import build_catalog
+
+    settings = _settings(
+        "--speed", "1.2", "--sentence-silence", "0.4", "--preset", f"fast={MEI},speed=1.5"
+    )
+    catalog = build_catalog(settings, {MEI: embedded})
+    plain = catalog.resolve_exact(MEI)
+    assert plain.options["speed"] == 1.2 and plain.options["sentence_silence"] == 0.4
+    fast = catalog.resolve_exact("fast")
+    assert fast.options["speed"] == 1.5 and fast.options["sentence_silence"] == 0.4

@@ -450,7 +450,7 @@ def speak_here(
         raise SayError(f"cannot load voice {voices[0].name}: {redact(str(exc))}") from None
     catalog = build_catalog(settings, tts.speakers)  # the server's voices: PresetError
     resolved = catalog.resolve_exact(asked, request.style)  # the page's rule: UnknownNameError
-    options = {**settings.synthesis.as_options(), **resolved.options}
+    options = resolved.options  # the flags under a preset's, merged by the catalog
     chunks = resolved.speaker.stream(
         request.text,
         style=resolved.style,

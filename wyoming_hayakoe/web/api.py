@@ -83,8 +83,6 @@ class WebState:
     catalog: VoiceCatalog
     admission: Admission
     dictionary: PageDictionary
-    options: Mapping[str, Any] = field(default_factory=dict)
-    """Server-wide synthesis defaults (as the Wyoming handler passes them)."""
     rewrite: bool = True
     max_text: int = MAX_PAGE_TEXT
     warnings: WarningLog = field(default_factory=WarningLog)
@@ -163,9 +161,9 @@ def _controls(data: Mapping[str, Any]) -> dict[str, float]:
     return found
 
 
-def _request_args(state: WebState, resolved: Resolved, controls: Mapping[str, float]) -> dict:
+def _request_args(resolved: Resolved, controls: Mapping[str, float]) -> dict:
     """Keywords for `Speaker.astream`/`agenerate`: style, output, synthesis options."""
-    options: dict[str, Any] = {**state.options, **resolved.options}
+    options: dict[str, Any] = dict(resolved.options)  # merged by the catalog
     for name, value in controls.items():
         if name != "volume":
             options[_CONTROLS[name][0]] = value
@@ -245,7 +243,7 @@ async def sample(request: web.Request) -> web.Response:
     state = request.app[STATE]
     query = request.query
     resolved = _resolve(state, query.get("voice"), query.get("style"))
-    args = _request_args(state, resolved, {})
+    args = _request_args(resolved, {})
     speaker = resolved.speaker  # an updated voice has the same name and another version
     key = (speaker.name, speaker.version, resolved.style, resolved.preset, repr(args))
     wav = state.samples.get(key)
@@ -276,7 +274,7 @@ async def speak(request: web.Request) -> web.StreamResponse:
     data = await _json_body(request)
     text = _text(state, data)
     resolved = _resolve(state, data.get("voice"), data.get("style"))
-    args = _request_args(state, resolved, _controls(data))
+    args = _request_args(resolved, _controls(data))
     fmt = data.get("format", "pcm")
     if fmt not in ("pcm", "wav"):
         raise BadRequest("format", "format: pcm or wav")

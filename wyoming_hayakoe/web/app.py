@@ -64,7 +64,6 @@ def state_for(settings: Settings, http: HttpSettings, context: ServerContext) ->
         catalog=context.catalog,
         admission=context.admission,
         dictionary=PageDictionary(http.dictionary, readonly),
-        options=context.options,
         rewrite=settings.rewrite,
         max_text=context.max_text_length,
         warnings=WarningLog(),
