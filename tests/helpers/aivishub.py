@@ -10,13 +10,25 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from aiohttp import web
 
 from engine.aivm import read_metadata
+
+
+def later_version(aivm_files: Any, out: Path, version: str) -> Path:
+    """The one-speaker test file (`tests.helpers.aivm`'s fixtures) published again as
+    `version`: the same UUID, name and voice, another version."""
+    from tests.helpers.aivm import write_aivmx  # imports torch
+
+    spec = dataclasses.replace(aivm_files.one_spec, version=version)
+    graph = aivm_files.graphs / "one.onnx"
+    return write_aivmx(graph, out, aivm_files.configs["one"], aivm_files.vectors, spec)
 
 
 @dataclass

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers.aivishub import HubModel, StandInHub
+from tests.helpers.aivishub import HubModel, StandInHub, later_version
 from tests.helpers.net import free_port
 from tests.helpers.program import Program
 from tests.server.library.test_library_server import Page, _library_files, _server_args
@@ -57,15 +57,6 @@ def test_semver_precedence() -> None:
     for bad in ("", "latest", "1.0.0.0", "01.0.0", "1.0.0-01", "1..0"):
         assert parse(bad) is None, bad
         assert not is_newer(bad, "1.0.0") and not is_newer("1.0.0", bad)
-
-
-def _version(aivm_files: Any, out: Path, version: str) -> Path:
-    """The test voice's file as a later version: the same UUID and voice, another version."""
-    from tests.helpers.aivm import write_aivmx
-
-    spec = dataclasses.replace(aivm_files.one_spec, version=version)
-    graph = aivm_files.graphs / "one.onnx"
-    return write_aivmx(graph, out, aivm_files.configs["one"], aivm_files.vectors, spec)
 
 
 def _not_a_voice(aivm_files: Any, out: Path, version: str) -> Path:
@@ -139,11 +130,11 @@ async def _held_stream(client: WyomingClient, begun: asyncio.Event, go_on: async
 async def test_update_is_made_ready_beside_the_old_and_a_broken_one_changes_nothing(
     aivm_files, layout_root: Path, tmp_path: Path
 ) -> None:
-    v2_file = _version(aivm_files, tmp_path / "v2.aivmx", "1.1.0")
+    v2_file = later_version(aivm_files, tmp_path / "v2.aivmx", "1.1.0")
     broken_file = _not_a_voice(aivm_files, tmp_path / "v3.aivmx", "1.2.0")
     truncated = tmp_path / "v4.aivmx"
     truncated.write_bytes(
-        _version(aivm_files, tmp_path / "v4-whole.aivmx", "1.3.0").read_bytes()[:4000]
+        later_version(aivm_files, tmp_path / "v4-whole.aivmx", "1.3.0").read_bytes()[:4000]
     )
 
     hub = await StandInHub().start()

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from tests.helpers.aivishub import HubModel, StandInHub
+from tests.helpers.aivishub import HubModel, StandInHub, later_version
 from tests.helpers.net import free_port
 from tests.helpers.paths import REPO_ROOT
 from tests.helpers.program import program_env
@@ -39,6 +39,7 @@ if CHROMIUM is None or DRIVER is None:
     )
 selenium = pytest.importorskip("selenium", reason="selenium (the test extra) is not installed")
 from selenium import webdriver
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.chrome.options import Options
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
@@ -372,6 +373,32 @@ def _job_percent(driver: WebDriver) -> float | None:
     return float(value) if value else None
 
 
+def _library_row(driver: WebDriver, voice: str) -> dict[str, str] | None:
+    """An installed voice's row on the Library tab: its version cell and its Update button's
+    text ("" without one), None while it is not listed (read in one script: the page redraws
+    the table)."""
+    row: dict[str, str] | None = driver.execute_script(
+        "const r = document.querySelector("
+        '`#lib-table tr.installed[data-voice="${arguments[0]}"]`);'
+        "if (!r) return null;"
+        "const b = r.querySelector('button.lib-update');"
+        "return {version: r.cells[1].textContent, update: b ? b.textContent : ''};",
+        voice,
+    )
+    return row
+
+
+def _click(driver: WebDriver, voice: str, selector: str) -> bool:
+    """Click a button of a voice's row; False when the table was redrawn meanwhile."""
+    try:
+        driver.find_element(
+            By.CSS_SELECTOR, f'#lib-table tr.installed[data-voice="{voice}"] {selector}'
+        ).click()
+    except StaleElementReferenceException:
+        return False
+    return True
+
+
 def test_library_install_from_an_aivishub_page_with_progress_then_remove(
     browser: WebDriver, aivm_files, layout_root: Path, tmp_path: Path
 ):
@@ -463,8 +490,29 @@ def test_library_install_from_an_aivishub_page_with_progress_then_remove(
                 ),
                 "the new voice on the Voices tab",
             )
+            # a newer version on the hub: the tab, opened again, offers it; Update swaps it in
+            hub.add(hub_model(later_version(aivm_files, tmp_path / "v2.aivmx", "1.1.0")))
+            _open(browser, server, "library")
+            offered = _wait(
+                browser,
+                lambda d: (r := _library_row(d, "tsukuyomi-test")) and r["update"] and r,
+                "the Update button",
+            )
+            assert offered["version"] == "1.0.0" and "1.1.0" in offered["update"], offered
+            _wait(browser, lambda d: _click(d, "tsukuyomi-test", "button.lib-update"), "Update")
+            _wait(
+                browser,
+                lambda d: (
+                    (r := _library_row(d, "tsukuyomi-test"))
+                    and r["version"] == "1.1.0"
+                    and not r["update"]
+                ),
+                "the new version listed, no update offered",
+            )
+            assert [p.name for p in library.glob("*.aivmx")] == [
+                f"tsukuyomi-test-{model.uuid[:8]}-1.1.0.aivmx"
+            ]
             # remove: gone from the page and from the folder
-            _tab(browser, "library")
             row = _wait(
                 browser,
                 lambda d: d.find_element(
