@@ -1,8 +1,8 @@
 """`wyoming-hayakoe library` (`wyoming_hayakoe.commands.library`), the real program on a
 library folder: add by file and by UUID through a stand-in AivisHub (`--aivishub-api`), list
-(text and ``--json``), remove; refusals exit 2 and failures 1 with one line, leaving nothing
-behind; then a real server started on that folder serves what was added, and follows an add
-and a remove made while it runs (it watches the state file)."""
+(text and ``--json``), an ``.aivm`` copied in, remove; refusals exit 2 and failures 1 with
+one line, leaving nothing behind; then a real server started on that folder serves what was
+added, and follows an add and a remove made while it runs (it watches the state file)."""
 
 from __future__ import annotations
 
@@ -123,6 +123,14 @@ async def test_add_list_remove_then_a_server_serves_and_follows(
         listing = json.loads(_ok(await cli("list", "--json")))
         assert [e["name"] for e in listing["installed"]] == ["duo"]
         assert not any(f.startswith("tsukuyomi") for f in _files(library))
+
+        # an .aivm (Safetensors) is copied in as it is (a server converts it when it loads it)
+        assert "Added carol-voice" in _ok(await cli("add", str(aivm_files.aivm)))
+        listing = json.loads(_ok(await cli("list", "--json")))
+        carol = next(e for e in listing["installed"] if e["name"] == "carol-voice")
+        assert carol["file"].endswith(".aivm") and carol["license"] == "ACML-NC 1.0", carol
+        assert carol["kind"] == "upload" and carol["source"] == "upload:carol.aivm"
+        assert "Removed carol-voice" in _ok(await cli("remove", "carol-voice"))
 
         # a server on the folder serves it; an add and a remove while it runs are followed
         port = free_port()
