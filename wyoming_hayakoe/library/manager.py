@@ -34,6 +34,7 @@ from engine.aivm.loader import voices_of_file
 from engine.aivm.manifest import AivmFileError, read_metadata
 from engine.aivm.naming import model_slug
 from engine.aivm.store import cache_entries
+from engine.sources.cache import cache_root
 
 from . import hub as _hub
 from . import jobs as J
@@ -533,6 +534,11 @@ class Library:
                         raise JobFailed(
                             f"{manifest.name} {manifest.version} cannot be loaded ({cause}); "
                             f"{replace.version} still serves"
+                        ) from exc
+                    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+                        where = cache_root(self.settings.cache_dir)
+                        raise JobFailed(
+                            f"{manifest.name} cannot be prepared: {where} is full ({exc.strerror})"
                         ) from exc
                     raise JobFailed(f"{manifest.name} cannot be loaded: {exc}") from exc
                 raise

@@ -1,10 +1,11 @@
 """The voice library's faults during a download, through the real program: a full disk, a
 job cancelled while the hub is sending, a server stopped (SIGTERM) or killed (SIGKILL) with a
-download half done and then started again. Each ends with one sentence (or no job at all
-after a kill) and leaves nothing behind: no file in the library folder or its `.partial`
-folder, no entry in the state file, no folder in the cache, the voice not listed; installing
-again works. The stand-in hub holds its answer half-way until the test lets it go on
-(`HeldHub`), so "mid-download" is a fact, not a timing."""
+download half done and then started again, and a cache that fills while the voice is
+prepared (root only). Each ends with one sentence (or no job at all after a kill) and leaves
+nothing behind: no file in the library folder or its `.partial` folder, no entry in the
+state file, no folder in the cache, the voice not listed; installing again works. The
+stand-in hub holds its answer half-way until the test lets it go on (`HeldHub`), so
+"mid-download" is a fact, not a timing."""
 
 from __future__ import annotations
 
@@ -174,7 +175,6 @@ async def test_full_disk_and_cancel_leave_nothing(
                     assert "disk is full" in error, error
                 assert "\n" not in error and error.count(". ") == 0, error
                 _assert_nothing_left(library, cache, whole.file)
-                print("full disk:", error)
                 assert {n.split(":")[0] for n in await _served(port)} == {"openjtalk-mei"}
                 spoken = await WyomingClient(f"tcp://127.0.0.1:{port}", timeout=60).speak(
                     "はい。", voice="openjtalk-mei"
@@ -239,3 +239,38 @@ def _free_ports() -> tuple[int, int]:
     from tests.helpers.net import free_port
 
     return free_port(), free_port()
+
+
+# -- a full cache while the voice is prepared ------------------------------------------------
+async def test_full_cache_during_the_conversion_leaves_nothing(
+    aivm_files, layout_root: Path, tmp_path: Path
+) -> None:
+    """The download fits but the cache, where the `.aivmx` is prepared for the engine, fills
+    on the way (root: the cache on a tmpfs shrunk once the server is ready): the job fails
+    with one sentence, and neither the library folder nor the cache keeps any of it."""
+    cache, library = tmp_path / "cache", tmp_path / "library"
+    with _small_disk(cache, 512 * 2**20) as how:
+        if how != "tmpfs":
+            pytest.skip("needs root and tmpfs (only the cache may fill)")
+        async with _hub(aivm_files.one) as (hub, (model,)):
+            hub.holding = False
+            port, http = _free_ports()
+            args = _server_args(port, http, hub.api, library, cache, layout_root)
+            async with Program(*args) as prog:
+                await prog.wait_ready(timeout=120)
+                used = sum(f.stat().st_size for f in cache.rglob("*") if f.is_file())
+                room = used + aivm_files.one.stat().st_size // 2 + 2**20
+                subprocess.run(["mount", "-o", f"remount,size={room}", str(cache)], check=True)
+                page = Page(http)
+                job = await page.finished(
+                    *await page.post("/api/library/install", {"source": model.uuid})
+                )
+                assert job["state"] == "failed", job
+                error = job["error"]
+                assert f"{cache} is full (No space left" in error, error
+                assert "\n" not in error, error
+                _assert_nothing_left(library, cache, model.file)
+                store = cache / "aivm"  # the half-made voice folder is gone too
+                assert not store.is_dir() or list(store.rglob("*")) == []
+                assert {n.split(":")[0] for n in await _served(port)} == {"openjtalk-mei"}
+                await prog.stop()
