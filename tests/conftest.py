@@ -4,6 +4,7 @@ stand-in Hub, and a small hayakoe-layout root."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,6 +16,40 @@ from wyoming.event import Event
 
 from engine import EMBEDDED_VOICE_NAME, TTS, Speaker, layout
 from tests.helpers.stores import FakeHub, hayakoe_tree
+
+
+def _logging_state() -> tuple[list[logging.Handler], int, dict[str, int]]:
+    from wyoming_hayakoe.logs import NOISY_LIBRARIES
+
+    root = logging.getLogger()
+    levels = {name: logging.getLogger(name).level for name in NOISY_LIBRARIES}
+    return list(root.handlers), root.level, levels
+
+
+_PRISTINE_LOGGING = _logging_state()
+"""Logging as the interpreter had it before any test (pytest's own handlers included)."""
+
+
+@pytest.fixture(autouse=True)
+def logging_as_it_was() -> Iterator[None]:
+    """The root logger's handlers and level, and those of the libraries
+    `wyoming_hayakoe.logs.setup_logging` quiets, back as they were before any test, after
+    each test: a command run in-process (`main([...])`, in a test or a module fixture) sets
+    logging up for the whole interpreter, and the tests after it would read its handler's
+    lines on stderr and miss DEBUG records."""
+    yield
+    handlers, level, levels = _PRISTINE_LOGGING
+    root = logging.getLogger()
+    root.handlers[:] = [h for h in root.handlers if h in handlers or _pytest_handler(h)]
+    root.setLevel(level)
+    for name, old in levels.items():
+        logging.getLogger(name).setLevel(old)
+
+
+def _pytest_handler(handler: logging.Handler) -> bool:
+    """pytest's capture handlers (caplog, the report's log capture) stay: pytest removes
+    them itself."""
+    return type(handler).__module__.startswith("_pytest")
 
 
 @pytest.fixture(scope="session", autouse=True)
