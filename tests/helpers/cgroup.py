@@ -20,6 +20,7 @@ is lengthened to fit (2 %: 1 ms every 50 ms).
 
 from __future__ import annotations
 
+import gzip
 import itertools
 import math
 import os
@@ -31,6 +32,8 @@ MIN_QUOTA_US = 1_000
 """The kernel's smallest quota per period (1 ms): below 10 % of a CPU the period grows."""
 MAX_PERIOD_US = 1_000_000
 """The kernel's longest period (1 s)."""
+DEFAULT_HZ = 250
+"""The kernel's tick rate where its build configuration cannot be read (Debian's default)."""
 
 _MOUNTS = Path("/proc/self/mounts")
 _counter = itertools.count()
@@ -57,6 +60,21 @@ def _cpu_root() -> tuple[Path, int] | None:
             except OSError:
                 pass
     return (v2, 2) if v2 is not None else None
+
+
+def kernel_tick_us() -> int:
+    """The kernel's scheduler tick (µs), from its build configuration (`CONFIG_HZ` in
+    /proc/config.gz or /boot/config-<release>), else `DEFAULT_HZ`'s."""
+    for path in (Path("/proc/config.gz"), Path(f"/boot/config-{os.uname().release}")):
+        try:
+            data = path.read_bytes()
+            text = (gzip.decompress(data) if path.suffix == ".gz" else data).decode()
+        except (OSError, EOFError, gzip.BadGzipFile):
+            continue
+        for line in text.splitlines():
+            if line.startswith("CONFIG_HZ="):
+                return 1_000_000 // int(line.split("=", 1)[1])
+    return 1_000_000 // DEFAULT_HZ
 
 
 def quota_unavailable() -> str | None:
@@ -93,6 +111,8 @@ class CpuQuota:
         """The period in use (µs): `period_us`, or longer for a small quota."""
         self.cpus = cpus
         """The share in use (CPUs), as the kernel was given it."""
+        self.quota = MIN_QUOTA_US
+        """The quota in use (µs per period)."""
 
     def __enter__(self) -> CpuQuota:
         self.create()
@@ -122,8 +142,16 @@ class CpuQuota:
             (self.path / "cpu.cfs_quota_us").write_text(str(quota))
         else:
             (self.path / "cpu.max").write_text(f"{quota} {period}")
-        self.period = period
+        self.period, self.quota = period, quota
         self.cpus = quota / period
+
+    def longest_stall_us(self) -> int:
+        """The longest a process in the cgroup may be held back at once, whatever it does:
+        the kernel charges CPU time at its tick, so a burst can overrun the quota by up to a
+        tick, and the debt is repaid from the following periods' quotas (CFS bandwidth
+        control): up to 1 + tick/quota periods. At 1 ms per ~100 ms and a 4 ms tick, about
+        0.5 s of silence that a steadily running slow board never makes."""
+        return (1 + math.ceil(kernel_tick_us() / self.quota)) * self.period
 
     def add(self, pid: int) -> None:
         """Move process `pid` (every thread of it) into the cgroup."""
