@@ -26,6 +26,8 @@ import logging
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from enum import Enum
+from typing import TypeVar
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -36,15 +38,63 @@ RELEASE_MEMORY_ENV = "WYOMING_HAYAKOE_RELEASE_MEMORY"
 OFFLINE_ENV = "HAYAKOE_OFFLINE"
 PRECISION_ENV = "WYOMING_HAYAKOE_PRECISION"
 BACKGROUND_ENV = "WYOMING_HAYAKOE_QUANTIZE_IN_BACKGROUND"
-PRECISIONS = ("auto", "fp32", "int8")
 RUNTIME_ENV = "WYOMING_HAYAKOE_RUNTIME"
-ONNXRUNTIME = "onnxruntime"
-OPENVINO = "openvino"
-RUNTIME_NAMES = (ONNXRUNTIME, OPENVINO)
-"""What can run a CPU voice's graphs (`engine.synth.openvino_backend` for OpenVINO)."""
-RUNTIMES = ("auto", *RUNTIME_NAMES)
 PLAYBACK_GUARD_ENV = "WYOMING_HAYAKOE_PLAYBACK_GUARD"
-GUARD_MODES = ("auto", "off")
+
+
+class Choice(str, Enum):
+    """A closed set of option values, each equal to (and printed as) its string, so a flag,
+    an add-on option, a cache file or a log line spells it as before."""
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+
+class Precision(Choice):
+    """Decoder arithmetic asked for (`EngineOptions.precision`)."""
+
+    AUTO = "auto"
+    FP32 = "fp32"
+    INT8 = "int8"
+
+
+class Runtime(Choice):
+    """What runs a CPU voice's graphs (`EngineOptions.runtime`; OpenVINO:
+    `engine.synth.openvino_backend`)."""
+
+    AUTO = "auto"
+    ONNXRUNTIME = "onnxruntime"
+    OPENVINO = "openvino"
+
+
+class GuardMode(Choice):
+    """The playback guard (`EngineOptions.playback_guard`)."""
+
+    AUTO = "auto"
+    OFF = "off"
+
+
+PRECISIONS = tuple(p.value for p in Precision)
+ONNXRUNTIME = Runtime.ONNXRUNTIME
+OPENVINO = Runtime.OPENVINO
+RUNTIME_NAMES = (ONNXRUNTIME.value, OPENVINO.value)
+"""What can run a CPU voice's graphs (the runtimes `auto` chooses among)."""
+RUNTIMES = tuple(r.value for r in Runtime)
+GUARD_MODES = tuple(g.value for g in GuardMode)
+
+_C = TypeVar("_C", bound=Choice)
+
+
+def parse_choice(kind: type[_C], value: object, field: str) -> _C:
+    """`value` as a member of `kind` (a member or its string), else a ValueError naming
+    `field` and the values it may take."""
+    try:
+        return kind(value)
+    except ValueError:
+        allowed = ", ".join(m.value for m in kind)
+        raise ValueError(f"{field} must be one of {allowed}, not {value!r}") from None
+
+
 FIRST_CLAUSE_ENV = "WYOMING_HAYAKOE_FIRST_CLAUSE"
 DEFAULT_FIRST_CLAUSE = 3
 OVERLAP_ENV = "WYOMING_HAYAKOE_OVERLAP"
@@ -76,11 +126,11 @@ class EngineOptions:
     """Give decoder activation memory back after each long request (lower resident memory)."""
     offline: bool = False
     """Never contact a voice store: every source answers from its cache."""
-    precision: str = "auto"
+    precision: Precision = Precision.AUTO
     """Decoder arithmetic of CPU voices: "int8" (graphs calibrated on the voice, made once),
     "fp32", or "auto": int8 where the voice's int8 graphs passed the fidelity gate, fp32
     otherwise (`engine.int8.plan`). CUDA voices always run fp32."""
-    runtime: str = "auto"
+    runtime: Runtime = Runtime.AUTO
     """What runs a CPU voice's graphs: "onnxruntime", "openvino" (when installed), or
     "auto": with `precision` "auto", each runtime × precision whose graphs pass the
     fidelity gate is timed on this machine once and the fastest is used
@@ -94,7 +144,7 @@ class EngineOptions:
     int8_min_snr_db: float | None = None
     """The fidelity gate's lowest SNR (dB) of any held-out sentence; None: the gate's default
     (`engine.int8.gate.GateThresholds`). For experiments and tests."""
-    playback_guard: str = "auto"
+    playback_guard: GuardMode = GuardMode.AUTO
     """"auto": a stream's first audio is held back just long enough that a listener playing
     it in real time never waits, where this voice is slower than speech on this machine
     (`engine.pacing`); "off": audio goes out as soon as it is made."""
@@ -119,20 +169,13 @@ class EngineOptions:
             raise ValueError(
                 f"EngineOptions.first_clause must be an integer >= 0, not {self.first_clause!r}"
             )
-        if self.playback_guard not in GUARD_MODES:
-            raise ValueError(
-                f"EngineOptions.playback_guard must be one of {', '.join(GUARD_MODES)}, "
-                f"not {self.playback_guard!r}"
-            )
-        if self.precision not in PRECISIONS:
-            raise ValueError(
-                f"EngineOptions.precision must be one of {', '.join(PRECISIONS)}, "
-                f"not {self.precision!r}"
-            )
-        if self.runtime not in RUNTIMES:
-            raise ValueError(
-                f"EngineOptions.runtime must be one of {', '.join(RUNTIMES)}, not {self.runtime!r}"
-            )
+        # strings are taken too ("int8"): each field holds its enum member afterwards
+        guard = parse_choice(GuardMode, self.playback_guard, "EngineOptions.playback_guard")
+        object.__setattr__(self, "playback_guard", guard)
+        precision = parse_choice(Precision, self.precision, "EngineOptions.precision")
+        object.__setattr__(self, "precision", precision)
+        runtime = parse_choice(Runtime, self.runtime, "EngineOptions.runtime")
+        object.__setattr__(self, "runtime", runtime)
         if self.threads is not None and (not isinstance(self.threads, int) or self.threads < 1):
             raise ValueError(
                 f"EngineOptions.threads must be a positive integer, not {self.threads!r}"
@@ -166,20 +209,19 @@ class EngineOptions:
 
         first = integer(FIRST_WINDOW_ENV, 0)
         clause = integer(FIRST_CLAUSE_ENV, 0)
-        precision = env.get(PRECISION_ENV, "").strip().lower() or "auto"
-        if precision not in PRECISIONS:
-            _LOGGER.warning("Ignoring %s=%r (not one of %s)", PRECISION_ENV, precision, PRECISIONS)
-            precision = "auto"
-        runtime = env.get(RUNTIME_ENV, "").strip().lower() or "auto"
-        if runtime not in RUNTIMES:
-            _LOGGER.warning("Ignoring %s=%r (not one of %s)", RUNTIME_ENV, runtime, RUNTIMES)
-            runtime = "auto"
-        guard = env.get(PLAYBACK_GUARD_ENV, "").strip().lower() or "auto"
-        if guard not in GUARD_MODES:
-            _LOGGER.warning(
-                "Ignoring %s=%r (not one of %s)", PLAYBACK_GUARD_ENV, guard, GUARD_MODES
-            )
-            guard = "auto"
+
+        def choice(name: str, kind: type[_C]) -> _C:
+            raw = env.get(name, "").strip().lower()
+            try:
+                return kind(raw or "auto")
+            except ValueError:
+                allowed = tuple(m.value for m in kind)
+                _LOGGER.warning("Ignoring %s=%r (not one of %s)", name, raw, allowed)
+                return kind("auto")
+
+        precision = choice(PRECISION_ENV, Precision)
+        runtime = choice(RUNTIME_ENV, Runtime)
+        guard = choice(PLAYBACK_GUARD_ENV, GuardMode)
         return cls(
             threads=integer(THREADS_ENV, 1),
             first_window=DEFAULT_FIRST_WINDOW if first is None else first,

@@ -25,7 +25,7 @@ from .int8.background import BackgroundInt8, Int8Upgrade
 from .int8.measure import WARMUP_TEXT
 from .layout import OFFICIAL_SOURCE
 from .openjtalk import EMBEDDED_VOICE_NAME, OpenJTalkVoice
-from .options import EngineOptions
+from .options import EngineOptions, Precision, parse_choice
 from .progress import StderrProgress
 from .speaker import Speaker
 from .voice_backend import Voice
@@ -110,14 +110,15 @@ class TTS:
         hf_token: str | None = None,
         rewrite: bool = True,
         options: EngineOptions | None = None,
-        precision: str | None = None,
+        precision: Precision | str | None = None,
         progress: bool | None = None,
         background: BackgroundInt8 | None = None,
     ) -> None:
         self.device = device
         self.options = options or EngineOptions()
         if precision is not None:
-            self.options = replace(self.options, precision=precision)
+            chosen = parse_choice(Precision, precision, "TTS precision")
+            self.options = replace(self.options, precision=chosen)
         if progress is not None:
             self.options = replace(self.options, progress=progress)
         """Tuning passed to sources, the BERT and every voice (see `engine.options`)."""

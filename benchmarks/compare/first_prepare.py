@@ -93,6 +93,7 @@ def auto_choice(root: Path, speed_reps: int) -> dict[str, Any]:
     from engine import EngineOptions
     from engine.bert import load_bert
     from engine.neural.loader import find_native, load_voice_files
+    from engine.options import Precision
 
     out: dict[str, Any] = {}
     t0 = time.perf_counter()
@@ -107,7 +108,7 @@ def auto_choice(root: Path, speed_reps: int) -> dict[str, Any]:
         find_native(VOICE_NAME, root, "cpu", cache),
         bert=bert,
         cache_dir=cache,
-        options=EngineOptions(precision="auto"),
+        options=EngineOptions(precision=Precision.AUTO),
         defer=True,
     )
     job = built.plan.job

@@ -62,11 +62,12 @@ def _variants(two: Any, one: Any) -> Variants:
 
 def run(args: argparse.Namespace) -> Report:
     from engine import EngineOptions
+    from engine.options import Precision
 
     report = Report("Overlap across sentences")
     precisions = ["fp32"] if args.quick else [p.strip() for p in args.precisions.split(",")]
     for precision in precisions:
-        options = partial(EngineOptions, precision=precision)
+        options = partial(EngineOptions, precision=Precision(precision))
         two, one = (load_speaker(args.quick, options(threads=threads)) for threads in (2, 1))
         pcm = sum(len(c.data) for c in two.stream(TEXT, guard=False, **OPTIONS, seed=1))
         report.note(f"### {precision} ({pcm / two.sample_rate:.1f} s of audio)")

@@ -51,7 +51,7 @@ from typing import Any
 
 import numpy as np
 
-from ..options import ONNXRUNTIME, OPENVINO, usable_cpus
+from ..options import ONNXRUNTIME, OPENVINO, Choice, parse_choice, usable_cpus
 from .calibrate import FeatureSource, LatentBackend, VoiceSpec, voice_latents
 from .control import Int8Control
 from .gate import FidelityReport, GateThresholds, SentenceFidelity, compare, judge
@@ -101,7 +101,7 @@ WARMUP_TEXT = "こんにちは。今日はいい天気ですね、少し散歩�
 """The voice's warm-up sentences (`TTS.prepare(warmup=True)` speaks them too): about three
 seconds of audio, the timing's input."""
 
-RUNTIME_LABELS = {ONNXRUNTIME: "ONNX Runtime", OPENVINO: "OpenVINO"}
+RUNTIME_LABELS: dict[str, str] = {ONNXRUNTIME: "ONNX Runtime", OPENVINO: "OpenVINO"}
 
 
 @dataclass(frozen=True)
@@ -150,17 +150,37 @@ def candidates(runtime: str, *, int8: bool, openvino: Any = None) -> list[Candid
     return out
 
 
+class Verdict(Choice):
+    """What the measurement made of one candidate (`Trial.gate`)."""
+
+    REFERENCE = "reference"
+    """The reference the others are timed against (fp32 on ONNX Runtime)."""
+    PASSED = "passed"
+    """Timed faster than the reference and passed the fidelity gate: may be chosen."""
+    FAILED = "failed"
+    """Faster, but failed the fidelity gate."""
+    SLOWER = "slower"
+    """Slower than the reference, so not gated: it cannot be chosen."""
+    MEMORY = "memory"
+    """Its memory grew with new input lengths once settled, so not chosen."""
+    BUDGET = "budget"
+    """Not begun within the time budget (`BUDGET_S`)."""
+    ERROR = "error"
+    """Could not be built."""
+
+
+CHOOSABLE = frozenset({Verdict.REFERENCE, Verdict.PASSED})
+"""The verdicts of candidates the measurement may choose."""
+
+
 @dataclass
 class Trial:
     """One candidate's outcome."""
 
     runtime: str
     precision: str
-    gate: str
-    """"reference", "passed", "failed", "slower" (slower than the reference, so not gated:
-    it cannot be chosen), "memory" (its memory grew with new input lengths, so not
-    chosen), "budget" (not begun within the time budget, `BUDGET_S`) or "error" (could not
-    be built)."""
+    gate: Verdict
+    """The verdict (`Verdict`; a string read back from `speed.json` is taken as one)."""
     fidelity: str = ""
     """The gate's summary (figures and thresholds); empty for the reference."""
     snr_db_min: float | None = None
@@ -174,6 +194,9 @@ class Trial:
     """median(seconds) / median(reference_seconds); None when not timed (not built)."""
     memory_mb_per_run: float | None = None
     """Resident memory added per timed run (new input lengths each), MB (Linux)."""
+
+    def __post_init__(self) -> None:
+        self.gate = parse_choice(Verdict, self.gate, "Trial.gate")
 
     @property
     def candidate(self) -> Candidate:
@@ -199,21 +222,21 @@ class Measurement:
         """One line: the choice and every candidate's figure."""
         parts = []
         for t in sorted(self.trials, key=lambda t: (t.ratio is None, t.ratio or 0.0)):
-            if t.gate == "reference":
+            if t.gate == Verdict.REFERENCE:
                 parts.append(f"{t.candidate.label} 1.00×")
-            elif t.gate == "passed":
+            elif t.gate == Verdict.PASSED:
                 snr = f", SNR min {t.snr_db_min:.1f} dB" if t.snr_db_min is not None else ""
                 parts.append(f"{t.candidate.label} {t.ratio:.2f}×{snr}")
-            elif t.gate == "memory":
+            elif t.gate == Verdict.MEMORY:
                 parts.append(
                     f"{t.candidate.label} {t.ratio:.2f}× but left out: memory "
                     f"+{t.memory_mb_per_run:.0f} MB per new input length"
                 )
-            elif t.gate == "budget":
+            elif t.gate == Verdict.BUDGET:
                 parts.append(f"{t.candidate.label}: not timed ({t.fidelity})")
-            elif t.gate == "slower":
+            elif t.gate == Verdict.SLOWER:
                 parts.append(f"{t.candidate.label} {t.ratio:.2f}× (slower)")
-            elif t.gate == "failed":
+            elif t.gate == Verdict.FAILED:
                 parts.append(
                     f"{t.candidate.label} {t.ratio:.2f}× but failed the gate "
                     f"(SNR min {t.snr_db_min:.1f} dB)"
@@ -367,7 +390,7 @@ def measure(
     say = progress or (lambda message: _LOGGER.info("%s", message))
     heldout = list(heldout if heldout is not None else read_sentences(HELDOUT_FILE))
     seed = QuantSettings().seed + 1  # the int8 gate's held-out noise
-    trials = [Trial(REFERENCE.runtime, REFERENCE.precision, "reference")]
+    trials = [Trial(REFERENCE.runtime, REFERENCE.precision, Verdict.REFERENCE)]
     say(
         f"{voice.name}: measuring which runtime × precision is fastest here "
         f"({', '.join(c.label for c in trying)}; gate on {len(heldout)} held-out sentences × "
@@ -433,11 +456,11 @@ def measure(
     for cand in order:
         if cand == REFERENCE:
             continue
-        trial = Trial(cand.runtime, cand.precision, "error")
+        trial = Trial(cand.runtime, cand.precision, Verdict.ERROR)
         trials.append(trial)
         spent = time.perf_counter() - t_start
         if spent > budget_s:
-            trial.gate = "budget"
+            trial.gate = Verdict.BUDGET
             trial.fidelity = f"the measurement's {budget_s:.0f} s were spent ({spent:.0f} s)"
             say(f"{voice.name}: {cand.label} left out: {trial.fidelity}")
             continue
@@ -468,7 +491,7 @@ def measure(
         if all(m is not None for m in rss):
             trial.memory_mb_per_run = round(settled_growth_mb([m or 0.0 for m in rss]), 1)
         if trial.ratio < 1.0 and (trial.memory_mb_per_run or 0.0) > MEMORY_GROWTH_MB:
-            trial.gate = "memory"  # faster, but a server running it would grow
+            trial.gate = Verdict.MEMORY  # faster, but a server running it would grow
             say(
                 f"{voice.name}: {cand.label} left out: its memory grew "
                 f"{trial.memory_mb_per_run:.0f} MB per run of new input lengths"
@@ -476,7 +499,7 @@ def measure(
             del synth
             continue
         if trial.ratio >= 1.0:
-            trial.gate = "slower"  # cannot be chosen: its fidelity does not matter
+            trial.gate = Verdict.SLOWER  # cannot be chosen: its fidelity does not matter
             del synth
             continue
         if cand == Candidate(ONNXRUNTIME, "int8") and int8_report is not None:
@@ -488,14 +511,14 @@ def measure(
         trial.snr_db_min = round(report.snr_db_min, 2)
         trial.logmel_db_mean = round(report.logmel_db_mean, 3)
         trial.mcd_db_mean = round(report.mcd_db_mean, 3)
-        trial.gate = "passed" if report.passed else "failed"
+        trial.gate = Verdict.PASSED if report.passed else Verdict.FAILED
         if not report.passed:
             say(f"{voice.name}: {cand.label} failed the gate: {'; '.join(report.reasons)}")
     ref_trial = trials[0]
     ref_trial.ratio = 1.0
     ref_trial.reference_seconds = [s for t in trials[1:] for s in t.reference_seconds]
     ref_trial.seconds = list(ref_trial.reference_seconds)
-    passed = [t for t in trials if t.gate in ("reference", "passed") and t.ratio is not None]
+    passed = [t for t in trials if t.gate in CHOOSABLE and t.ratio is not None]
     best = min(passed, key=lambda t: t.ratio or 1.0)
     result = Measurement(
         voice.name,

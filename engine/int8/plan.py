@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
-from ..options import ONNXRUNTIME, OPENVINO, PRECISIONS
+from ..options import ONNXRUNTIME, OPENVINO, Choice, Precision, Runtime, parse_choice
 from ..synth.common import SynthBackend
 from .calibrate import FeatureSource, LatentBackend, VoiceSpec
 from .control import Int8Control
@@ -80,9 +80,19 @@ AUTO_MIN_CHANNELS = 256
 layer's input channels: 512 in every published JP-Extra voice, 32 in the test voices,
 where int8 ran 3× slower than fp32)."""
 
-NONE = "none"
-READY = "ready"
-PENDING = "pending"
+
+class PlanState(Choice):
+    """Where a voice's int8 plan stands (`Int8Plan.state`)."""
+
+    NONE = "none"
+    """fp32 only: asked for, or no int8 for this voice."""
+    READY = "ready"
+    """Decided: the choice says int8 or fp32 and why."""
+    PENDING = "pending"
+    """fp32 now; the job makes the graphs later."""
+
+
+NONE, READY, PENDING = PlanState.NONE, PlanState.READY, PlanState.PENDING
 
 
 @dataclass(frozen=True)
@@ -114,10 +124,9 @@ class PrecisionChoice:
         return self.precision if self.runtime == ONNXRUNTIME else self.label
 
 
-def check_precision(precision: str) -> str:
-    if precision not in PRECISIONS:
-        raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
-    return precision
+def check_precision(precision: Precision | str) -> Precision:
+    """`precision` as a `Precision`, or a ValueError naming the values allowed."""
+    return parse_choice(Precision, precision, "precision")
 
 
 def gate_thresholds(min_snr_db: float | None = None) -> GateThresholds:
@@ -136,7 +145,7 @@ def rejudged(report: FidelityReport, thresholds: GateThresholds | None) -> Fidel
 
 
 def verdict(
-    precision: str,
+    precision: Precision,
     name: str,
     graphs: Int8Graphs,
     thresholds: GateThresholds | None = None,
@@ -149,7 +158,7 @@ def verdict(
     report = rejudged(graphs.report, thresholds)
     if report.passed:
         return PrecisionChoice("int8", f"{report.summary()} [{graphs.directory}]", graphs, runtime)
-    if precision == "int8":
+    if precision == Precision.INT8:
         _LOGGER.warning(
             "Voice %s: int8 asked for although its fidelity gate failed: %s",
             name,
@@ -163,7 +172,7 @@ def verdict(
     )
 
 
-def fixed_runtime(runtime: str, name: str) -> str:
+def fixed_runtime(runtime: Runtime, name: str) -> Runtime:
     """The runtime a voice runs on when nothing is measured: ONNX Runtime for "auto"; an
     asked-for OpenVINO that is not installed falls back to ONNX Runtime (a warning)."""
     if runtime != OPENVINO:
@@ -188,7 +197,7 @@ class Int8Job:
     `install` (the voice switches to it: call between requests)."""
 
     name: str
-    precision: str
+    precision: Precision
     """What was asked for: "auto" (int8 only if the gate passes) or "int8"."""
     synthesizer: Path
     """The voice's fp32 `synthesizer.onnx` (what the stamp is taken from)."""
@@ -207,7 +216,7 @@ class Int8Job:
     """Installs a synthesizer into every voice that shares these graphs (set by the builder)."""
     note: Callable[[PrecisionChoice], None] | None = None
     """Records a choice that keeps the synthesizer the voices run (set by the builder)."""
-    runtime: str = "auto"
+    runtime: Runtime = Runtime.AUTO
     """The runtime asked for ("auto": measured among those installed)."""
     threads: int = 1
     """The threads the voice serves with (its measurement runs with them)."""
@@ -285,7 +294,7 @@ class Int8Job:
         this machine, under "auto" when there is more than one candidate; `choice` itself
         when nothing is to be measured. `cached_only`: None instead of measuring when no
         stored measurement matches."""
-        if self.precision != "auto":
+        if self.precision != Precision.AUTO:
             return choice
         int8_ok = graphs is not None and rejudged(graphs.report, self.thresholds).passed
         trying = candidates(self.runtime, int8=int8_ok)
@@ -361,7 +370,7 @@ class Int8Plan:
     voice), ``ready`` (decided: `choice` says int8 or fp32 and why) or ``pending`` (fp32
     now; `job` makes the graphs later)."""
 
-    state: str
+    state: PlanState
     choice: PrecisionChoice
     job: Int8Job | None = None
 
@@ -381,7 +390,7 @@ def not_made_note(name: str) -> str:
 
 
 def plan_int8(
-    precision: str,
+    precision: Precision,
     *,
     name: str,
     synthesizer: Path,
@@ -394,19 +403,19 @@ def plan_int8(
     defer: bool = False,
     control: Int8Control | None = None,
     progress: Callable[[str], None] | None = None,
-    runtime: str = "auto",
+    runtime: Runtime = Runtime.AUTO,
 ) -> Int8Plan:
     """Decide one voice's plan (see the module doc). `job()` describes how to make its
     graphs and measure them (called only when there is something to make or measure)."""
-    check_precision(precision)
+    precision = check_precision(precision)
     fixed = fixed_runtime(runtime, name)
-    if precision == "fp32":
+    if precision == Precision.FP32:
         return Int8Plan(NONE, PrecisionChoice("fp32", "precision fp32 asked for", None, fixed))
     settings = QuantSettings()
     graphs = find_int8(name, synthesizer, baked_dirs, cache_dir, settings)
     if graphs is not None:
         choice = verdict(precision, name, graphs, thresholds, fixed)
-        if precision != "auto":
+        if precision != Precision.AUTO:
             return Int8Plan(READY, choice)
         todo = job()
         todo.graphs = graphs
@@ -417,7 +426,7 @@ def plan_int8(
             return Int8Plan(READY, choice)
         todo.serving = choice  # serves the gate's choice now; measured in the background
         return Int8Plan(PENDING, choice, todo)
-    if precision == "auto" and decoder_channels < AUTO_MIN_CHANNELS:
+    if precision == Precision.AUTO and decoder_channels < AUTO_MIN_CHANNELS:
         return Int8Plan(
             NONE,
             PrecisionChoice(
@@ -442,7 +451,7 @@ def plan_int8(
         todo.serving = serving
         return Int8Plan(PENDING, serving, todo)
     say = progress or (lambda message: _LOGGER.info("%s", message))
-    if precision == "auto":  # nothing made yet, and nobody asked for minutes of work now
+    if precision == Precision.AUTO:  # nothing made yet, and nobody asked for minutes of work now
         reason = f"int8 not made yet: {not_made_note(name)}"
         say(f"Voice {name}: fp32 for now, {reason}")
         return Int8Plan(NONE, PrecisionChoice("fp32", reason, None, fixed))
@@ -455,7 +464,7 @@ def plan_int8(
     except Exception as exc:
         from .control import Cancelled
 
-        if precision == "int8" or isinstance(exc, Cancelled):
+        if precision == Precision.INT8 or isinstance(exc, Cancelled):
             raise
         _LOGGER.warning("Voice %s: could not make int8 graphs (%s)", name, exc)
         return Int8Plan(

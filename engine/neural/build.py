@@ -29,7 +29,7 @@ from ..int8.measure import Candidate
 from ..int8.plan import NONE, Int8Job, Int8Plan, PrecisionChoice, gate_thresholds, plan_int8
 from ..int8.store import cache_dir_for
 from ..layout import INT8_SUBDIR, OnnxFolderFiles
-from ..options import EngineOptions
+from ..options import EngineOptions, Precision
 from ..synth.common import SynthBackend
 from ..synth.pinned import PinnedSpeaker, pin
 from ..voice_config import VoiceConfig, load_config
@@ -215,7 +215,7 @@ def int8_job(
     """How to make (and serve) the int8 graphs of the model `key` in `files`."""
 
     def fp32_synth(threads: int | None) -> SplitOnnxSynthesizer:
-        few = dataclasses.replace(options, threads=threads, precision="fp32")
+        few = dataclasses.replace(options, threads=threads, precision=Precision.FP32)
         return split_synthesizer(files, few, cache_dir)
 
     def synth_for(candidate: Candidate, graphs: Int8Graphs | None) -> SynthBackend:

@@ -27,7 +27,7 @@ from ..layout import (
     plain_folder_files,
     speaker_prefix,
 )
-from ..options import EngineOptions
+from ..options import EngineOptions, Precision
 
 if TYPE_CHECKING:
     from ..sources.cache import CacheDir
@@ -105,7 +105,8 @@ def quantize_voice(
             threads=threads,
             cache_dir=cache_dir,
         )
-    synth = split_synthesizer(files, EngineOptions(threads=threads, precision="fp32"), cache_dir)
+    fp32 = EngineOptions(threads=threads, precision=Precision.FP32)
+    synth = split_synthesizer(files, fp32, cache_dir)
     say = progress or (lambda message: _LOGGER.info("%s", message))
     say(f"{name}: {files.directory} → {out_dir}")
     return make_int8(

@@ -22,7 +22,7 @@ import pytest
 
 from engine import EngineOptions, layout
 from engine.int8.gate import GateThresholds, compare
-from engine.int8.measure import SPEED_FILE, Candidate, Measurement, candidates
+from engine.int8.measure import SPEED_FILE, Candidate, Measurement, Trial, Verdict, candidates
 from engine.int8.recipe import CALIBRATION_FILE, HELDOUT_FILE, read_sentences
 from engine.neural.loader import load_neural_voice
 from tests.helpers.paths import REPO_ROOT
@@ -213,6 +213,28 @@ def test_a_candidate_not_begun_within_the_budget_is_left_out_with_the_reason(
     assert "were spent" in int8.fidelity
     assert stored.chosen == Candidate("onnxruntime", "fp32")  # nothing else was timed
     assert "int8 on ONNX Runtime: not timed (the measurement's 0 s were spent" in stored.summary()
+
+
+def test_verdicts_are_read_back_as_members_and_an_unknown_one_names_the_file(
+    tmp_path: Path,
+) -> None:
+    chosen = Candidate("onnxruntime", "int8")
+    trials = [
+        Trial("onnxruntime", "fp32", Verdict.REFERENCE),
+        Trial("onnxruntime", "int8", "passed"),
+    ]
+    path = tmp_path / SPEED_FILE
+    Measurement("v", {}, trials, chosen, threads=2, seconds=1.0).save(path)
+    assert json.loads(path.read_text())["trials"][1]["gate"] == "passed"  # stored as before
+    back = Measurement.load(path)
+    assert [t.gate for t in back.trials] == [Verdict.REFERENCE, Verdict.PASSED]
+    raw = json.loads(path.read_text())
+    raw["trials"][1]["gate"] = "maybe"
+    path.write_text(json.dumps(raw))
+    with pytest.raises(
+        ValueError, match=f"{path}: not a speed measurement .*Trial.gate must be one of"
+    ):
+        Measurement.load(path)
 
 
 def test_memory_is_judged_once_settled_on_recorded_traces() -> None:
