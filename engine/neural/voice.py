@@ -21,11 +21,12 @@ import logging
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..bert.features import BertBackend
+from ..int8.measure import Verdict
 from ..options import DEFAULT_FIRST_WINDOW
 from ..pacing import Listener
 from ..synth.common import (
@@ -45,6 +46,9 @@ from ..synth.windowed import (
 )
 from ..voice_backend import AudioPiece, ListenerView, RunInfo, SynthesisOptions
 from ..voice_config import VoiceConfig, load_config
+
+if TYPE_CHECKING:
+    from ..int8.plan import PrecisionChoice
 from .overlap import Prefetch
 from .progress import RenderProgress
 
@@ -161,7 +165,7 @@ class NeuralVoice:
         self.overlap = overlap
         """Prepare the next sentence on a background thread while one is decoded
         (`EngineOptions.overlap`, see `render`)."""
-        self.precision_choice: Any = None
+        self.precision_choice: PrecisionChoice | None = None
         """The int8 plan's choice it runs (`engine.int8.plan.PrecisionChoice`; set by the
         builder and by a switch): the reason and the measurement behind `runs`."""
 
@@ -174,21 +178,19 @@ class NeuralVoice:
         """ "int8", "fp32" (or, chosen by measurement on OpenVINO, "bf16" / "fp16"): the
         synthesizer's arithmetic now (it may be switched once, between requests, by
         `engine.int8.background`)."""
-        return str(getattr(self.synth, "precision", "fp32"))
+        return self.synth.precision
 
     @property
     def runtime(self) -> str:
         """What runs the synthesizer: "onnxruntime", "openvino" or "pytorch"."""
-        if getattr(self.synth, "kind", "") == "torch":
-            return "pytorch"
-        return str(getattr(self.synth, "runtime", "onnxruntime"))
+        return self.synth.runtime
 
     @property
     def precision_reason(self) -> str:
         """Why it runs what it runs: the plan's reason (gate figures; with `auto`, the
         measured time of every candidate)."""
         choice = self.precision_choice
-        return str(getattr(choice, "reason", "")) if choice is not None else ""
+        return choice.reason if choice is not None else ""
 
     @property
     def runs(self) -> str:
@@ -197,10 +199,11 @@ class NeuralVoice:
         text = self.precision
         if self.runtime == "openvino":
             text += " on OpenVINO"
-        measurement = getattr(self.precision_choice, "measurement", None)
+        choice = self.precision_choice
+        measurement = choice.measurement if choice is not None else None
         if measurement is not None:
             trial = measurement.trial(measurement.chosen)
-            if trial is not None and trial.gate != "reference" and trial.ratio is not None:
+            if trial is not None and trial.gate != Verdict.REFERENCE and trial.ratio is not None:
                 text += f", {trial.ratio:.2f}× fp32's time here (measured)"
             else:
                 text += ", fastest measured here"

@@ -94,6 +94,16 @@ class SynthBackend(Protocol):
     hop_length: int
     sample_rate: int
 
+    @property
+    def precision(self) -> str:
+        """Its arithmetic: "fp32", "int8" (or, on OpenVINO, "bf16" / "fp16")."""
+        ...
+
+    @property
+    def runtime(self) -> str:
+        """What runs it: "onnxruntime", "openvino" or "pytorch"."""
+        ...
+
     def synthesize(
         self, inputs: SynthInputs, params: SynthParams, noise: NoiseSource
     ) -> SynthOutput: ...

@@ -154,6 +154,8 @@ class OnnxSynthesizer:
     """hayakoe-layout ONNX voice: synthesizer (+ optional duration predictor)."""
 
     kind = "onnx"
+    precision = "fp32"
+    runtime = "onnxruntime"
     prior_frames_per_id = 4.0
     """First guess of frames per phone id (× length_scale) when drawing prior noise; too
     few is corrected by a second run with exactly enough."""

@@ -39,6 +39,14 @@ class PinnedSpeaker:
     def inner(self) -> SynthBackend:
         return self._inner
 
+    @property
+    def precision(self) -> str:
+        return self._inner.precision
+
+    @property
+    def runtime(self) -> str:
+        return self._inner.runtime
+
     def __getattr__(self, name: str) -> Any:
         if name == "_inner":  # not set yet (copy/pickle)
             raise AttributeError(name)

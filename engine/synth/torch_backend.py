@@ -29,6 +29,8 @@ class TorchSynthesizer:
     """A JP-Extra voice on PyTorch."""
 
     kind = "torch"
+    precision = "fp32"
+    runtime = "pytorch"
 
     def __init__(
         self,
