@@ -202,8 +202,7 @@ class Library:
                 out[name] = upgrades[name].state
             else:
                 speaker = self.catalog.speakers.get(name)
-                precision = getattr(speaker, "precision", None) if speaker else None
-                out[name] = str(precision or "")
+                out[name] = _precision(speaker) if speaker is not None else ""
         return out
 
     def listing(self) -> dict[str, Any]:
@@ -757,8 +756,9 @@ def _safe(text: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in text) or "voice"
 
 
-def _precision(speaker: Any) -> str:
-    return str(getattr(speaker, "precision", "") or "")
+def _precision(speaker: Speaker) -> str:
+    """What a served voice runs ("" for one with no int8/fp32 choice: the embedded voice)."""
+    return speaker.precision or ""
 
 
 def _official() -> tuple[str, ...]:
