@@ -44,7 +44,7 @@ from collections.abc import (
     Iterator,
     Sequence,
 )
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -53,7 +53,10 @@ from .fair_lock import FairLock
 from .output import OutputOptions, OutputStage
 from .pacing import SYSTEM_CLOCK, Clock, PacingReport, RequestPacing, SpeedMeter
 from .text.pipeline import Part, TextPipeline
-from .voice_backend import RunInfo, SynthesisOptions, Voice
+from .voice_backend import RunInfo, SynthesisOptions, SynthesisOverrides, Voice
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack  # typing.Unpack from Python 3.11
 
 __all__ = ["DEFAULT_STREAM_PAUSE", "DEFAULT_STREAM_QUIET", "Speaker", "StreamCancelled"]
 
@@ -222,7 +225,7 @@ class Speaker:
         return f"Speaker({self.name!r}, styles={self.styles}, sr={self.sample_rate})"
 
     # -- options -----------------------------------------------------------------------
-    def options(self, **overrides: Any) -> SynthesisOptions:
+    def options(self, **overrides: Unpack[SynthesisOverrides]) -> SynthesisOptions:
         """The defaults with `overrides` applied; a clear error for unknown names/styles."""
         unknown = sorted(set(overrides) - _OPTION_NAMES)
         if unknown:
@@ -244,7 +247,11 @@ class Speaker:
 
     # -- sync API ----------------------------------------------------------------------
     def generate(
-        self, text: str, *, output: OutputOptions | None = None, **options: Any
+        self,
+        text: str,
+        *,
+        output: OutputOptions | None = None,
+        **options: Unpack[SynthesisOverrides],
     ) -> AudioResult:
         """The whole text as one `AudioResult` (empty for text with nothing to say).
 
@@ -264,7 +271,7 @@ class Speaker:
         output: OutputOptions | None = None,
         measure_whole: bool = False,
         guard: bool | None = None,
-        **options: Any,
+        **options: Unpack[SynthesisOverrides],
     ) -> Iterator[AudioResult]:
         """Yield audio sentence by sentence (at least one chunk per sentence).
 
@@ -283,7 +290,11 @@ class Speaker:
 
     # -- async API ---------------------------------------------------------------------
     async def agenerate(
-        self, text: str, *, output: OutputOptions | None = None, **options: Any
+        self,
+        text: str,
+        *,
+        output: OutputOptions | None = None,
+        **options: Unpack[SynthesisOverrides],
     ) -> AudioResult:
         """`generate` off the event loop (cancelling it stops the synthesis)."""
         options["whole_sentences"] = True  # see generate
@@ -299,7 +310,7 @@ class Speaker:
         measure_whole: bool = False,
         guard: bool | None = None,
         quiet: float | None = DEFAULT_STREAM_QUIET,
-        **options: Any,
+        **options: Unpack[SynthesisOverrides],
     ) -> AsyncGenerator[AudioResult, None]:
         """`stream` driven by a worker thread; text may also be an async iterable of deltas.
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypedDict, runtime_checkable
 
 import numpy as np
 
@@ -41,6 +41,26 @@ class SynthesisOptions:
         """A copy with the given fields replaced (None values are ignored)."""
         changes: dict[str, Any] = {k: v for k, v in overrides.items() if v is not None}
         return replace(self, **changes)
+
+
+class SynthesisOverrides(TypedDict, total=False):
+    """The keywords `Speaker.generate` / `stream` / `astream` take, checked by mypy: the
+    fields of `SynthesisOptions`, each optional (hayakoe's spelling: ``style=``, ``speed=``,
+    ...); what is not given comes from the speaker's defaults. Kept equal to the dataclass's
+    fields by a test (tests/engine/test_typed_options.py)."""
+
+    style: str
+    style_weight: float
+    speed: float
+    sdp_ratio: float
+    noise: float
+    noise_w: float
+    pitch_scale: float
+    intonation_scale: float
+    speaker_id: int
+    seed: int | None
+    sentence_silence: float | None
+    whole_sentences: bool
 
 
 @dataclass
