@@ -53,6 +53,7 @@ from .fair_lock import FairLock
 from .output import OutputOptions, OutputStage
 from .pacing import SYSTEM_CLOCK, Clock, PacingReport, RequestPacing, SpeedMeter
 from .text.pipeline import Part, TextPipeline
+from .threaded import iterate_in_thread
 from .voice_backend import RunInfo, SynthesisOptions, SynthesisOverrides, Voice
 
 if TYPE_CHECKING:
@@ -323,90 +324,64 @@ class Speaker:
         """
         opts = self.options(**options)
         guarded = self._guarded(guard)
-        loop = asyncio.get_running_loop()
         cancel = threading.Event()
-        out: asyncio.Queue[Any] = asyncio.Queue()
-        credits = threading.Semaphore(_ASYNC_BUFFER)
-        done: asyncio.Future[None] = loop.create_future()
-        pump: asyncio.Task[None] | None = None
-
         source: str | Iterable[str]
-        pacing: RequestPacing | None = None
-        feed: queue.Queue[Any] | None = None
+        pacing: RequestPacing | None
+        stop_feeding: Callable[[], None] | None
         if isinstance(text, AsyncIterable):
-            feed = queue.Queue()
-            pacing = self._pacing(guarded)  # counts deltas as they arrive, before the worker
-            arrivals = _Arrivals()
-            source = _blocking_deltas(feed, cancel, quiet or None, arrivals)
-            pump = asyncio.ensure_future(_pump(text, feed, pacing, arrivals))
+            source, pacing, stop_feeding = self._deltas(text, guarded, cancel, quiet)
         else:
-            source = text
+            source, pacing, stop_feeding = text, None, None
 
-        def send(item: Any) -> bool:
-            while not cancel.is_set():
-                if credits.acquire(timeout=_LOCK_POLL_S):
-                    try:
-                        loop.call_soon_threadsafe(out.put_nowait, item)
-                    except RuntimeError:  # loop closed
-                        return False
-                    return True
-            return False
+        def speak() -> Generator[AudioResult, None, None]:
+            return self._speak(
+                source,
+                opts,
+                cancel,
+                output,
+                measure_whole=measure_whole,
+                guard=guarded,
+                pacing=pacing,
+            )
 
-        def finished() -> None:
-            if not done.done():
-                done.set_result(None)
-
-        def work() -> None:
-            try:
-                chunks = self._speak(
-                    source,
-                    opts,
-                    cancel,
-                    output,
-                    measure_whole=measure_whole,
-                    guard=guarded,
-                    pacing=pacing,
-                )
-                try:
-                    for chunk in chunks:
-                        if not send(chunk):
-                            return
-                finally:
-                    chunks.close()
-                send(_END)
-            except StreamCancelled:
-                pass
-            except BaseException as exc:  # noqa: BLE001 - handed to the consumer
-                send(_Failure(exc))
-            finally:
-                try:
-                    loop.call_soon_threadsafe(finished)
-                except RuntimeError:
-                    pass
-
-        thread = threading.Thread(target=work, name=f"speaker-{self.name}", daemon=True)
-        thread.start()
+        chunks = iterate_in_thread(
+            speak,
+            cancel,
+            buffer=_ASYNC_BUFFER,
+            name=f"speaker-{self.name}",
+            quiet=(StreamCancelled,),
+            on_close=stop_feeding,
+        )
         try:
-            while True:
-                item = await out.get()
-                credits.release()
-                if item is _END:
-                    break
-                if isinstance(item, _Failure):
-                    raise item.exc
-                yield item
+            async for chunk in chunks:
+                yield chunk
         finally:
-            cancel.set()
-            if feed is not None:
-                feed.put(_CANCEL)
-            if pump is not None:
-                pump.cancel()
-            try:
-                await asyncio.shield(done)
-            except asyncio.CancelledError:
-                pass
+            await chunks.aclose()
 
     # -- internals ---------------------------------------------------------------------
+    def _deltas(
+        self,
+        text: AsyncIterable[str],
+        guarded: bool,
+        cancel: threading.Event,
+        quiet: float | None,
+    ) -> tuple[Iterable[str], RequestPacing, Callable[[], None]]:
+        """Text arriving as an async iterable of deltas, for `astream`'s worker thread: the
+        blocking iterable it reads (settled after `quiet` seconds without a delta), the
+        request's pacing (it counts deltas as they arrive, before the worker reads them),
+        and what wakes a worker waiting for a delta when the stream is closed."""
+        feed: queue.Queue[Any] = queue.Queue()
+        pacing = self._pacing(guarded)
+        arrivals = _Arrivals()
+        source = _blocking_deltas(feed, cancel, quiet or None, arrivals)
+        pump = asyncio.ensure_future(_pump(text, feed, pacing, arrivals))
+
+        def stop() -> None:
+            feed.put(_CANCEL)
+            pump.cancel()
+
+        return source, pacing, stop
+
     def _acquire(self, cancel: threading.Event | None) -> None:
         if not self.lock.acquire(cancel=cancel):  # waits its turn; False only if cancelled
             raise StreamCancelled()
