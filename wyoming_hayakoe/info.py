@@ -110,9 +110,11 @@ class VoiceCatalog:
                 self.speakers[default_voice].default_style,
             )
 
-    library: Any = None
-    """The voice library (`wyoming_hayakoe.library.Library`) that changes these voices while
-    the server runs; None: the voices are fixed."""
+    library: object | None = None
+    """The voice library (`wyoming_hayakoe.library.Library`, set by `voices.attach_library`)
+    that changes these voices while the server runs; None: the voices are fixed. Typed
+    `object` here so this module stays below the library package; its one reader, the
+    page's library routes, checks the type."""
 
     def add_speakers(self, speakers: Mapping[str, Speaker]) -> None:
         """List `speakers` too (voices installed while serving); a name taken raises."""

@@ -38,7 +38,7 @@ def _error(message: str, status: int = 400, field: str = "name") -> web.Response
 
 
 def _library(request: web.Request) -> Library:
-    library = getattr(request.app[STATE].catalog, "library", None)
+    library = request.app[STATE].catalog.library
     if not isinstance(library, Library):
         raise LibraryError("the voice library is off (--no-library)", 404, "library")
     return library
