@@ -53,7 +53,7 @@ from .fair_lock import FairLock
 from .output import OutputOptions, OutputStage
 from .pacing import SYSTEM_CLOCK, Clock, PacingReport, RequestPacing, SpeedMeter
 from .text.pipeline import Part, TextPipeline
-from .threaded import iterate_in_thread
+from .threaded import Failure, iterate_in_thread
 from .voice_backend import RunInfo, SynthesisOptions, SynthesisOverrides, Voice
 
 if TYPE_CHECKING:
@@ -564,13 +564,6 @@ class Speaker:
         return DEFAULT_STREAM_PAUSE if pause is None else float(pause)
 
 
-class _Failure:
-    """An exception travelling from a worker thread to the consumer."""
-
-    def __init__(self, exc: BaseException) -> None:
-        self.exc = exc
-
-
 _END = object()
 _CANCEL = object()
 _QUIET = object()  # no delta for a while: settle what has ended
@@ -628,7 +621,7 @@ def _blocking_deltas(
             return
         if item is _CANCEL or cancel.is_set():
             raise StreamCancelled()
-        if isinstance(item, _Failure):
+        if isinstance(item, Failure):
             raise item.exc
         yield item
 
@@ -652,6 +645,6 @@ async def _pump(
         feed.put(_CANCEL)
         raise
     except BaseException as exc:  # noqa: BLE001 - handed to the worker
-        feed.put(_Failure(exc))
+        feed.put(Failure(exc))
         return
     feed.put(_END)

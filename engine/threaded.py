@@ -25,8 +25,9 @@ class _End:
     """The generator is exhausted."""
 
 
-class _Failure:
-    """The generator raised `exc`."""
+class Failure:
+    """An exception carried from one thread to another, to be raised there (here: the
+    generator's, to the consumer; `engine.speaker`: an async delta source's, to the worker)."""
 
     def __init__(self, exc: BaseException) -> None:
         self.exc = exc
@@ -47,11 +48,11 @@ class _Worker(Generic[T]):
         self.cancel = cancel
         self.loop = loop
         self.quiet = quiet
-        self.out: asyncio.Queue[T | _End | _Failure] = asyncio.Queue()
+        self.out: asyncio.Queue[T | _End | Failure] = asyncio.Queue()
         self.credits = threading.Semaphore(buffer)
         self.done: asyncio.Future[None] = loop.create_future()
 
-    def send(self, item: T | _End | _Failure) -> bool:
+    def send(self, item: T | _End | Failure) -> bool:
         """Hand `item` to the consumer once it has room; False once cancelled or the loop is
         gone."""
         while not self.cancel.is_set():
@@ -76,7 +77,7 @@ class _Worker(Generic[T]):
         except self.quiet:
             self.send(_End())  # (a no-op once cancelled: nobody is waiting)
         except BaseException as exc:  # noqa: BLE001 - handed to the consumer
-            self.send(_Failure(exc))
+            self.send(Failure(exc))
         finally:
             try:
                 self.loop.call_soon_threadsafe(self._finished)
@@ -109,7 +110,7 @@ async def iterate_in_thread(
             worker.credits.release()
             if isinstance(item, _End):
                 break
-            if isinstance(item, _Failure):
+            if isinstance(item, Failure):
                 raise item.exc
             yield item
     finally:
