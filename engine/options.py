@@ -49,6 +49,11 @@ class Choice(str, Enum):
     def __str__(self) -> str:
         return str(self.value)
 
+    @classmethod
+    def values(cls) -> tuple[str, ...]:
+        """The strings it may take, in order (for flags' choices and messages)."""
+        return tuple(m.value for m in cls)
+
 
 class Precision(Choice):
     """Decoder arithmetic asked for (`EngineOptions.precision`)."""
@@ -74,13 +79,13 @@ class GuardMode(Choice):
     OFF = "off"
 
 
-PRECISIONS = tuple(p.value for p in Precision)
+PRECISIONS = Precision.values()
 ONNXRUNTIME = Runtime.ONNXRUNTIME
 OPENVINO = Runtime.OPENVINO
 RUNTIME_NAMES = (ONNXRUNTIME.value, OPENVINO.value)
 """What can run a CPU voice's graphs (the runtimes `auto` chooses among)."""
-RUNTIMES = tuple(r.value for r in Runtime)
-GUARD_MODES = tuple(g.value for g in GuardMode)
+RUNTIMES = Runtime.values()
+GUARD_MODES = GuardMode.values()
 
 _C = TypeVar("_C", bound=Choice)
 
@@ -91,7 +96,7 @@ def parse_choice(kind: type[_C], value: object, field: str) -> _C:
     try:
         return kind(value)
     except ValueError:
-        allowed = ", ".join(m.value for m in kind)
+        allowed = ", ".join(kind.values())
         raise ValueError(f"{field} must be one of {allowed}, not {value!r}") from None
 
 
@@ -215,8 +220,7 @@ class EngineOptions:
             try:
                 return kind(raw or "auto")
             except ValueError:
-                allowed = tuple(m.value for m in kind)
-                _LOGGER.warning("Ignoring %s=%r (not one of %s)", name, raw, allowed)
+                _LOGGER.warning("Ignoring %s=%r (not one of %s)", name, raw, kind.values())
                 return kind("auto")
 
         precision = choice(PRECISION_ENV, Precision)

@@ -46,11 +46,11 @@ from ..synth.windowed import (
 )
 from ..voice_backend import AudioPiece, ListenerView, RunInfo, SynthesisOptions
 from ..voice_config import VoiceConfig, load_config
+from .overlap import Prefetch
+from .progress import RenderProgress
 
 if TYPE_CHECKING:
     from ..int8.plan import PrecisionChoice
-from .overlap import Prefetch
-from .progress import RenderProgress
 
 _LOGGER = logging.getLogger(__name__)
 
