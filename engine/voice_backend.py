@@ -13,24 +13,40 @@ from typing import Any, Protocol, TypedDict, runtime_checkable
 
 import numpy as np
 
+from .option_info import option
+
 
 @dataclass(frozen=True)
 class SynthesisOptions:
-    """Per-request generation options, with hayakoe's names and defaults."""
+    """Per-request generation options, with hayakoe's names and defaults. The fields declared
+    with `option` are the ones a server user sets (a flag and a preset key each, derived by
+    `wyoming_hayakoe.knobs`): one declaration each."""
 
     style: str = "Neutral"
-    style_weight: float = 1.0
-    speed: float = 1.0
+    style_weight: float = option(1.0, "how strongly the style is applied (0: neutral)", low=0.0)
+    speed: float = option(1.0, "speaking rate factor (2.0 = twice as fast)", low=0.0, low_open=True)
     """Speaking-rate factor: 2.0 is twice as fast. (Neural voices use length_scale = 1/speed.)"""
-    sdp_ratio: float = 0.2
-    noise: float = 0.6
-    noise_w: float = 0.8
-    pitch_scale: float = 1.0
-    intonation_scale: float = 1.0
+    sdp_ratio: float = option(
+        0.2,
+        "mix of the stochastic and the deterministic duration predictor, 0 to 1 "
+        "(higher: livelier rhythm)",
+        low=0.0,
+        high=1.0,
+    )
+    noise: float = option(0.6, "variation of the voice itself", low=0.0)
+    noise_w: float = option(0.8, "variation of phoneme lengths", low=0.0)
+    pitch_scale: float = option(
+        1.0, "pitch factor (above 1 higher, below 1 lower)", low=0.0, low_open=True
+    )
+    intonation_scale: float = option(
+        1.0, "intonation factor (above 1 wider, below 1 flatter)", low=0.0
+    )
     speaker_id: int = 0
     seed: int | None = None
     """Same seed → same samples, run after run, on the same backend."""
-    sentence_silence: float | None = None
+    sentence_silence: float | None = option(
+        None, "seconds of silence between sentences", low=0.0, metavar="SECONDS"
+    )
     """Seconds of silence between sentences; None lets the voice decide (predicted pauses)."""
     whole_sentences: bool = False
     """Decode each sentence whole, never in windows: for a caller that takes the audio only

@@ -7,11 +7,16 @@ import argparse
 import math
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
-from engine import EMBEDDED_VOICE_NAME
+from engine import EMBEDDED_VOICE_NAME, SynthesisOptions
+from engine.option_info import Bounds
 from engine.output import OUTPUT_RATES
+
+if TYPE_CHECKING:
+    from engine.voice_backend import SynthesisOverrides
 
 
 class SettingsError(ValueError):
@@ -43,20 +48,29 @@ class VoiceSpec:
 
 @dataclass(frozen=True)
 class SynthesisDefaults:
-    """Server-wide synthesis options (None: the voice's own default)."""
+    """Synthesis options set by flags or by a preset's keys, as the engine's typed keywords
+    (`engine.voice_backend.SynthesisOverrides`); what is not set is the voice's own default.
+    Which names exist is the engine's to say (`wyoming_hayakoe.knobs`)."""
 
-    speed: float | None = None
-    sentence_silence: float | None = None
-    sdp_ratio: float | None = None
-    noise: float | None = None
-    noise_w: float | None = None
-    style_weight: float | None = None
-    pitch_scale: float | None = None
-    intonation_scale: float | None = None
+    given: tuple[tuple[str, float], ...] = ()
+    """(name, value) of each option set, in the order of the engine's fields."""
 
-    def as_options(self) -> dict[str, float]:
+    @classmethod
+    def of(cls, **values: float | None) -> SynthesisDefaults:
+        """The values that are not None; an unknown name is a TypeError naming it."""
+        order = [f.name for f in fields(SynthesisOptions)]
+        unknown = sorted(set(values) - set(order))
+        if unknown:
+            raise TypeError(f"unknown synthesis option(s): {', '.join(unknown)}")
+        return cls(tuple((k, v) for k in order if (v := values.get(k)) is not None))
+
+    def get(self, name: str) -> float | None:
+        """The value set for `name`, else None."""
+        return dict(self.given).get(name)
+
+    def as_options(self) -> SynthesisOverrides:
         """The set values, as keyword options for `Speaker.stream`."""
-        return {k: v for k, v in self.__dict__.items() if v is not None}
+        return cast("SynthesisOverrides", dict(self.given))
 
 
 @dataclass(frozen=True)
@@ -78,51 +92,62 @@ class OutputDefaults:
 
     def merged(self, over: OutputDefaults) -> OutputDefaults:
         """These values with every value set in `over` taking precedence."""
-        return OutputDefaults(
-            **{
-                f.name: (
-                    getattr(over, f.name)
-                    if getattr(over, f.name) is not None
-                    else getattr(self, f.name)
-                )
-                for f in fields(self)
-            }
-        )
+        mine, theirs = asdict(self), asdict(over)
+        return OutputDefaults(**{k: v if v is not None else mine[k] for k, v in theirs.items()})
 
 
-def _number(
-    flag: str, cast: Callable[[str], float], noun: str, *, allow_zero: bool
-) -> Callable[[str], float]:
-    """An argparse `type` that parses `cast` and refuses negatives (and 0 unless allowed),
-    naming the flag in the message."""
+Converter = Callable[[str], object]
+"""An argparse `type`: the text of a flag (or of a preset key) to its value; a bad value
+raises `argparse.ArgumentTypeError` with a message naming the flag."""
+
+_POSITIVE = Bounds(0.0, low_open=True)
+_NON_NEGATIVE = Bounds(0.0)
+
+
+def number(flag: str, bounds: Bounds) -> Callable[[str], float]:
+    """A float within `bounds`, the message naming `flag`."""
 
     def convert(text: str) -> float:
         try:
-            value = cast(text)
+            value = float(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{flag} expects {noun}, got {text!r}") from None
-        if (value < 0) if allow_zero else not value > 0:
-            bound = ">= 0" if allow_zero else "> 0"
-            raise argparse.ArgumentTypeError(f"{flag} must be {bound}, got {text!r}")
+            raise argparse.ArgumentTypeError(f"{flag} expects a number, got {text!r}") from None
+        if not bounds.holds(value):
+            raise argparse.ArgumentTypeError(f"{flag} must be {bounds.describe()}, got {text!r}")
         return value
 
     return convert
 
 
-def _positive_float(flag: str) -> Callable[[str], float]:
-    return _number(flag, float, "a number", allow_zero=False)
+def integer(flag: str, bounds: Bounds) -> Callable[[str], int]:
+    """An integer within `bounds`, the message naming `flag`."""
+
+    def convert(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{flag} expects an integer, got {text!r}") from None
+        if not bounds.holds(value):
+            raise argparse.ArgumentTypeError(f"{flag} must be {bounds.describe()}, got {text!r}")
+        return value
+
+    return convert
 
 
-def _non_negative_float(flag: str) -> Callable[[str], float]:
-    return _number(flag, float, "a number", allow_zero=True)
+def positive_float(flag: str) -> Callable[[str], float]:
+    return number(flag, _POSITIVE)
 
 
-def _positive_int(flag: str) -> Callable[[str], float]:
-    return _number(flag, int, "an integer", allow_zero=False)
+def non_negative_float(flag: str) -> Callable[[str], float]:
+    return number(flag, _NON_NEGATIVE)
 
 
-def _non_negative_int(flag: str) -> Callable[[str], float]:
-    return _number(flag, int, "an integer", allow_zero=True)
+def positive_int(flag: str) -> Callable[[str], int]:
+    return integer(flag, _POSITIVE)
+
+
+def non_negative_int(flag: str) -> Callable[[str], int]:
+    return integer(flag, _NON_NEGATIVE)
 
 
 MAX_VOLUME_DB = 40.0
@@ -132,7 +157,7 @@ MAX_ADDED_SILENCE_S = 60.0
 _VOLUME = re.compile(r"\s*([+-]?(?:\d+(?:\.\d*)?|\.\d+))\s*(db)?\s*", re.IGNORECASE)
 
 
-def _volume(flag: str):
+def volume(flag: str) -> Callable[[str], float]:
     """``6dB`` / ``-3 dB`` (decibels) or ``2`` / ``0.5`` (a factor) → the linear factor."""
 
     def convert(text: str) -> float:
@@ -158,7 +183,7 @@ def _volume(flag: str):
     return convert
 
 
-def _loudness(flag: str):
+def loudness(flag: str) -> Callable[[str], float]:
     def convert(text: str) -> float:
         try:
             value = float(text.strip().removesuffix("LUFS").removesuffix("lufs"))
@@ -173,8 +198,8 @@ def _loudness(flag: str):
     return convert
 
 
-def _silence(flag: str):
-    inner = _non_negative_float(flag)
+def silence(flag: str) -> Callable[[str], float]:
+    inner = non_negative_float(flag)
 
     def convert(text: str) -> float:
         value = inner(text)
@@ -187,7 +212,7 @@ def _silence(flag: str):
     return convert
 
 
-def _output_rate(flag: str):
+def output_rate(flag: str) -> Callable[[str], int]:
     def convert(text: str) -> int:
         try:
             value = int(text)
@@ -202,7 +227,7 @@ def _output_rate(flag: str):
     return convert
 
 
-def _wav_file(flag: str):
+def wav_file(flag: str) -> Callable[[str], Path]:
     def convert(text: str) -> Path:
         path = Path(text.strip()).expanduser()
         if not text.strip():

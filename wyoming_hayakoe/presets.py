@@ -18,25 +18,15 @@ import argparse
 import logging
 import math
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from engine import Chime, OutputOptions, Speaker
 from engine.output import WavError
 
-from .flags import (
-    OutputDefaults,
-    SettingsError,
-    SynthesisDefaults,
-    _loudness,
-    _non_negative_float,
-    _output_rate,
-    _positive_float,
-    _silence,
-    _volume,
-    _wav_file,
-)
+from .flags import OutputDefaults, SettingsError, SynthesisDefaults
+from .knobs import PRESET_KEYS, Section, find_knob
 from .resolve import STYLE_SEPARATOR, UnknownNameError, VoiceNames, resolve_name
 
 __all__ = [
@@ -50,30 +40,6 @@ __all__ = [
 ]
 
 _LOGGER = logging.getLogger(__name__)
-
-_SYNTHESIS_KEYS: dict[str, Callable[[str], Callable[[str], Any]]] = {
-    "speed": _positive_float,
-    "sentence_silence": _non_negative_float,
-    "sdp_ratio": _non_negative_float,
-    "noise": _non_negative_float,
-    "noise_w": _non_negative_float,
-    "style_weight": _non_negative_float,
-    "pitch_scale": _positive_float,
-    "intonation_scale": _non_negative_float,
-}
-_OUTPUT_KEYS: dict[str, Callable[[str], Callable[[str], Any]]] = {
-    "volume": _volume,
-    "loudness": _loudness,
-    "lead_silence": _silence,
-    "tail_silence": _silence,
-    "output_rate": _output_rate,
-    "chime": _wav_file,
-}
-PRESET_KEYS = tuple(_SYNTHESIS_KEYS) + tuple(_OUTPUT_KEYS)
-"""Every key a preset accepts (``-`` may be written for ``_``)."""
-
-assert set(_SYNTHESIS_KEYS) == {f.name for f in fields(SynthesisDefaults)}
-assert set(_OUTPUT_KEYS) == {f.name for f in fields(OutputDefaults)}
 
 
 class PresetError(SettingsError):
@@ -126,23 +92,22 @@ class Preset:
                 continue  # a trailing comma
             if not eq:
                 raise PresetError(f"{label}: {item.strip()!r} is not KEY=VALUE")
-            if key not in PRESET_KEYS:
+            knob = find_knob(key)
+            if knob is None:
                 raise PresetError(
                     f"{label}: unknown key {key!r}; known keys: {', '.join(PRESET_KEYS)}"
                 )
             if key in synthesis or key in output:
                 raise PresetError(f"{label}: key {key!r} is given twice")
-            table, target = (
-                (_SYNTHESIS_KEYS, synthesis) if key in _SYNTHESIS_KEYS else (_OUTPUT_KEYS, output)
-            )
             if not value.strip():
                 raise PresetError(f"{label}: key {key!r} has no value")
+            target = synthesis if knob.section is Section.SYNTHESIS else output
             try:
-                target[key] = table[key](f"{label}: {key}")(value.strip())
+                target[key] = knob.parse(f"{label}: {key}", value.strip())
             except argparse.ArgumentTypeError as exc:
                 raise PresetError(str(exc)) from None
         return Preset(
-            name, voice, style or None, SynthesisDefaults(**synthesis), OutputDefaults(**output)
+            name, voice, style or None, SynthesisDefaults.of(**synthesis), OutputDefaults(**output)
         )
 
     @property

@@ -16,7 +16,6 @@ from urllib.parse import urlparse
 
 from engine import EMBEDDED_VOICE_NAME, OFFICIAL_SOURCE, EngineOptions, __version__
 from engine.options import DEFAULT_FIRST_CLAUSE
-from engine.output import OUTPUT_RATES
 from engine.speaker import DEFAULT_STREAM_QUIET
 
 from .flags import (
@@ -24,16 +23,11 @@ from .flags import (
     SettingsError,
     SynthesisDefaults,
     VoiceSpec,
-    _loudness,
-    _non_negative_float,
-    _non_negative_int,
-    _output_rate,
-    _positive_float,
-    _positive_int,
-    _silence,
-    _volume,
-    _wav_file,
+    non_negative_float,
+    non_negative_int,
+    positive_int,
 )
+from .knobs import PRESET_KEYS, Section, add_knob_arguments, output_defaults, synthesis_defaults
 from .library.options import LibrarySettings, add_library_arguments, library_settings_from_args
 from .logs import LOG_FORMAT
 from .subcommands import SUBCOMMANDS
@@ -174,14 +168,14 @@ def add_voice_arguments(p: argparse.ArgumentParser) -> None:
     e = p.add_argument_group("engine tuning (defaults from the environment, see engine/options.py)")
     e.add_argument(
         "--threads",
-        type=_positive_int("--threads"),
+        type=positive_int("--threads"),
         default=None,
         help="ONNX Runtime threads per session "
         "(default: $WYOMING_HAYAKOE_THREADS, else the usable CPUs, at most 8)",
     )
     e.add_argument(
         "--first-window",
-        type=_non_negative_int("--first-window"),
+        type=non_negative_int("--first-window"),
         default=None,
         metavar="FRAMES",
         help="frames in a request's first decoder window; 0 decodes whole sentences "
@@ -247,7 +241,7 @@ def add_voice_arguments(p: argparse.ArgumentParser) -> None:
     )
     e.add_argument(
         "--first-clause",
-        type=_non_negative_int("--first-clause"),
+        type=non_negative_int("--first-clause"),
         default=None,
         metavar="CHARS",
         help=(
@@ -268,82 +262,9 @@ def add_voice_arguments(p: argparse.ArgumentParser) -> None:
         ),
     )
     g = p.add_argument_group("synthesis defaults (per voice when not given)")
-    g.add_argument(
-        "--speed",
-        type=_positive_float("--speed"),
-        help="speaking rate factor (2.0 = twice as fast)",
-    )
-    g.add_argument(
-        "--sentence-silence",
-        type=_non_negative_float("--sentence-silence"),
-        help="seconds of silence between sentences",
-    )
-    g.add_argument(
-        "--sdp-ratio",
-        type=_non_negative_float("--sdp-ratio"),
-        help="mix of the stochastic and the deterministic duration predictor, 0 to 1 "
-        "(higher: livelier rhythm)",
-    )
-    g.add_argument(
-        "--noise", type=_non_negative_float("--noise"), help="variation of the voice itself"
-    )
-    g.add_argument(
-        "--noise-w", type=_non_negative_float("--noise-w"), help="variation of phoneme lengths"
-    )
-    g.add_argument(
-        "--style-weight",
-        type=_non_negative_float("--style-weight"),
-        help="how strongly the style is applied (0: neutral)",
-    )
-    g.add_argument(
-        "--pitch-scale",
-        type=_positive_float("--pitch-scale"),
-        help="pitch factor (above 1 higher, below 1 lower)",
-    )
-    g.add_argument(
-        "--intonation-scale",
-        type=_non_negative_float("--intonation-scale"),
-        help="intonation factor (above 1 wider, below 1 flatter)",
-    )
+    add_knob_arguments(g, Section.SYNTHESIS)
     o = p.add_argument_group("output (every voice; presets may override)")
-    o.add_argument(
-        "--volume",
-        type=_volume("--volume"),
-        help="gain: decibels (6dB; write --volume=-3dB for a cut) or a factor (2, 0.5); "
-        "peaks are limited, never clipped",
-    )
-    o.add_argument(
-        "--loudness",
-        type=_loudness("--loudness"),
-        metavar="LUFS",
-        help="normalise to this integrated loudness (e.g. -16); "
-        "streams are measured on their first sentence",
-    )
-    o.add_argument(
-        "--lead-silence",
-        type=_silence("--lead-silence"),
-        metavar="SECONDS",
-        help="silence before the speech, for speakers that wake up late (default: 0)",
-    )
-    o.add_argument(
-        "--tail-silence",
-        type=_silence("--tail-silence"),
-        metavar="SECONDS",
-        help="silence after the speech (default: 0)",
-    )
-    o.add_argument(
-        "--output-rate",
-        type=_output_rate("--output-rate"),
-        metavar="HZ",
-        help=f"sample rate sent to clients: {', '.join(map(str, OUTPUT_RATES))} "
-        "(default: the voice's own)",
-    )
-    o.add_argument(
-        "--chime",
-        type=_wav_file("--chime"),
-        metavar="FILE",
-        help="WAV file played before the speech",
-    )
+    add_knob_arguments(o, Section.OUTPUT)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -397,7 +318,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--samples-per-chunk",
-        type=_positive_int("--samples-per-chunk"),
+        type=positive_int("--samples-per-chunk"),
         default=1024,
         help="samples per audio-chunk event (default: %(default)s)",
     )
@@ -414,19 +335,18 @@ def build_parser() -> argparse.ArgumentParser:
         default=[],
         metavar="NAME=VOICE[:STYLE],KEY=VALUE,...",
         help="a named voice with its own options (repeatable), "
-        "e.g. alarm=openjtalk-mei:High,volume=6dB,lead_silence=0.5; keys: speed, "
-        "sentence_silence, sdp_ratio, noise, noise_w, style_weight, pitch_scale, "
-        "intonation_scale, volume, loudness, lead_silence, tail_silence, output_rate, chime",
+        "e.g. alarm=openjtalk-mei:High,volume=6dB,lead_silence=0.5; "
+        f"keys: {', '.join(PRESET_KEYS)}",
     )
     p.add_argument(
         "--max-text-length",
-        type=_positive_int("--max-text-length"),
+        type=positive_int("--max-text-length"),
         default=DEFAULT_MAX_TEXT_LENGTH,
         help="longest text (characters) one request may carry (default: %(default)s)",
     )
     p.add_argument(
         "--stream-quiet",
-        type=_non_negative_float("--stream-quiet"),
+        type=non_negative_float("--stream-quiet"),
         default=DEFAULT_STREAM_QUIET,
         metavar="SECONDS",
         help="streamed text: when no chunk came for this long, speak the sentences whose end "
@@ -435,14 +355,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--max-queue",
-        type=_non_negative_int("--max-queue"),
+        type=non_negative_int("--max-queue"),
         default=DEFAULT_MAX_QUEUE,
         help="requests that may wait for one voice while it speaks another; one more gets an "
         "error 'busy' at once (default: %(default)s)",
     )
     p.add_argument(
         "--drain-timeout",
-        type=_non_negative_float("--drain-timeout"),
+        type=non_negative_float("--drain-timeout"),
         default=DEFAULT_DRAIN_TIMEOUT,
         help="on SIGTERM, seconds to let requests in flight finish before closing "
         "(default: %(default)s)",
@@ -564,24 +484,8 @@ def voice_fields(args: argparse.Namespace, env: Mapping[str, str]) -> dict[str, 
         "user_dicts": tuple(args.user_dict),
         "rewrite": not args.no_rewrite,
         "compile": args.compile,
-        "synthesis": SynthesisDefaults(
-            speed=args.speed,
-            sentence_silence=args.sentence_silence,
-            sdp_ratio=args.sdp_ratio,
-            noise=args.noise,
-            noise_w=args.noise_w,
-            style_weight=args.style_weight,
-            pitch_scale=args.pitch_scale,
-            intonation_scale=args.intonation_scale,
-        ),
-        "output": OutputDefaults(
-            volume=args.volume,
-            loudness=args.loudness,
-            lead_silence=args.lead_silence,
-            tail_silence=args.tail_silence,
-            output_rate=args.output_rate,
-            chime=args.chime,
-        ),
+        "synthesis": synthesis_defaults(args),
+        "output": output_defaults(args),
         "engine": _engine_options(args, env),
     }
 

@@ -25,7 +25,8 @@ import yaml
 
 from tests.helpers.net import free_port
 from tests.helpers.paths import REPO_ROOT
-from wyoming_hayakoe.settings import Settings, VoiceSpec, parse_settings
+from wyoming_hayakoe.knobs import SYNTHESIS_KNOBS
+from wyoming_hayakoe.settings import Settings, SynthesisDefaults, VoiceSpec, parse_settings
 
 ADDON = REPO_ROOT / "addon"
 S6 = ADDON / "rootfs" / "etc" / "s6-overlay" / "s6-rc.d"
@@ -116,7 +117,10 @@ def _flatten(settings: Settings) -> dict:
     flat = {}
     for f in dataclasses.fields(settings):
         value = getattr(settings, f.name)
-        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        if isinstance(value, SynthesisDefaults):  # the knobs it may hold, set or not
+            for knob in SYNTHESIS_KNOBS:
+                flat[f"{f.name}.{knob.name}"] = value.get(knob.name)
+        elif dataclasses.is_dataclass(value) and not isinstance(value, type):
             for g in dataclasses.fields(value):
                 flat[f"{f.name}.{g.name}"] = _in_run(getattr(value, g.name))
         else:
@@ -151,7 +155,7 @@ def test_defaults_start_the_cpu_server_on_port_10200_with_the_cache_under_data(t
     assert s.zeroconf_name is None, "Home Assistant finds the add-on through discovery"
     assert s.hf_token is None
     assert s.streaming and s.rewrite and not s.debug
-    assert s.synthesis.speed == DEFAULTS["speed"]
+    assert s.synthesis.get("speed") == DEFAULTS["speed"]
 
 
 # option → (value, check(settings, run), the Settings fields it may change)
@@ -169,20 +173,28 @@ CASES = {
         {"default_voice"},
     ),
     "default_style": ("Happy", lambda s, r: s.default_style == "Happy", {"default_style"}),
-    "speed": (1.5, lambda s, r: s.synthesis.speed == 1.5, {"synthesis.speed"}),
+    "speed": (1.5, lambda s, r: s.synthesis.get("speed") == 1.5, {"synthesis.speed"}),
     "sentence_silence": (
         0.3,
-        lambda s, r: s.synthesis.sentence_silence == 0.3,
+        lambda s, r: s.synthesis.get("sentence_silence") == 0.3,
         {"synthesis.sentence_silence"},
     ),
-    "sdp_ratio": (0.5, lambda s, r: s.synthesis.sdp_ratio == 0.5, {"synthesis.sdp_ratio"}),
-    "noise": (0.4, lambda s, r: s.synthesis.noise == 0.4, {"synthesis.noise"}),
-    "noise_w": (0.3, lambda s, r: s.synthesis.noise_w == 0.3, {"synthesis.noise_w"}),
-    "style_weight": (2.5, lambda s, r: s.synthesis.style_weight == 2.5, {"synthesis.style_weight"}),
-    "pitch_scale": (1.1, lambda s, r: s.synthesis.pitch_scale == 1.1, {"synthesis.pitch_scale"}),
+    "sdp_ratio": (0.5, lambda s, r: s.synthesis.get("sdp_ratio") == 0.5, {"synthesis.sdp_ratio"}),
+    "noise": (0.4, lambda s, r: s.synthesis.get("noise") == 0.4, {"synthesis.noise"}),
+    "noise_w": (0.3, lambda s, r: s.synthesis.get("noise_w") == 0.3, {"synthesis.noise_w"}),
+    "style_weight": (
+        2.5,
+        lambda s, r: s.synthesis.get("style_weight") == 2.5,
+        {"synthesis.style_weight"},
+    ),
+    "pitch_scale": (
+        1.1,
+        lambda s, r: s.synthesis.get("pitch_scale") == 1.1,
+        {"synthesis.pitch_scale"},
+    ),
     "intonation_scale": (
         1.2,
-        lambda s, r: s.synthesis.intonation_scale == 1.2,
+        lambda s, r: s.synthesis.get("intonation_scale") == 1.2,
         {"synthesis.intonation_scale"},
     ),
     "streaming": (False, lambda s, r: s.streaming is False, {"streaming"}),

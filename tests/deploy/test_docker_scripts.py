@@ -85,7 +85,7 @@ def test_entrypoint_starts_the_server_with_the_baked_voices_then_the_given_flags
     assert s.device == "cuda"
     assert s.cache_dir == Path("/var/lib/hayakoe")
     assert s.voices == (VoiceSpec("jvnv-F1-jp"), VoiceSpec("mine", "hf://someone/voices"))
-    assert s.default_style == "Happy" and s.synthesis.speed == 1.2
+    assert s.default_style == "Happy" and s.synthesis.get("speed") == 1.2
 
 
 def test_entrypoint_with_no_baked_voices_and_no_environment(tmp_path):

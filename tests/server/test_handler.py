@@ -92,7 +92,7 @@ async def test_voice_style_and_speaker_select_the_style(start_server, wy, embedd
 async def test_default_style_and_synthesis_defaults_apply(start_server, wy, embedded) -> None:
     from wyoming_hayakoe.settings import SynthesisDefaults
 
-    server = await start_server(default_style="Bright", synthesis=SynthesisDefaults(speed=1.3))
+    server = await start_server(default_style="Bright", synthesis=SynthesisDefaults.of(speed=1.3))
     events = await _synthesize(wy, server, "こんにちは。")
     assert (
         wy.pcm(events) == embedded.generate("こんにちは。", style="Bright", speed=1.3).pcm_bytes()

@@ -6,7 +6,7 @@ import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..flags import SettingsError, _non_negative_float, _positive_float, _positive_int
+from ..flags import SettingsError, non_negative_float, positive_float, positive_int
 
 __all__ = [
     "AIVISHUB_API",
@@ -78,7 +78,7 @@ def add_library_arguments(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument(
         "--aivishub-timeout",
-        type=_positive_float("--aivishub-timeout"),
+        type=positive_float("--aivishub-timeout"),
         default=10.0,
         metavar="SECONDS",
         help="seconds to connect to the hub, and six times that without a byte while "
@@ -86,14 +86,14 @@ def add_library_arguments(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument(
         "--library-max-upload",
-        type=_positive_int("--library-max-upload"),
+        type=positive_int("--library-max-upload"),
         default=DEFAULT_MAX_UPLOAD_MB,
         metavar="MB",
         help="largest voice file the page accepts as an upload (default: %(default)s)",
     )
     g.add_argument(
         "--library-update-check",
-        type=_non_negative_float("--library-update-check"),
+        type=non_negative_float("--library-update-check"),
         default=DEFAULT_UPDATE_CHECK_HOURS,
         metavar="HOURS",
         help="ask AivisHub for newer versions of the installed AivisHub voices at start and "
