@@ -152,7 +152,7 @@ def pre_download(
             source or OFFICIAL_SOURCE, cache_dir=cache_dir, token=token, offline=offline
         )
         folder = fetch_voice(src, name, device)
-        where = "in place" if getattr(src, "is_local", False) else "cached"
+        where = "in place" if src.is_local else "cached"
         _LOGGER.info("Voice %s ready from %s (%s: %s)", name, src.uri, where, folder)
         folders.append(folder)
     _LOGGER.info("All files for %s ready (%.1f s)", device, time.monotonic() - start)

@@ -45,7 +45,4 @@ def local_file(
     from ..sources import parse_source
 
     src = parse_source(uri, cache_dir=cache_dir, token=token, offline=offline)
-    fetch_file = getattr(src, "fetch_file", None)
-    if fetch_file is None:
-        raise ValueError(f"{src.uri}: this kind of source cannot hold a single voice file")
-    return Path(fetch_file())
+    return Path(src.fetch_file())

@@ -23,9 +23,10 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Union
 
 from ..bert.features import BertBackend
 from ..layout import (
@@ -38,29 +39,36 @@ from ..layout import (
 )
 from ..model_files import explain_load_failure
 from ..options import EngineOptions
-from .build import VoiceFiles, build_voice
+from .build import BuiltVoice, ModelPool, VoiceFiles, build_voice
 from .exported import exported_onnx_dir
 from .voice import NeuralVoice
 
 if TYPE_CHECKING:
+    from ..sources.base import Source
     from ..sources.cache import CacheDir
 
 _LOGGER = logging.getLogger(__name__)
 
+VoiceSource = Union["Source", str, "os.PathLike[str]"]
+"""Where a voice is looked for: a `Source`, or a local folder by its path."""
 
-def _local_root(src: Any) -> Path | None:
+
+def _local_root(src: VoiceSource) -> Path | None:
     if isinstance(src, (str, os.PathLike)):
         return Path(src)
-    if type(src).__name__ == "LocalSource":
-        return Path(src.root)
+    from ..sources.local import LocalSource
+
+    if isinstance(src, LocalSource):
+        return src.root
     return None
 
 
-def _try_fetch(src: Any, prefix: str) -> Path | None:
+def _try_fetch(src: VoiceSource, prefix: str) -> Path | None:
     root = _local_root(src)
     if root is not None:
         path = root / prefix
         return path if path.is_dir() else None
+    assert not isinstance(src, (str, os.PathLike))  # a local path has a root
     from ..sources import IncompleteSourceError, SourceUnavailableError
 
     try:
@@ -71,10 +79,9 @@ def _try_fetch(src: Any, prefix: str) -> Path | None:
         return None
 
 
-def _remote_plain_root(src: Any) -> Path | None:
+def _remote_plain_root(src: VoiceSource) -> Path | None:
     """A remote source whose root is a plain Style-Bert-VITS2 model folder, fetched."""
-    exists = getattr(src, "exists", None)
-    if exists is None or not exists("config.json"):
+    if isinstance(src, (str, os.PathLike)) or not src.exists("config.json"):
         return None
     return _try_fetch(src, "")
 
@@ -85,7 +92,7 @@ class VoiceLocation:
     directory: Path
 
 
-def locate_voice(name: str, src: Any, device: str = "cpu") -> VoiceLocation:
+def locate_voice(name: str, src: VoiceSource, device: str = "cpu") -> VoiceLocation:
     """Find voice `name` in `src` (a folder path or a `Source`); see the module doc."""
     root = _local_root(src)
 
@@ -111,7 +118,7 @@ def locate_voice(name: str, src: Any, device: str = "cpu") -> VoiceLocation:
         found = find()
         if found is not None:
             return found
-    where = getattr(src, "uri", None) or str(src)
+    where = str(src) if isinstance(src, (str, os.PathLike)) else src.uri
     if root is not None and root.is_dir() and (root / "config.json").is_file():
         # A folder that is almost a voice: say what it lacks.
         plain_folder_files(root)
@@ -122,7 +129,9 @@ def locate_voice(name: str, src: Any, device: str = "cpu") -> VoiceLocation:
     )
 
 
-def find_native(name: str, src: Any, device: str = "cpu", cache_dir: CacheDir = None) -> VoiceFiles:
+def find_native(
+    name: str, src: VoiceSource, device: str = "cpu", cache_dir: CacheDir = None
+) -> VoiceFiles:
     """Voice `name` in `src` (a folder path or a `Source`) as `VoiceFiles`: hayakoe's ONNX
     form, or PyTorch weights (exported to ONNX into the cache when it is to run on the
     CPU)."""
@@ -145,7 +154,7 @@ def find_native(name: str, src: Any, device: str = "cpu", cache_dir: CacheDir = 
 
 def load_neural_voice(
     name: str,
-    src: Any,
+    src: VoiceSource,
     *,
     device: str = "cpu",
     bert: BertBackend,
@@ -177,10 +186,34 @@ def load_neural_voice(
     ).voice
 
 
-def load_voice_files(files: VoiceFiles, **build: Any) -> Any:
-    """`build_voice(files, **build)`, naming the damaged file when loading fails."""
+def load_voice_files(
+    files: VoiceFiles,
+    *,
+    device: str = "cpu",
+    bert: BertBackend,
+    options: EngineOptions | None = None,
+    compile: bool = False,
+    backend: str | None = None,
+    cache_dir: CacheDir = None,
+    models: ModelPool | None = None,
+    defer: bool = False,
+    progress: Callable[[str], None] | None = None,
+) -> BuiltVoice:
+    """`build_voice(files, ...)` with the same keywords, naming the damaged file when
+    loading fails."""
     try:
-        return build_voice(files, **build)
+        return build_voice(
+            files,
+            device=device,
+            bert=bert,
+            options=options,
+            compile=compile,
+            backend=backend,
+            cache_dir=cache_dir,
+            models=models,
+            defer=defer,
+            progress=progress,
+        )
     except (ImportError, FileNotFoundError, MemoryError):
         raise  # a missing file or module says so itself
     except Exception as exc:  # name the damaged file (read only now, on the error path)

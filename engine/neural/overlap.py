@@ -1,4 +1,4 @@
-"""`Prefetch`: the next items of an iterator computed on a background thread.
+"""`Prefetch`: the next items of a generator computed on a background thread.
 
 `NeuralVoice.render` uses it to overlap sentences (`EngineOptions.overlap`): while the
 calling thread decodes sentence n, the background thread runs BERT and the front graph
@@ -8,7 +8,7 @@ serial path leaves for later.
 The background thread computes at most `ahead` items that the caller has not taken yet,
 then waits. An exception raised while computing an item is raised again by the `take` that
 would have returned it (with its own traceback). `close` stops the thread after the item it
-is computing (nothing further starts), closes the iterator there and waits for the thread
+is computing (nothing further starts), closes the generator there and waits for the thread
 to end: after `close` returns, no work of this object runs any more.
 """
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator
 from typing import Generic, TypeVar
 
 _LOGGER = logging.getLogger(__name__)
@@ -40,10 +40,12 @@ class Prefetch(Generic[T]):
     The iterator is advanced only by the background thread from the moment this object is
     made: the caller must not use it any more."""
 
-    def __init__(self, items: Iterable[T], *, ahead: int = 1, name: str = "prefetch") -> None:
+    def __init__(
+        self, items: Generator[T, None, None], *, ahead: int = 1, name: str = "prefetch"
+    ) -> None:
         if ahead < 1:
             raise ValueError(f"Prefetch: ahead must be >= 1, not {ahead}")
-        self._items: Iterator[T] = iter(items)
+        self._items = items
         self._ahead = ahead
         self._cond = threading.Condition()
         self._ready: deque[T | _Failed] = deque()
@@ -72,12 +74,10 @@ class Prefetch(Generic[T]):
                     self._ready.append(item)
                     self._cond.notify_all()
         finally:
-            close = getattr(self._items, "close", None)
-            if close is not None:
-                try:
-                    close()  # a generator's own cleanup runs here, on this thread
-                except Exception:  # pragma: no cover - cleanup must not hide the result
-                    _LOGGER.exception("closing the prefetched iterator failed")
+            try:
+                self._items.close()  # the generator's own cleanup runs here, on this thread
+            except Exception:  # pragma: no cover - cleanup must not hide the result
+                _LOGGER.exception("closing the prefetched generator failed")
             with self._cond:
                 self._finished = True
                 self._cond.notify_all()

@@ -75,12 +75,8 @@ class OutputOptions:
             raise ValueError(
                 f"OutputOptions.loudness must be within -70..0 LUFS, got {self.loudness!r}"
             )
-        for name in ("lead_silence", "tail_silence"):
-            value = getattr(self, name)
-            if not (0.0 <= value <= MAX_SILENCE_S):
-                raise ValueError(
-                    f"OutputOptions.{name} must be within 0..{MAX_SILENCE_S:g} s, got {value!r}"
-                )
+        _check_silence("lead_silence", self.lead_silence)
+        _check_silence("tail_silence", self.tail_silence)
         if self.sample_rate is not None and not (0 < int(self.sample_rate) <= 384_000):
             raise ValueError(
                 f"OutputOptions.sample_rate must be a positive rate, got {self.sample_rate!r}"
@@ -99,4 +95,11 @@ class OutputOptions:
             and self.tail_silence == 0.0
             and self.chime is None
             and self.rate_for(voice_rate) == int(voice_rate)
+        )
+
+
+def _check_silence(name: str, value: float) -> None:
+    if not (0.0 <= value <= MAX_SILENCE_S):
+        raise ValueError(
+            f"OutputOptions.{name} must be within 0..{MAX_SILENCE_S:g} s, got {value!r}"
         )

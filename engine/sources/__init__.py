@@ -48,7 +48,7 @@ def register_scheme(scheme: str, factory: SourceFactory, *, replace: bool = Fals
 
     `factory(uri, *, cache_dir, token)` gets the whole URI, the caller's cache_dir (pass it
     to `cache_root()` and keep downloads under a folder of your own there) and token, and
-    returns an object implementing `Source`."""
+    returns a `Source` (subclass it: `fetch_file` has a default there)."""
     key = scheme.lower().rstrip(":/")
     if not re.fullmatch(r"[a-z][a-z0-9+.-]*", key):
         raise ValueError(f"bad URI scheme {scheme!r}")

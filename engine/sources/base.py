@@ -100,7 +100,7 @@ def cache_write_error(exc: BaseException, folder: Path) -> CacheWriteError | Non
 
 @runtime_checkable
 class Source(Protocol):
-    """What every store provides.
+    """What every store provides, declared (callers call these; nothing is probed).
 
     - `uri`: where the files live, redacted (never holds a token or key).
     - `is_local`: True when `fetch` returns the original files in place (no download, no cache).
@@ -109,6 +109,11 @@ class Source(Protocol):
     - `exists(prefix)`: cheap check whether `prefix` names a file or a non-empty folder
       (used for layout detection). Works offline from the cache.
     - `upload(prefix, local_dir)`: copy `local_dir`'s files to `prefix` in the store.
+    - `fetch_file()`: the one file the URI names (an AivisHub voice file), as a local file;
+      the default (a store whose URIs name folders only) raises ValueError.
+
+    A store subclasses `Source` to inherit the default `fetch_file` (HFSource, S3Source and
+    LocalSource name a file too and override it).
     """
 
     uri: str
@@ -119,6 +124,9 @@ class Source(Protocol):
     def exists(self, prefix: str) -> bool: ...
 
     def upload(self, prefix: str, local_dir: Path) -> None: ...
+
+    def fetch_file(self) -> Path:
+        raise ValueError(f"{self.uri}: this kind of source cannot hold a single voice file")
 
 
 def normalize_prefix(prefix: str) -> str:

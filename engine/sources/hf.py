@@ -30,6 +30,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from ..layout import OFFICIAL_SOURCE
 from .base import (
+    Source,
     SourceAccessError,
     SourceNotFoundError,
     SourceUnavailableError,
@@ -145,7 +146,7 @@ def parse_hf_uri(uri: str) -> dict[str, Any]:
     }
 
 
-class HFSource:
+class HFSource(Source):
     """Files of a Hub repository at a revision, optionally below a sub-folder."""
 
     is_local = False

@@ -9,14 +9,14 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from .base import SourceNotFoundError, normalize_prefix
+from .base import Source, SourceNotFoundError, normalize_prefix
 
 _LOGGER = logging.getLogger(__name__)
 
 _LOOKS_LIKE_REPO = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
 
-class LocalSource:
+class LocalSource(Source):
     """Files under `root` on the local file system. `fetch` returns paths inside `root`."""
 
     is_local = True

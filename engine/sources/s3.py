@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from .base import (
+    Source,
     SourceAccessError,
     SourceNotFoundError,
     SourceUnavailableError,
@@ -127,7 +128,7 @@ def _store_name(endpoint: str | None) -> str:
     return re.sub(r"[^A-Za-z0-9._-]", "_", name)
 
 
-class S3Source:
+class S3Source(Source):
     """Objects under `s3://bucket/prefix`, cached under `<cache root>/s3/<store>/<bucket>/`."""
 
     is_local = False

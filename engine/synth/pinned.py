@@ -8,7 +8,6 @@ share one set of ONNX Runtime sessions (`engine.neural.build`), each through a
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
 import numpy as np
 
@@ -21,12 +20,15 @@ from .common import (
     SynthOutput,
     SynthParams,
 )
+from .windowed import StagedDecoding, StagedSynth
 
-__all__ = ["PinnedSpeaker", "PinnedSplitSpeaker", "pin"]
+__all__ = ["PinnedSpeaker", "PinnedSplitSpeaker", "PinnedStagedSpeaker", "pin"]
 
 
 class PinnedSpeaker:
-    """`inner`, always as speaker `speaker_id`."""
+    """`inner`, always as speaker `speaker_id`: what `SynthBackend` declares, each member
+    passed on to `inner` (the speaker id set on the way in). Anything else of the inner
+    synthesizer is reached through `inner`."""
 
     def __init__(self, inner: SynthBackend, speaker_id: int) -> None:
         self._inner = inner
@@ -47,11 +49,6 @@ class PinnedSpeaker:
     def runtime(self) -> str:
         return self._inner.runtime
 
-    def __getattr__(self, name: str) -> Any:
-        if name == "_inner":  # not set yet (copy/pickle)
-            raise AttributeError(name)
-        return getattr(self._inner, name)
-
     def _pin(self, inputs: SynthInputs) -> SynthInputs:
         return dataclasses.replace(inputs, speaker_id=self.speaker_id)
 
@@ -70,7 +67,8 @@ class PinnedSpeaker:
 
 
 class PinnedSplitSpeaker(PinnedSpeaker):
-    """`PinnedSpeaker` of a synthesizer cut at the decoder (windowed streaming)."""
+    """`PinnedSpeaker` of a synthesizer cut at the decoder (windowed streaming): also what
+    `SplitSynth` declares."""
 
     def __init__(self, inner: SplitSynth, speaker_id: int) -> None:
         super().__init__(inner, speaker_id)
@@ -83,20 +81,25 @@ class PinnedSplitSpeaker(PinnedSpeaker):
     def decode(self, latent: Latent, z: np.ndarray) -> np.ndarray:
         return self._split.decode(latent, z)
 
-    def latent_and_feeds(
-        self, inputs: SynthInputs, params: SynthParams, noise: NoiseSource
-    ) -> tuple[Latent, dict[str, np.ndarray]]:
-        split: Any = self._inner
-        result: tuple[Latent, dict[str, np.ndarray]] = split.latent_and_feeds(
-            self._pin(inputs), params, noise
-        )
-        return result
+
+class PinnedStagedSpeaker(PinnedSplitSpeaker):
+    """`PinnedSplitSpeaker` of a synthesizer whose decoder also runs stage by stage: also
+    what `StagedSynth` declares (a latent already carries its speaker)."""
+
+    def __init__(self, inner: StagedSynth, speaker_id: int) -> None:
+        super().__init__(inner, speaker_id)
+        self._staged = inner
+
+    def staged(self, latent: Latent, z: np.ndarray | None = None) -> StagedDecoding:
+        return self._staged.staged(latent, z)
 
 
 def pin(synth: SynthBackend, speaker_id: int | None) -> SynthBackend:
     """`synth` pinned to `speaker_id` (itself when None)."""
     if speaker_id is None:
         return synth
+    if isinstance(synth, StagedSynth):
+        return PinnedStagedSpeaker(synth, speaker_id)
     if isinstance(synth, SplitSynth):
         return PinnedSplitSpeaker(synth, speaker_id)
     return PinnedSpeaker(synth, speaker_id)

@@ -168,7 +168,7 @@ def test_malformed_uris(uri: str, needle: str) -> None:
 def test_register_scheme_plugs_in_a_new_store(tmp_path: Path) -> None:
     calls = []
 
-    class MemorySource:
+    class MemorySource(Source):  # declared a Source: inherits the default fetch_file
         is_local = False
 
         def __init__(self, uri: str) -> None:
