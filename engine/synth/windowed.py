@@ -24,12 +24,13 @@ import math
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from ..voice_backend import ListenerView
 from .common import Latent, NoiseSource, SplitSynth, SynthInputs, SynthParams
+from .edges import SentenceEdges, silent_run
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -55,7 +56,7 @@ class DecoderGeometry:
     post_kernel: int = 7
 
     @classmethod
-    def from_config(cls, model: Mapping) -> DecoderGeometry:
+    def from_config(cls, model: Mapping[str, Any]) -> DecoderGeometry:
         """Build from the `model` section of an SBV2 `config.json` (or the whole config)."""
         if "model" in model and isinstance(model["model"], Mapping):
             model = model["model"]
@@ -435,28 +436,6 @@ class StreamingPlans:
         )
 
 
-def _silent_run(audio: np.ndarray, sample_rate: int, peak: float, from_end: bool) -> int:
-    """Samples of silence (whole 10 ms windows below 2 % of `peak`) at one end of `audio`
-    (the rule `engine.neural.silent_edges` uses, with the peak given)."""
-    n = len(audio)
-    if n == 0:
-        return 0
-    if peak <= 0.0:
-        return n
-    win = max(1, round(0.01 * sample_rate))
-    n_win = (n + win - 1) // win
-    padded = np.zeros(n_win * win, np.float32)
-    if from_end:
-        padded[n_win * win - n :] = np.abs(audio)  # align windows to the end
-    else:
-        padded[:n] = np.abs(audio)
-    loud = padded.reshape(n_win, win).max(axis=1) >= 0.02 * peak
-    if not loud.any():
-        return n
-    k = int(np.argmax(loud[::-1])) if from_end else int(np.argmax(loud))
-    return min(n, k * win)
-
-
 SAFETY = 0.9
 """Fraction of the audio the listener has in hand that the next window may take to decode."""
 
@@ -477,15 +456,15 @@ class WindowedSentence:
     """One sentence decoded window by window (a `SplitSynth`: `latent`/`decode`/`context`).
 
     `pieces()` yields `(samples, final)`: float32 audio in [-1, 1], the last one with
-    `final=True`. Edge trimming follows `NeuralVoice` with what is known when a window is
-    ready: leading silence (if `trim_lead`) is cut from the first window against that
-    window's peak, trailing silence (if `trim_trail`) from the last window against the
-    sentence's peak, each keeping `margin` samples. `lead_in` samples of silence go before
-    the first piece. Windows are timed on `listener`'s clock and sized from what it has in
-    hand (`WindowPlan.adaptive`; None: nobody listens, windows grow by the plan), with the
-    decoding speed kept in `speed`. After `pieces()` is exhausted, `durations` (frames per
-    phone id, or None) and `trail` / `trail_cut` (trailing silent samples measured in the
-    last window / removed) are set.
+    `final=True`. Its ends follow the voice's one policy (`engine.synth.edges.SentenceEdges`
+    of `trim_lead`, `trim_trail`, `margin`, `lead_in`) with what is known when a window is
+    ready: leading silence is measured in the first window against that window's peak,
+    trailing silence in the last window against the sentence's peak; `lead_in` samples of
+    silence go before the first piece. Windows are timed on `listener`'s clock and sized
+    from what it has in hand (`WindowPlan.adaptive`; None: nobody listens, windows grow by
+    the plan), with the decoding speed kept in `speed`. After `pieces()` is exhausted,
+    `durations` (frames per phone id, or None) and `trail` / `trail_cut` (trailing silent
+    samples measured in the last window / removed) are set.
     """
 
     def __init__(
@@ -509,9 +488,7 @@ class WindowedSentence:
         self.synth, self.inputs, self.params, self.noise = synth, inputs, params, noise
         self.plan = plan
         self.sample_rate = sample_rate
-        self.trim_lead, self.trim_trail = trim_lead, trim_trail
-        self.margin = margin
-        self.lead_in = lead_in
+        self.edges = SentenceEdges(trim_lead, trim_trail, margin, lead_in)
         self.listener = listener
         self.speed = speed if speed is not None else DecodeSpeed()
         self.windows: list[tuple[int, int]] = []
@@ -576,19 +553,23 @@ class WindowedSentence:
             audio = np.clip(np.asarray(audio, np.float32), -1.0, 1.0)
             peak = max(peak, float(np.abs(audio).max()) if audio.size else 0.0)
             last = end == n
-            lo, hi = 0, len(audio)
-            if start == 0 and self.trim_lead:
-                lo = max(0, _silent_run(audio, sr, peak, from_end=False) - self.margin)
-            if last:
-                self.trail = _silent_run(audio[lo:], sr, peak, from_end=True)
-                if self.trim_trail:
-                    self.trail_cut = max(0, self.trail - self.margin)
-                    hi = len(audio) - self.trail_cut
-            body = audio[lo:hi]
-            if start == 0 and self.lead_in > 0:
-                body = np.concatenate([np.zeros(self.lead_in, np.float32), body])
+            body = self._ends(audio, peak, first=start == 0, last=last)
             self.done = end
             yield body, last
             start = end
             size = self._next_size(speed.last_size, overlap, frame_s)
         _LOGGER.debug("sentence decoded in windows %s", self.windows)
+
+    def _ends(self, audio: np.ndarray, peak: float, first: bool, last: bool) -> np.ndarray:
+        """One window's audio with the sentence's ends applied (`edges`): leading silence
+        measured in the first window, trailing silence (kept in `trail` / `trail_cut`) in
+        the last, after the leading cut."""
+        edges, sr = self.edges, self.sample_rate
+        lead_cut = 0
+        if first and edges.trim_lead:
+            lead_cut = edges.lead_cut(silent_run(audio, sr, peak, from_end=False))
+        trail_cut = 0
+        if last:
+            self.trail = silent_run(audio[lead_cut:], sr, peak, from_end=True)
+            trail_cut = self.trail_cut = edges.trail_cut(self.trail)
+        return edges.piece(audio, lead_cut, trail_cut, first)
