@@ -32,7 +32,7 @@ def to_int16(samples: np.ndarray) -> np.ndarray:
     with default options, `engine.output.limiter.FULL_SCALE_CEILING`)."""
     x = np.asarray(samples, dtype=np.float32).reshape(-1)
     x = np.nan_to_num(x, nan=0.0, posinf=1.0, neginf=-1.0)
-    return np.clip(np.rint(x * 32767.0), -32768, 32767).astype(np.int16)
+    return np.asarray(np.clip(np.rint(x * 32767.0), -32768, 32767), dtype=np.int16)
 
 
 @dataclass

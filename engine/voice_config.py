@@ -127,7 +127,7 @@ def _build(cls: type[T], raw: Any, where: str) -> T:
     return cls(**kwargs)
 
 
-def _coerce(value: Any, f: dataclasses.Field, where: str) -> Any:
+def _coerce(value: Any, f: dataclasses.Field[Any], where: str) -> Any:
     if f.default is not dataclasses.MISSING:
         default = f.default
     elif f.default_factory is not dataclasses.MISSING:

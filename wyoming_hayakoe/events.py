@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 from dataclasses import dataclass
+from typing import Any
 
 from wyoming.event import Event
 
@@ -42,7 +43,7 @@ class EventLimits:
         return self.max_data + (64 << 10)
 
 
-def _length(header: dict, key: str, limit: int) -> int:
+def _length(header: dict[str, Any], key: str, limit: int) -> int:
     value = header.get(key)
     if value is None:
         return 0

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import sys
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 __all__ = ["LOG_FORMAT", "NOISY_LIBRARIES", "setup_logging"]
 
@@ -23,7 +23,13 @@ NOISY_LIBRARIES = ("botocore", "boto3", "s3transfer", "urllib3", "httpx", "httpx
 """Libraries whose per-request chatter is kept to WARNING unless ``--debug``."""
 
 
-class _OurHandler(logging.StreamHandler):
+if TYPE_CHECKING:
+    _StreamHandler = logging.StreamHandler[TextIO]
+else:  # not subscriptable at run time before Python 3.11
+    _StreamHandler = logging.StreamHandler
+
+
+class _OurHandler(_StreamHandler):
     """The handler `setup_logging` installs (told apart from others when it runs again).
     Without a stream of its own it writes to whatever `sys.stderr` is when a line is logged
     (not the object it was at set-up, which a test harness may have closed since)."""

@@ -294,7 +294,7 @@ def _alignment_output(
             and np.allclose(frames, np.rint(frames), atol=1e-4)
             and int(np.rint(frames).sum()) * hop_length == samples
         ):
-            return name
+            return str(name)
     return None
 
 

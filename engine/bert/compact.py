@@ -108,7 +108,7 @@ def compact_constants(
     m: Any = model  # onnx.ModelProto (onnx is imported only here)
     graph = m.graph
     inits = {t.name: t for t in graph.initializer}
-    users: dict[str, list] = {}
+    users: dict[str, list[Any]] = {}
     for n in graph.node:
         for i in n.input:
             users.setdefault(i, []).append(n)
@@ -116,8 +116,8 @@ def compact_constants(
     before = after = 0
     done_emb: list[str] = []
     done_const: list[str] = []
-    replace: dict[str, list] = {}
-    new_nodes: dict[str, list] = {}
+    replace: dict[str, list[Any]] = {}
+    new_nodes: dict[str, list[Any]] = {}
     for name, t in list(inits.items()):
         if t.data_type != 1 or name in outputs:
             continue
@@ -311,7 +311,7 @@ def token_cosines(reference: np.ndarray, test: np.ndarray) -> np.ndarray:
     """Cosine similarity of each token's vector (`[tokens, hidden]` arrays)."""
     num = np.sum(reference * test, axis=-1)
     den = np.linalg.norm(reference, axis=-1) * np.linalg.norm(test, axis=-1)
-    return num / np.maximum(den, 1e-30)
+    return np.asarray(num / np.maximum(den, 1e-30))
 
 
 def _features(path: Path, ids: list[list[int]]) -> list[np.ndarray]:

@@ -153,4 +153,4 @@ class OnnxBert(BertFeatures):
         feeds = {"input_ids": input_ids, "attention_mask": attention_mask}
         if "token_type_ids" in self._feed_names:
             feeds["token_type_ids"] = np.zeros_like(input_ids)
-        return self.session.run(None, feeds)[0]
+        return np.asarray(self.session.run(None, feeds)[0])

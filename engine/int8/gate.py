@@ -241,7 +241,7 @@ def log_mel_db(audio: np.ndarray, sample_rate: int, floor_db: float | None = Non
     db = 10.0 * np.log10(np.maximum(mel, 1e-20))
     if floor_db is not None:
         db = np.maximum(db, floor_db)
-    return db
+    return np.asarray(db)
 
 
 def _dct_matrix(n_in: int, n_out: int) -> np.ndarray:

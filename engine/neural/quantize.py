@@ -30,12 +30,13 @@ from ..layout import (
 from ..options import EngineOptions, Precision
 
 if TYPE_CHECKING:
+    from ..layout import OnnxFolderFiles
     from ..sources.cache import CacheDir
 
 _LOGGER = logging.getLogger(__name__)
 
 
-def _copy_voice(files: Any, out_dir: Path) -> Path:
+def _copy_voice(files: OnnxFolderFiles, out_dir: Path) -> Path:
     """Copy the voice's ONNX files into `out_dir` (hard links where possible); returns the
     synthesizer's path there."""
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -53,7 +54,7 @@ def _copy_voice(files: Any, out_dir: Path) -> Path:
         except OSError:
             shutil.copy2(src, tmp)
         os.replace(tmp, dst)
-    return out_dir / files.synthesizer.name
+    return out_dir / Path(files.synthesizer).name
 
 
 def quantize_voice(

@@ -156,7 +156,7 @@ class Limiter:
             drop = min(self._skip, out.size)
             self._skip -= drop
             out = out[drop:]
-        return out
+        return np.asarray(out)
 
     def flush(self) -> np.ndarray:
         """The samples still in the delay line (call once, at the end of the stream)."""
@@ -167,7 +167,7 @@ def _window_mean(values: np.ndarray, width: int) -> np.ndarray:
     """Mean of every full window of `width`, from a running sum (for whole signals: fast,
     but its rounding depends on where the signal starts, unlike `_moving_mean`)."""
     total = np.concatenate([[0.0], np.cumsum(values)])
-    return (total[width:] - total[:-width]) / width
+    return np.asarray((total[width:] - total[:-width]) / width)
 
 
 def _shape(sample_rate: int, lookahead_s: float, hold_s: float) -> tuple[int, int, int, int]:
@@ -195,7 +195,7 @@ def _gain_of_targets(target: np.ndarray, shape: tuple[int, int, int, int]) -> np
     padded = np.concatenate([np.ones(window - 1 + look), target, np.ones(look)])
     held = sliding_min(padded, window)
     gain = _window_mean(_window_mean(held, span1 + 1), span2 + 1)[look:]
-    return np.minimum(gain, target)  # equal but for the running sums' rounding
+    return np.asarray(np.minimum(gain, target))  # equal but for the running sums' rounding
 
 
 def peak_gain(
@@ -262,7 +262,7 @@ class PieceLimiter:
             return x
         self.min_gain = min(self.min_gain, float(gain.min()))
         out = np.clip(x.astype(np.float64) * gain, -self.ceiling, self.ceiling)
-        return out.astype(np.float32)
+        return np.asarray(out, dtype=np.float32)
 
 
 def limit_keeping_loudness(

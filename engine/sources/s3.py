@@ -527,17 +527,17 @@ def _abandoned(part: Path) -> bool:
 
 def _is_missing_bucket(exc: Exception) -> bool:
     error = getattr(exc, "response", None) or {}
-    return error.get("Error", {}).get("Code") == "NoSuchBucket"
+    return bool(error.get("Error", {}).get("Code") == "NoSuchBucket")
 
 
-def _up_to_date(local: Path, obj: _Object, entry: dict | None) -> bool:
+def _up_to_date(local: Path, obj: _Object, entry: dict[str, Any] | None) -> bool:
     if not entry or entry.get("etag") != obj.etag or entry.get("size") != obj.size:
         return False
     path = local / obj.rel
     return path.is_file() and path.stat().st_size == obj.size
 
 
-def _load_manifest(path: Path) -> dict[str, dict]:
+def _load_manifest(path: Path) -> dict[str, dict[str, Any]]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -551,7 +551,7 @@ def _load_manifest(path: Path) -> dict[str, dict]:
     return {k: v for k, v in files.items() if isinstance(v, dict)}
 
 
-def _save_manifest(path: Path, manifest: dict[str, dict]) -> None:
+def _save_manifest(path: Path, manifest: dict[str, dict[str, Any]]) -> None:
     write_json_atomic(path, {"version": 1, "files": manifest})
 
 

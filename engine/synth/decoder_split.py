@@ -529,7 +529,7 @@ class SplitOnnxSynthesizer(OnnxSynthesizer):
             feeds = {Z_NAME: x}
             if self._has_g and g is not None:
                 feeds[G_NAME] = g
-            return self._decoder.run(None, feeds, self.run_options)[0]
+            return np.asarray(self._decoder.run(None, feeds, self.run_options)[0])
 
         def later(sess: Any) -> Callable[[np.ndarray], np.ndarray]:
             return lambda x: sess.run(None, {STAGE_IN: x}, self.run_options)[0]

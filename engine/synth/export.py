@@ -78,18 +78,18 @@ class SynthesizerGraph(nn.Module):
 
     def forward(
         self,
-        x,
-        x_lengths,
-        sid,
-        tone,
-        language,
-        bert,
-        style_vec,
-        noise_scale,
-        length_scale,
-        noise_scale_w,
-        sdp_ratio,
-    ):
+        x: torch.Tensor,
+        x_lengths: torch.Tensor,
+        sid: torch.Tensor,
+        tone: torch.Tensor,
+        language: torch.Tensor,
+        bert: torch.Tensor,
+        style_vec: torch.Tensor,
+        noise_scale: torch.Tensor,
+        length_scale: torch.Tensor,
+        noise_scale_w: torch.Tensor,
+        sdp_ratio: torch.Tensor,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         audio, durations = self.model.infer(
             x,
             x_lengths,
@@ -115,17 +115,17 @@ class DurationGraph(nn.Module):
 
     def forward(
         self,
-        x,
-        x_lengths,
-        sid,
-        tone,
-        language,
-        bert,
-        style_vec,
-        length_scale,
-        noise_scale_w,
-        sdp_ratio,
-    ):
+        x: torch.Tensor,
+        x_lengths: torch.Tensor,
+        sid: torch.Tensor,
+        tone: torch.Tensor,
+        language: torch.Tensor,
+        bert: torch.Tensor,
+        style_vec: torch.Tensor,
+        length_scale: torch.Tensor,
+        noise_scale_w: torch.Tensor,
+        sdp_ratio: torch.Tensor,
+    ) -> torch.Tensor:
         enc = self.model.encode(x, x_lengths, sid, tone, language, bert, style_vec)
         logw = self.model.log_durations(enc, sdp_ratio, noise_scale_w, None)
         return self.model.frames(logw, enc.x_mask, length_scale)[:, 0]
@@ -146,11 +146,11 @@ def _dummy_inputs(config: VoiceConfig, length: int = 20) -> tuple[torch.Tensor, 
 
 def _export(
     module: nn.Module,
-    args: tuple,
+    args: tuple[torch.Tensor, ...],
     path: Path,
     inputs: list[str],
     outputs: list[str],
-    axes: dict,
+    axes: dict[str, dict[int, str]],
     opset: int,
 ) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 if TYPE_CHECKING:
+    import onnx
     import onnxruntime as ort
 
 from ..options import EngineOptions
@@ -54,7 +55,7 @@ def session_options(threads: int | None = None) -> ort.SessionOptions:
     return opts
 
 
-def make_noise_inputs(model) -> int:  # model: onnx.ModelProto, edited in place
+def make_noise_inputs(model: onnx.ModelProto) -> int:  # edited in place
     """Replace every RandomNormalLike node of `model`'s main graph by a flat float input
     `noise_<k>` (k in graph order). Returns how many were replaced."""
     from onnx import TensorProto, helper, numpy_helper
@@ -113,12 +114,13 @@ def make_noise_inputs(model) -> int:  # model: onnx.ModelProto, edited in place
     return count
 
 
-_SESSIONS: weakref.WeakValueDictionary[tuple, Any] = weakref.WeakValueDictionary()
-_NOISE_COUNTS: dict[tuple, int] = {}
+_SessionKey = tuple[str, int, int, int]
+_SESSIONS: weakref.WeakValueDictionary[_SessionKey, Any] = weakref.WeakValueDictionary()
+_NOISE_COUNTS: dict[_SessionKey, int] = {}
 _CACHE_LOCK = threading.Lock()
 
 
-def load_session(path: Path, threads: int | None = None):
+def load_session(path: Path, threads: int | None = None) -> tuple[Any, int]:
     """An InferenceSession for `path` with its noise nodes turned into inputs.
 
     Returns (session, number of noise inputs). Sessions are shared: the same file (same
@@ -136,7 +138,7 @@ def load_session(path: Path, threads: int | None = None):
         return sess, _NOISE_COUNTS[key]
 
 
-def _new_session(path: Path, threads: int | None):
+def _new_session(path: Path, threads: int | None) -> tuple[Any, int]:
     import onnx
     import onnxruntime as ort
 
@@ -255,4 +257,4 @@ class OnnxSynthesizer:
         for k in range(self._dp_noise):
             feeds[NOISE_INPUT.format(k)] = noise.stream(k, 2 * inputs.length)
         out = self._dp.run(None, feeds)[0]
-        return np.rint(out[0]).astype(np.int64)
+        return np.asarray(np.rint(out[0]), dtype=np.int64)

@@ -28,6 +28,7 @@ import re
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 from .mora import MORA_TO_PHONES, VOWELS
 from .normalizer import replace_punctuation
@@ -58,10 +59,19 @@ class G2PResult:
     """False when the reference would have raised and a fallback reading was produced."""
 
 
-def _jtalk():
+class _OpenJTalk(Protocol):
+    """What g2p uses of pyopenjtalk (which ships no types)."""
+
+    def run_frontend(self, text: str) -> list[dict[str, Any]]: ...
+
+    def make_label(self, njd_features: list[dict[str, Any]]) -> list[str]: ...
+
+
+def _jtalk() -> _OpenJTalk:
     import pyopenjtalk  # imported on first use: loading the dictionary takes a while
 
-    return pyopenjtalk
+    jtalk: _OpenJTalk = pyopenjtalk
+    return jtalk
 
 
 # ---------------------------------------------------------------------------------------
@@ -120,7 +130,7 @@ def _resolve_leading_long(words: list[list[str]]) -> None:
                 phones[j] = phones[j - 1][-1]
 
 
-def _word_path(frontend: Sequence[dict]) -> tuple[list[str], list[list[str]], bool]:
+def _word_path(frontend: Sequence[dict[str, Any]]) -> tuple[list[str], list[list[str]], bool]:
     words: list[str] = []
     phones: list[list[str]] = []
     exact = True

@@ -59,7 +59,7 @@ _SEPARATED_NUMBER_RE = re.compile(r"[0-9]{1,3}(?:,[0-9]{3})+")
 def _number_to_kanji(number: str) -> str:
     from num2words import num2words  # imported on first use (slow import)
 
-    return num2words(number, lang="ja")
+    return str(num2words(number, lang="ja"))
 
 
 def _numbers_to_words(text: str) -> str:

@@ -39,6 +39,7 @@ from aiohttp import web
 
 from engine import Speaker, __version__
 from engine.text.pipeline import TextPipeline
+from engine.text.userdict import UserWord
 
 from ..admission import Admission, AdmissionRefused
 from ..info import Resolved, VoiceCatalog
@@ -161,7 +162,7 @@ def _controls(data: Mapping[str, Any]) -> dict[str, float]:
     return found
 
 
-def _request_args(resolved: Resolved, controls: Mapping[str, float]) -> dict:
+def _request_args(resolved: Resolved, controls: Mapping[str, float]) -> dict[str, Any]:
     """Keywords for `Speaker.astream`/`agenerate`: style, output, synthesis options."""
     options: dict[str, Any] = dict(resolved.options)  # merged by the catalog
     for name, value in controls.items():
@@ -373,7 +374,7 @@ async def dictionary_put(request: web.Request) -> web.Response:
     original = data.get("original")
     old = _surface_key(original) if original not in (None, "") else None
 
-    def change(table: dict) -> None:
+    def change(table: dict[str, UserWord]) -> None:
         if old is not None and old != word.surface:
             table.pop(old, None)
         table[word.surface] = word
@@ -388,7 +389,7 @@ async def dictionary_delete(request: web.Request) -> web.Response:
     data = await _json_body(request)
     surface = _surface_key(data.get("surface"))
 
-    def change(table: dict) -> None:
+    def change(table: dict[str, UserWord]) -> None:
         if surface not in table:
             raise BadRequest("surface", f"surface: {surface!r} is not in the dictionary", 404)
         del table[surface]
@@ -413,7 +414,7 @@ async def dictionary_import(request: web.Request) -> web.Response:
             status=400,
         )
 
-    def change(table: dict) -> int:
+    def change(table: dict[str, UserWord]) -> int:
         for w in words:
             table[w.surface] = w
         return len(words)
@@ -477,7 +478,8 @@ async def errors_middleware(request: web.Request, handler: Any) -> web.StreamRes
     """`BadRequest`/`FieldError` → a JSON answer naming the field; an unknown `/api/` path
     or method is answered in JSON too (a script reads every `/api/` answer as JSON)."""
     try:
-        return await handler(request)
+        response: web.StreamResponse = await handler(request)
+        return response
     except web.HTTPException as exc:
         if not request.path.startswith("/api/") or exc.status not in (404, 405):
             raise
