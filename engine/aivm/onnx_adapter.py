@@ -26,11 +26,14 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .manifest import AivmFileError
+
+if TYPE_CHECKING:
+    import onnx
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -71,7 +74,7 @@ STAMP_KEYS = ("aivm_uuid", "aivm_version", "aivm_source")
 
 @dataclass(frozen=True)
 class AdaptedGraph:
-    model: Any  # onnx.ModelProto
+    model: onnx.ModelProto
     bert_channels: int
     has_durations: bool
 
@@ -86,7 +89,7 @@ def _rank(vi: Any) -> int | None:
     return len(t.shape.dim) if t.HasField("shape") else None
 
 
-def check_inputs(model: Any, path: Path) -> int:
+def check_inputs(model: onnx.ModelProto, path: Path) -> int:
     """Check the graph takes AivisSpeech's JP-Extra inputs; returns the BERT width."""
     from onnx import TensorProto
 
@@ -312,7 +315,7 @@ def _name_nodes(graph: Any) -> None:
 
 
 def adapt_graph(
-    model: Any,
+    model: onnx.ModelProto,
     path: Path,
     *,
     hop_length: int,

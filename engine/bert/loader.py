@@ -20,7 +20,7 @@ ONNX and int8 quantisation live in `engine.bert.export`.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from ..layout import (
     BERT_ONNX_FP32_FILE,
@@ -45,7 +45,7 @@ class _FetchingSource(Protocol):
 # -- loading -------------------------------------------------------------------------------
 
 
-def _resolve(root: Any, prefix: str) -> Path:
+def _resolve(root: Path | str | _FetchingSource, prefix: str) -> Path:
     if isinstance(root, (str, Path)):
         path = Path(root) / prefix
         if not path.is_dir():
@@ -60,7 +60,7 @@ def _resolve(root: Any, prefix: str) -> Path:
     )
 
 
-def _tokenizer_dir(root: Any, model_dir: Path | None) -> Path:
+def _tokenizer_dir(root: Path | str | _FetchingSource, model_dir: Path | None) -> Path:
     """``bert/tokenizer`` under `root`; else the model folder if it holds a ``vocab.txt``."""
     try:
         return _resolve(root, BERT_TOKENIZER_PREFIX)
@@ -71,7 +71,7 @@ def _tokenizer_dir(root: Any, model_dir: Path | None) -> Path:
 
 
 def load_bert(
-    root: Path | str | Any,
+    root: Path | str | _FetchingSource,
     device: str = "cpu",
     *,
     backend: str | None = None,

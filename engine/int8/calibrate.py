@@ -14,9 +14,14 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import onnxruntime as ort
+
+    from ..synth.common import Latent, NoiseSource, SynthInputs, SynthParams
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -36,7 +41,7 @@ class LatentBackend(Protocol):
 
     fp32_front_path: Path
     fp32_decoder_path: Path
-    run_options: Any
+    run_options: ort.RunOptions | None
     """ONNX Runtime `RunOptions` its sessions run under (set by int8 making, whose control
     terminates a run inside ONNX Runtime); None: the defaults."""
 
@@ -44,10 +49,10 @@ class LatentBackend(Protocol):
     def prior_noise_input(self) -> str | None: ...
 
     def latent_and_feeds(
-        self, inputs: Any, params: Any, noise: Any
-    ) -> tuple[Any, dict[str, np.ndarray]]: ...
+        self, inputs: SynthInputs, params: SynthParams, noise: NoiseSource
+    ) -> tuple[Latent, dict[str, np.ndarray]]: ...
 
-    def decode(self, latent: Any, z: np.ndarray) -> np.ndarray: ...
+    def decode(self, latent: Latent, z: np.ndarray) -> np.ndarray: ...
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,10 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import onnxruntime as ort
 
 __all__ = ["Cancelled", "Int8Control"]
 
@@ -77,7 +80,7 @@ class Int8Control:
         if self._cancel.is_set():
             raise Cancelled()
 
-    def run_options(self) -> Any:
+    def run_options(self) -> ort.RunOptions:
         """An ONNX Runtime `RunOptions` that `cancel` terminates (already terminated when
         cancelled before)."""
         import onnxruntime as ort

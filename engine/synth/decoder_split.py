@@ -40,6 +40,8 @@ from .polyphase import upsampling_layers
 from .windowed import DecoderGeometry, DecoderStage, StagedDecoding
 
 if TYPE_CHECKING:
+    import onnx
+
     from ..sources.cache import CacheDir
 
 _LOGGER = logging.getLogger(__name__)
@@ -70,7 +72,7 @@ def _kernel(graph: Any, node: Any, inits: dict[str, Any]) -> tuple[int, int, int
     return (dims[0], dims[1], dims[2]) if len(dims) == 3 else None
 
 
-def find_decoder_cut(model: Any) -> DecoderCut:
+def find_decoder_cut(model: onnx.ModelProto) -> DecoderCut:
     """Locate the decoder input tensors in `model` (onnx.ModelProto)."""
     graph = model.graph
     inits = {t.name: t for t in graph.initializer}
@@ -140,7 +142,9 @@ def _subgraph(model: Any, inputs: list[Any], outputs: list[Any], name: str) -> A
     return out
 
 
-def split_synthesizer(model: Any) -> tuple[Any, Any, DecoderCut]:
+def split_synthesizer(
+    model: onnx.ModelProto,
+) -> tuple[onnx.ModelProto, onnx.ModelProto, DecoderCut]:
     """(front, decoder, cut) from a synthesizer `model` (see the module doc)."""
     from onnx import TensorProto, helper
 
@@ -188,7 +192,7 @@ STAGE_IN = "x"
 STAGE_OUT = "y"
 
 
-def find_stage_cuts(decoder: Any) -> list[str]:
+def find_stage_cuts(decoder: onnx.ModelProto) -> list[str]:
     """The tensors where the decoder's upsampling stages begin: the input of the LeakyRelu
     before each upsampling layer (a ConvTranspose, or its polyphase Conv:
     `engine.synth.polyphase`; through Q/DQ nodes in a quantized graph), in graph order."""
@@ -206,7 +210,7 @@ def find_stage_cuts(decoder: Any) -> list[str]:
     return cuts
 
 
-def split_decoder_stages(decoder: Any) -> list[Any]:
+def split_decoder_stages(decoder: onnx.ModelProto) -> list[onnx.ModelProto]:
     """The decoder graph (`z`, `g` → `audio`) cut at each upsampling stage's input
     (`engine.synth.windowed.StagedDecoding`): stage 0 reads `z` (and `g`) and gives `y`;
     every later stage reads `x` and gives `y`, the last one the audio. Run in order, the
@@ -232,7 +236,7 @@ def split_decoder_stages(decoder: Any) -> list[Any]:
     return stages
 
 
-def conv1d_as_conv2d(model: Any) -> int:
+def conv1d_as_conv2d(model: onnx.ModelProto) -> int:
     """Run every 1-D convolution (constant weight) of `model` as a 2-D one, in place.
 
     `Unsqueeze(x, 2)` → Conv/ConvTranspose with weight `[O, I, 1, K]` → `Squeeze(y, 2)`.

@@ -120,7 +120,7 @@ _NOISE_COUNTS: dict[_SessionKey, int] = {}
 _CACHE_LOCK = threading.Lock()
 
 
-def load_session(path: Path, threads: int | None = None) -> tuple[Any, int]:
+def load_session(path: Path, threads: int | None = None) -> tuple[ort.InferenceSession, int]:
     """An InferenceSession for `path` with its noise nodes turned into inputs.
 
     Returns (session, number of noise inputs). Sessions are shared: the same file (same

@@ -30,9 +30,12 @@ import threading
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import onnxruntime as ort
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -143,7 +146,7 @@ class OpenVinoSession:
         self,
         output_names: list[str] | None,
         feeds: dict[str, np.ndarray],
-        run_options: Any = None,
+        run_options: ort.RunOptions | None = None,
     ) -> list[np.ndarray]:
         """The graph's outputs (all, in order, or those named) for `feeds`."""
         if run_options is not None and getattr(run_options, "terminate", False):

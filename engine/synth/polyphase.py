@@ -25,9 +25,12 @@ A leaf: imports only numpy and onnx.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import onnx
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -94,7 +97,7 @@ def _rewritable(node: Any, inits: dict[str, Any]) -> str | None:
     return None
 
 
-def convtranspose_as_conv(model: Any) -> int:
+def convtranspose_as_conv(model: onnx.ModelProto) -> int:
     """Rewrite every 1-D ConvTranspose of `model` (constant weight, no groups or dilation,
     output length = stride × input length: HiFi-GAN's upsampling layers) in place as a Conv
     and an interleave (see the module doc). Returns how many were rewritten; a layer of
@@ -166,7 +169,7 @@ def convtranspose_as_conv(model: Any) -> int:
     return count
 
 
-def upsampling_layers(graph: Any) -> list[Any]:
+def upsampling_layers(graph: onnx.GraphProto) -> list[onnx.NodeProto]:
     """The decoder's upsampling layers in graph order: ConvTranspose nodes, and the Convs of
     rewritten ones (`convtranspose_as_conv`; through Q/DQ nodes in a quantized graph: a Conv
     whose output goes through a Transpose swapping the last two axes, a Reshape and a
