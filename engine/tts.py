@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .int8.background import BackgroundInt8, Int8Upgrade
 from .int8.measure import WARMUP_TEXT
@@ -34,6 +34,7 @@ if TYPE_CHECKING:  # engine.bert is imported when the first neural voice is prep
     from .bert import BertBackend
     from .int8.plan import Int8Job, Int8Plan
     from .neural.build import ModelPool, VoiceFiles
+    from .text.userdict import UserWord
 
 __all__ = ["TTS"]
 
@@ -535,14 +536,20 @@ class TTS:
 
     # -- dictionary ----------------------------------------------------------------------
     def add_word(
-        self, *, surface: str, reading: str, accent: int | None = None, **extra: Any
-    ) -> Any:
+        self,
+        *,
+        surface: str,
+        reading: str,
+        accent: int | None = None,
+        priority: int = 5,
+        pos: str = "proper_noun",
+    ) -> UserWord:
         """Teach the frontend a word: surface form, katakana reading, accent nucleus (None:
-        guessed). Process-wide (OpenJTalk has one dictionary); `extra` goes to
-        `engine.text.add_word` (e.g. ``priority``, ``pos``)."""
+        guessed), `priority` and `pos` as `engine.text.userdict.add_word` takes them.
+        Process-wide (OpenJTalk has one dictionary)."""
         from .text.userdict import add_word
 
-        return add_word(surface=surface, reading=reading, accent=accent, **extra)
+        return add_word(surface=surface, reading=reading, accent=accent, priority=priority, pos=pos)
 
     def load_user_dictionary(self, path: str | os.PathLike[str]) -> int:
         """Load a user dictionary file (CSV or JSON, see `engine.text.userdict`); returns

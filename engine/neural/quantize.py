@@ -15,7 +15,7 @@ import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..int8.make import make_int8
 from ..int8.recipe import QuantSettings, stamp_for
@@ -30,6 +30,7 @@ from ..layout import (
 from ..options import EngineOptions, Precision
 
 if TYPE_CHECKING:
+    from ..int8.calibrate import FeatureSource
     from ..layout import OnnxFolderFiles
     from ..sources.cache import CacheDir
 
@@ -59,11 +60,11 @@ def _copy_voice(files: OnnxFolderFiles, out_dir: Path) -> Path:
 
 def quantize_voice(
     name: str,
-    source: Any,
+    source: str | os.PathLike[str],
     out_root: str | os.PathLike[str] | None = None,
     *,
-    bert_source: Any = OFFICIAL_SOURCE,
-    bert: Any = None,
+    bert_source: str | os.PathLike[str] = OFFICIAL_SOURCE,
+    bert: FeatureSource | None = None,
     cache_dir: CacheDir = None,
     token: str | None = None,
     method: str | None = None,

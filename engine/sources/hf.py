@@ -25,7 +25,7 @@ import os
 import re
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from ..layout import OFFICIAL_SOURCE
@@ -77,7 +77,17 @@ def hub_hosts() -> tuple[str, ...]:
     return HF_HOSTS + tuple(h.lower() for h in extra if h)
 
 
-def parse_hf_uri(uri: str) -> dict[str, Any]:
+class HubUri(TypedDict):
+    """A Hub URI's parts (`parse_hf_uri`), the keywords `HFSource` takes."""
+
+    repo_id: str
+    repo_type: str
+    revision: str | None
+    subdir: str
+    endpoint: str | None
+
+
+def parse_hf_uri(uri: str) -> HubUri:
     """Split a Hub URI into repo_id, repo_type, revision, subdir (and endpoint for https
     URLs on a non-default host). Raises ValueError (redacted) for malformed URIs or URIs that
     carry credentials."""
