@@ -19,7 +19,6 @@ from __future__ import annotations
 import hashlib
 import os
 from pathlib import Path
-from typing import Any
 
 ENV_VAR = "HAYAKOE_CACHE"
 DERIVED_SUBDIR = "derived"
@@ -75,7 +74,11 @@ def derived_dir(source: Path, cache_dir: CacheDir = None) -> Path:
     return cache_root(cache_dir) / DERIVED_SUBDIR / f"{source.stem}-{path_digest(source)}"
 
 
-def file_stamp(source: Path, /, **fields: Any) -> dict[str, Any]:
+StampValue = str | int | float | bool | None
+"""One field of a derived file's stamp (kept as JSON)."""
+
+
+def file_stamp(source: Path, /, **fields: StampValue) -> dict[str, StampValue]:
     """What a derived file was made from: `source`'s size and modification time, and the
     maker's own `fields` (its format version, the runtime's version...). A derived file
     whose stored stamp differs is made again."""

@@ -50,6 +50,8 @@ from .progress import Progress
 from .redact import redact
 
 if TYPE_CHECKING:
+    from botocore.client import BaseClient
+
     from .cache import CacheDir
 
 _LOGGER = logging.getLogger(__name__)
@@ -141,7 +143,7 @@ class S3Source(Source):
         cache_dir: str | os.PathLike[str] | None = None,
         endpoint_url: str | None = None,
         region: str | None = None,
-        client: Any = None,
+        client: BaseClient | None = None,
         timeout: float | None = None,
         offline: bool = False,
     ) -> None:
