@@ -163,7 +163,7 @@ def _coerce(value: Any, f: dataclasses.Field[Any], where: str) -> Any:
     return value
 
 
-def parse_config(raw: Mapping[str, Any], source: str = "config.json") -> VoiceConfig:
+def parse_config(raw: Mapping[str, object], source: str = "config.json") -> VoiceConfig:
     """Validate a decoded `config.json` mapping. `source` names the file in errors."""
     if not isinstance(raw, Mapping):
         raise ConfigError(f"{source}: top level must be an object")

@@ -27,9 +27,10 @@ import json
 import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
 
 import numpy as np
+
+from ..json_types import JsonObject
 
 N_FFT = 2048
 HOP = 512
@@ -85,18 +86,18 @@ class FidelityReport:
     reasons: list[str] = field(default_factory=list)
     """What failed (empty when `passed`)."""
     sentences: list[SentenceFidelity] = field(default_factory=list)
-    settings: dict[str, Any] = field(default_factory=dict)
+    settings: JsonObject = field(default_factory=dict)
     """How the graphs were made (method, ops, calibration size, timings)."""
     kind: str = "int8"
     """What was compared with fp32 on ONNX Runtime: "int8", or a candidate of
     `engine.int8.measure` ("bf16 on OpenVINO")."""
-    attempts: list[dict[str, Any]] = field(default_factory=list)
+    attempts: list[JsonObject] = field(default_factory=list)
     """Each decoder recipe the gate judged, in order (`attempt`: the recipe in words, its
     figures, whether it passed): the first (`QuantSettings()`: the last stage's residual
     blocks and the activations in int8) and, where that one failed, its fallback (the
     last stage fp32). The report's own figures are the last one's."""
 
-    def attempt(self, recipe: str) -> dict[str, Any]:
+    def attempt(self, recipe: str) -> JsonObject:
         """This report's figures as one of `attempts`."""
         return {
             "recipe": recipe,
@@ -111,9 +112,11 @@ class FidelityReport:
         verdict = "passed" if self.passed else "FAILED (" + "; ".join(self.reasons) + ")"
         if len(self.attempts) > 1:
             first = self.attempts[0]
+            reasons = first["reasons"]
+            said = "; ".join(str(r) for r in reasons) if isinstance(reasons, list) else ""
             verdict += (
                 f" with the fallback recipe ({first['recipe']}: SNR min "
-                f"{first['snr_db_min']:.1f} dB, {'; '.join(first['reasons']) or 'passed'})"
+                f"{first['snr_db_min']:.1f} dB, {said or 'passed'})"
             )
         return (
             f"{self.kind} fidelity of {self.voice}: {verdict} — SNR min {self.snr_db_min:.1f} dB "
@@ -147,7 +150,7 @@ def judge(
     voice: str,
     sentences: list[SentenceFidelity],
     thresholds: GateThresholds | None = None,
-    settings: dict[str, Any] | None = None,
+    settings: JsonObject | None = None,
     kind: str = "int8",
 ) -> FidelityReport:
     """The report for `sentences` against `thresholds` (`kind`: what was compared)."""

@@ -13,8 +13,8 @@ from __future__ import annotations
 import hashlib
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
+from ..json_types import JsonObject
 from .kernels import int8_kernels_saturate
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -111,7 +111,7 @@ class QuantSettings:
         tail = "its residual blocks' convolutions in int8" if self.tail_blocks else "wholly"
         return f"{what} in int8; the last {self.fp32_tail_stages} stage(s) fp32, {tail}"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         d = asdict(self)
         d["op_types"] = list(self.op_types)
         return d
@@ -157,12 +157,12 @@ class Int8Stamp:
     """SHA-256 of the voice's `synthesizer.onnx`."""
     source_size: int
     source_mtime_ns: int
-    settings: dict[str, Any]
+    settings: JsonObject
     calibration_sha256: str
     engine: str
     format: int = FORMAT
 
-    def recipe(self) -> dict[str, Any]:
+    def recipe(self) -> JsonObject:
         return {
             "settings": self.settings,
             "calibration_sha256": self.calibration_sha256,
@@ -184,7 +184,7 @@ def stamp_for(source: Path, settings: QuantSettings) -> Int8Stamp:
     )
 
 
-def stamp_matches(found: dict[str, Any], source: Path, settings: QuantSettings) -> bool:
+def stamp_matches(found: JsonObject, source: Path, settings: QuantSettings) -> bool:
     """Whether a stored stamp describes graphs of `source` made with today's recipe."""
     want = {
         "settings": settings.to_dict(),
