@@ -30,6 +30,7 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
+from ..json_types import JsonObject
 from ..voice_config import ConfigError, VoiceConfig, parse_config
 
 _LOGGER = logging.getLogger(__name__)
@@ -113,7 +114,7 @@ class AivmMetadata:
     kind: str
     """"aivmx" (ONNX) or "aivm" (Safetensors)."""
     manifest: AivmManifest
-    hyper_parameters: Mapping[str, Any]
+    hyper_parameters: Mapping[str, object]
     """The decoded `aivm_hyper_parameters` (upstream `config.json` shape)."""
     config: VoiceConfig
     style_vectors: np.ndarray
@@ -235,7 +236,7 @@ def read_onnx_metadata_props(path: Path) -> dict[str, str]:
     return props
 
 
-def read_safetensors_header(path: Path) -> tuple[dict[str, Any], int]:
+def read_safetensors_header(path: Path) -> tuple[JsonObject, int]:
     """(header JSON, offset of the tensor data) of the Safetensors file at `path`."""
     size = path.stat().st_size
     with path.open("rb") as f:

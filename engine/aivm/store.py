@@ -71,9 +71,13 @@ def bert_width_of_aivm(path: Path) -> int:
     """The BERT width an `.aivm`'s weights take (`enc_p.bert_proj.weight` [h, width, 1])."""
     header, _ = read_safetensors_header(path)
     entry = header.get("enc_p.bert_proj.weight")
-    if not isinstance(entry, dict) or len(entry.get("shape", [])) != 3:
+    shape = entry.get("shape", []) if isinstance(entry, dict) else None
+    if not isinstance(shape, list) or len(shape) != 3:
         raise AivmFileError(path, "no enc_p.bert_proj.weight tensor (not a JP-Extra checkpoint)")
-    return int(entry["shape"][1])
+    width = shape[1]
+    if not isinstance(width, (int, float, str)):
+        raise AivmFileError(path, f"enc_p.bert_proj.weight: bad shape {shape!r}")
+    return int(width)
 
 
 def _write_common(meta: AivmMetadata, folder: Path, bert_channels: int) -> None:
