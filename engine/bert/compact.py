@@ -274,7 +274,9 @@ def compact_model(
         )
         report = json.loads(_report_path(target).read_text(encoding="utf-8"))
     except (OSError, ValueError, subprocess.SubprocessError) as exc:
-        detail = getattr(exc, "stderr", b"") or b""
+        detail: bytes = b""
+        if isinstance(exc, (subprocess.CalledProcessError, subprocess.TimeoutExpired)):
+            detail = exc.stderr or b""
         _LOGGER.warning(
             "BERT %s: could not store its fp32 tables in int8 (%s); using it as is %s",
             source,

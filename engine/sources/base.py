@@ -91,11 +91,10 @@ def cache_write_error(exc: BaseException, folder: Path) -> CacheWriteError | Non
     kind (disk full, read-only, permission), else None."""
     if isinstance(exc, CacheWriteError):
         return exc
-    code = getattr(exc, "errno", None)
-    if not isinstance(exc, OSError) or code not in _CACHE_WRITE_REASONS:
+    if not isinstance(exc, OSError) or exc.errno not in _CACHE_WRITE_REASONS:
         return None
-    where = f": {exc.filename}" if getattr(exc, "filename", None) else ""
-    return CacheWriteError(code, folder, f"{exc.strerror or exc}{where}")
+    where = f": {exc.filename}" if exc.filename else ""
+    return CacheWriteError(exc.errno, folder, f"{exc.strerror or exc}{where}")
 
 
 @runtime_checkable
