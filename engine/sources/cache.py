@@ -17,7 +17,9 @@ Local sources are never copied here.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 ENV_VAR = "HAYAKOE_CACHE"
@@ -84,3 +86,19 @@ def file_stamp(source: Path, /, **fields: StampValue) -> dict[str, StampValue]:
     whose stored stamp differs is made again."""
     st = source.stat()
     return {**fields, "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+
+
+def stamp_matches(path: Path, want: Mapping[str, StampValue]) -> bool:
+    """Whether the stamp file at `path` (JSON, `write_stamp`) says what `want` says; False
+    when it is missing or unreadable."""
+    try:
+        found = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return bool(found == want)
+
+
+def write_stamp(path: Path, stamp: Mapping[str, StampValue]) -> None:
+    """Write `stamp` (from `file_stamp`) to `path` as JSON, once the derived files beside it
+    are whole."""
+    path.write_text(json.dumps(stamp), encoding="utf-8")

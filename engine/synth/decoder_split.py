@@ -21,7 +21,6 @@ for a voice without speaker conditioning.
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import os
@@ -42,7 +41,7 @@ from .windowed import DecoderGeometry, DecoderStage, StagedDecoding
 if TYPE_CHECKING:
     import onnx
 
-    from ..sources.cache import CacheDir
+    from ..sources.cache import CacheDir, StampValue
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -300,7 +299,7 @@ def _variant(conv2d: bool) -> str:
     return ".conv2d" if conv2d else ""
 
 
-def _stamp(source: Path) -> dict[str, Any]:
+def _stamp(source: Path) -> dict[str, StampValue]:
     from ..sources.cache import file_stamp
 
     return file_stamp(source, format=FORMAT, source=source.name)
@@ -332,16 +331,15 @@ def derived_graphs(
     )
     want = _stamp(source)
     dirs = _candidates(source, cache_dir)
+    from ..sources.cache import stamp_matches, write_stamp
+
     for d in [*dirs, source.parent]:  # beside the voice: left there by older versions
-        try:
-            if (
-                json.loads((d / stamp_name).read_text(encoding="utf-8")) == want
-                and (d / front_name).is_file()
-                and (d / decoder_name).is_file()
-            ):
-                return d / front_name, d / decoder_name
-        except (OSError, ValueError):
-            continue
+        if (
+            stamp_matches(d / stamp_name, want)
+            and (d / front_name).is_file()
+            and (d / decoder_name).is_file()
+        ):
+            return d / front_name, d / decoder_name
     model = onnx.load(str(source))
     make_noise_inputs(model)
     front, decoder, _ = split_synthesizer(model)
@@ -357,7 +355,7 @@ def derived_graphs(
                 tmp = d / f".{name}.partial"
                 onnx.save(m, str(tmp))
                 os.replace(tmp, d / name)
-            (d / stamp_name).write_text(json.dumps(want), encoding="utf-8")
+            write_stamp(d / stamp_name, want)
         except OSError as exc:
             errors.append(f"{d}: {exc}")
             continue

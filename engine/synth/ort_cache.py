@@ -17,16 +17,15 @@ results.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..sources.cache import CacheDir
+    from ..sources.cache import CacheDir, StampValue
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -45,7 +44,7 @@ ort.InferenceSession(src, sess_options=opts, providers=["CPUExecutionProvider"])
 """
 
 
-def _stamp(source: Path) -> dict[str, Any]:
+def _stamp(source: Path) -> dict[str, StampValue]:
     import onnxruntime as ort
 
     from ..sources.cache import file_stamp
@@ -98,19 +97,15 @@ def optimized_model(source: str | os.PathLike[str], cache_dir: CacheDir = None) 
     except (OSError, ImportError):
         return source
     targets = _candidates(source, cache_dir)
+    from ..sources.cache import stamp_matches, write_stamp
+
     for target in targets:
-        try:
-            if (
-                target.is_file()
-                and json.loads(_stamp_path(target).read_text(encoding="utf-8")) == want
-            ):
-                return target
-        except (OSError, ValueError):
-            continue
+        if target.is_file() and stamp_matches(_stamp_path(target), want):
+            return target
     for target in targets:
         try:
             _optimize(source, target)
-            _stamp_path(target).write_text(json.dumps(want), encoding="utf-8")
+            write_stamp(_stamp_path(target), want)
         except Exception as exc:  # noqa: BLE001 - ORT raises its own types; fall back
             _LOGGER.debug("cannot write %s: %s", target, exc)
             continue
