@@ -47,23 +47,29 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import numpy as np
 
 from ..options import ONNXRUNTIME, OPENVINO, Choice, parse_choice, usable_cpus
-from .calibrate import FeatureSource, LatentBackend, VoiceSpec, voice_latents
+from .calibrate import FeatureSource, LatentBackend, SentenceLatent, VoiceSpec, voice_latents
 from .control import Int8Control
 from .gate import FidelityReport, GateThresholds, SentenceFidelity, compare, judge
 from .kernels import cpuinfo_value, read_cpuinfo
 from .recipe import HELDOUT_FILE, STAMP_FILE, QuantSettings, read_sentences
+
+if TYPE_CHECKING:
+    from ..synth.common import Latent, NoiseSource, SynthInputs, SynthParams
 
 __all__ = [
     "REFERENCE",
     "SPEED_FILE",
     "WARMUP_TEXT",
     "Candidate",
+    "MeasureInputs",
     "Measurement",
+    "Measuring",
+    "TimedSynth",
     "Trial",
     "candidates",
     "measure",
@@ -361,6 +367,249 @@ def settled_growth_mb(trace_mb: Sequence[float], settle: int = SETTLE_RUNS) -> f
     return float(statistics.median(judged)) if judged else 0.0
 
 
+class TimedSynth(LatentBackend, Protocol):
+    """What the measurement asks of a candidate's synthesizer besides `LatentBackend`: the
+    whole sentence for the timing, the front graph on another's inputs for the gate."""
+
+    def synthesize(
+        self, inputs: SynthInputs, params: SynthParams, noise: NoiseSource
+    ) -> object: ...
+
+    def latent_of_feeds(self, feeds: dict[str, np.ndarray]) -> Latent: ...
+
+
+HeldOut = list[tuple[SentenceLatent, np.ndarray]]
+"""The held-out sentences' latents (with their front graph's inputs) and reference audio."""
+
+
+@dataclass(frozen=True)
+class MeasureInputs:
+    """What one measurement is asked (`measure`'s arguments, settled): the voice, the
+    candidates and how to build them, BERT, the stamp to keep, the threads, the stored int8
+    report, the gate's thresholds and held-out sentences, the timed rounds, the budget,
+    the control and where progress lines go."""
+
+    voice: VoiceSpec
+    trying: tuple[Candidate, ...]
+    build: Builder
+    bert: FeatureSource
+    stamp: dict[str, Any]
+    threads: int
+    int8_report: FidelityReport | None
+    thresholds: GateThresholds | None
+    heldout: tuple[str, ...]
+    rounds: int
+    budget_s: float
+    control: Int8Control
+    say: Callable[[str], None]
+
+    @property
+    def seed(self) -> int:
+        """The int8 gate's held-out noise."""
+        return QuantSettings().seed + 1
+
+
+class _Reference:
+    """The reference (fp32 on ONNX Runtime): its synthesizer, and the held-out sentences'
+    audio through it, made when a candidate is first gated."""
+
+    def __init__(self, synth: TimedSynth, inputs: MeasureInputs) -> None:
+        self.synth = synth
+        self.inputs = inputs
+        self._held: HeldOut = []
+
+    def held(self) -> HeldOut:
+        from ..synth.common import Latent
+
+        if not self._held:
+            inputs, reference = self.inputs, self.synth
+            for lat in voice_latents(
+                reference,
+                inputs.bert,
+                inputs.voice,
+                inputs.heldout,
+                inputs.seed,
+                keep_feeds=lambda s, i: True,
+                between=inputs.control.checkpoint,
+            ):
+                audio = reference.decode(Latent(lat.z, lat.g, None), lat.z)
+                self._held.append((lat, np.clip(np.asarray(audio).reshape(-1), -1, 1)))
+        return self._held
+
+
+class _Timing:
+    """The timing input (the warm-up sentences, the voice's first style, speaker 0) and
+    one timed run of it."""
+
+    def __init__(self, runs: list[tuple[SynthInputs, NoiseSource]], control: Int8Control) -> None:
+        self.runs = runs
+        self.control = control
+
+    @classmethod
+    def of_text(cls, text: str, inputs: MeasureInputs) -> _Timing:
+        from ..synth.common import NoiseSource, SynthInputs
+        from ..text import analyze, sentences_of
+
+        voice = inputs.voice
+        style_row = min(voice.styles.values()) if voice.styles else 0
+        vec = voice.style_vectors[style_row].astype(np.float32)
+        runs = []
+        for k, sentence in enumerate(sentences_of(text)):
+            a = analyze(sentence).with_blanks()
+            inputs.control.checkpoint()
+            feats = inputs.bert.features([a.bert_text], [a.word2ph])[0]
+            ids = SynthInputs(
+                np.asarray(a.phone_ids, np.int64),
+                np.asarray(a.tone_ids, np.int64),
+                np.asarray(a.lang_ids, np.int64),
+                feats,
+                vec,
+                0,
+            )
+            runs.append((ids, NoiseSource(inputs.seed, k)))
+        return cls(runs, inputs.control)
+
+    def run(self, synth: TimedSynth, run: int) -> float:
+        """One timed run: every timing sentence, front graph and whole decoder. `run` > 0
+        shortens the sentences a little (length scale 1 - 1.1 % per run), so that every
+        run has input lengths of its own: a runtime that prepares kernels per input shape
+        (OpenVINO) pays that as it would on a stream of new sentences, not only once, while
+        an arena sized by the first (longest) run has no reason to grow."""
+        from ..synth.common import SynthParams
+
+        stretched = SynthParams(length_scale=max(0.5, 1.0 - 0.011 * run))
+        for _ in range(RETRIES + 1):
+            self.control.checkpoint()
+            t0 = time.perf_counter()
+            for ids, noise in self.runs:
+                synth.synthesize(ids, stretched, noise)
+            took = time.perf_counter() - t0
+            if not self.control.busy_now():
+                return took
+        return took
+
+
+class Measuring:
+    """One measurement under way (see the module doc): its inputs, the reference, the
+    timing, the clock it started on; `run()` judges every candidate in turn, each by
+    `trial` (a `Trial` with its `Verdict`), and makes the `Measurement`."""
+
+    def __init__(
+        self, inputs: MeasureInputs, reference: _Reference, timing: _Timing, started: float
+    ) -> None:
+        self.inputs = inputs
+        self.reference = reference
+        self.timing = timing
+        self.started = started
+        self.runs = 0  # timed runs so far, each with input lengths of its own
+
+    def spent(self) -> float:
+        return time.perf_counter() - self.started
+
+    def run(self) -> Measurement:
+        inputs = self.inputs
+        self.timing.run(self.reference.synth, 0)  # first-call costs out of the figures
+        trials = [Trial(REFERENCE.runtime, REFERENCE.precision, Verdict.REFERENCE)]
+        # int8 on ONNX Runtime first: the likeliest choice, and gated already (its report)
+        order = sorted(inputs.trying, key=lambda c: c != Candidate(ONNXRUNTIME, "int8"))
+        trials += [self.trial(cand) for cand in order if cand != REFERENCE]
+        ref_trial = trials[0]
+        ref_trial.ratio = 1.0
+        ref_trial.reference_seconds = [s for t in trials[1:] for s in t.reference_seconds]
+        ref_trial.seconds = list(ref_trial.reference_seconds)
+        passed = [t for t in trials if t.gate in CHOOSABLE and t.ratio is not None]
+        best = min(passed, key=lambda t: t.ratio or 1.0)
+        result = Measurement(
+            inputs.voice.name,
+            inputs.stamp,
+            trials,
+            best.candidate,
+            int(inputs.threads),
+            round(self.spent(), 2),
+        )
+        inputs.say(f"{inputs.voice.name}: {result.summary()} (measured in {result.seconds:.1f} s)")
+        return result
+
+    def trial(self, cand: Candidate) -> Trial:
+        """One candidate: left out when the budget is spent or it cannot be built; else
+        timed against the reference, then judged (`_verdict`)."""
+        inputs = self.inputs
+        trial = Trial(cand.runtime, cand.precision, Verdict.ERROR)
+        spent = self.spent()
+        if spent > inputs.budget_s:
+            trial.gate = Verdict.BUDGET
+            trial.fidelity = f"the measurement's {inputs.budget_s:.0f} s were spent ({spent:.0f} s)"
+            inputs.say(f"{inputs.voice.name}: {cand.label} left out: {trial.fidelity}")
+            return trial
+        try:
+            synth = cast(TimedSynth, inputs.build(cand))  # a SplitOnnxSynthesizer
+        except Exception as exc:  # noqa: BLE001 - this candidate is out, the others stay
+            inputs.control.raise_if_cancelled(exc)
+            trial.fidelity = f"could not be built ({exc})"
+            inputs.say(f"{inputs.voice.name}: {cand.label} left out: {trial.fidelity}")
+            return trial
+        ratio = self._time(cand, synth, trial)
+        trial.gate = self._verdict(cand, synth, trial, ratio)
+        return trial
+
+    def _time(self, cand: Candidate, synth: TimedSynth, trial: Trial) -> float:
+        """Timed runs of `synth` alternated with the reference's (into `trial`), at most
+        `rounds` pairs: fewer when clearly slower or when another pair would overrun the
+        budget. The ratio of the medians, and the memory growth once settled."""
+        inputs, reference, timing = self.inputs, self.reference.synth, self.timing
+        timing.run(synth, 0)  # first-call costs
+        rss = [_rss_mb()]
+        for r in range(inputs.rounds):
+            self.runs += 1
+            pair = [(synth, trial.seconds), (reference, trial.reference_seconds)]
+            for runner, into in pair if r % 2 == 0 else pair[::-1]:
+                into.append(timing.run(runner, self.runs))
+            rss.append(_rss_mb())
+            if trial.seconds[-1] > SLOWER_CUTOFF * trial.reference_seconds[-1]:
+                break  # clearly slower: more runs would not change the choice
+            pair_s = trial.seconds[-1] + trial.reference_seconds[-1]
+            if self.spent() + pair_s > inputs.budget_s and len(trial.seconds) >= 2:
+                break  # another pair would overrun the budget: two pairs are a figure
+        ratio = round(
+            statistics.median(trial.seconds) / statistics.median(trial.reference_seconds), 3
+        )
+        trial.ratio = ratio
+        inputs.say(f"{inputs.voice.name}: {cand.label} {ratio:.2f}× the time of {REFERENCE.label}")
+        if all(m is not None for m in rss):
+            trial.memory_mb_per_run = round(settled_growth_mb([m or 0.0 for m in rss]), 1)
+        return ratio
+
+    def _verdict(self, cand: Candidate, synth: TimedSynth, trial: Trial, ratio: float) -> Verdict:
+        """A timed candidate's verdict: left out when its memory grows, not gated when
+        slower, else the gate's (its figures kept in `trial`)."""
+        inputs = self.inputs
+        if ratio < 1.0 and (trial.memory_mb_per_run or 0.0) > MEMORY_GROWTH_MB:
+            inputs.say(
+                f"{inputs.voice.name}: {cand.label} left out: its memory grew "
+                f"{trial.memory_mb_per_run:.0f} MB per run of new input lengths"
+            )
+            return Verdict.MEMORY  # faster, but a server running it would grow
+        if ratio >= 1.0:
+            return Verdict.SLOWER  # cannot be chosen: its fidelity does not matter
+        if cand == Candidate(ONNXRUNTIME, "int8") and inputs.int8_report is not None:
+            report = inputs.int8_report
+        else:
+            held = self.reference.held()
+            report = _gate(
+                inputs.voice.name, held, synth, inputs.thresholds, inputs.control, cand.label
+            )
+        trial.fidelity = report.summary()
+        trial.snr_db_min = round(report.snr_db_min, 2)
+        trial.logmel_db_mean = round(report.logmel_db_mean, 3)
+        trial.mcd_db_mean = round(report.mcd_db_mean, 3)
+        if not report.passed:
+            inputs.say(
+                f"{inputs.voice.name}: {cand.label} failed the gate: {'; '.join(report.reasons)}"
+            )
+            return Verdict.FAILED
+        return Verdict.PASSED
+
+
 def measure(
     voice: VoiceSpec,
     trying: Sequence[Candidate],
@@ -378,164 +627,44 @@ def measure(
     progress: Callable[[str], None] | None = None,
     budget_s: float | None = None,
 ) -> Measurement:
-    """Gate and time `trying` (see the module doc). `int8_report`: the stored gate report
-    of the int8 graphs (int8 on ONNX Runtime is judged by it); `heldout` replaces the
-    shipped held-out sentences (tests); `control` pauses while requests run and cancels."""
-    from ..synth.common import Latent, NoiseSource, SynthInputs, SynthParams
-    from ..text import analyze, sentences_of
-
-    t_start = time.perf_counter()
-    budget_s = BUDGET_S if budget_s is None else budget_s
-    control = control or Int8Control()
-    say = progress or (lambda message: _LOGGER.info("%s", message))
-    heldout = list(heldout if heldout is not None else read_sentences(HELDOUT_FILE))
-    seed = QuantSettings().seed + 1  # the int8 gate's held-out noise
-    trials = [Trial(REFERENCE.runtime, REFERENCE.precision, Verdict.REFERENCE)]
-    say(
+    """Gate and time `trying` (see the module doc; the work is `Measuring`'s).
+    `int8_report`: the stored gate report of the int8 graphs (int8 on ONNX Runtime is
+    judged by it); `heldout` replaces the shipped held-out sentences (tests); `control`
+    pauses while requests run and cancels."""
+    started = time.perf_counter()
+    inputs = MeasureInputs(
+        voice=voice,
+        trying=tuple(trying),
+        build=build,
+        bert=bert,
+        stamp=stamp,
+        threads=threads,
+        int8_report=int8_report,
+        thresholds=thresholds,
+        heldout=tuple(heldout if heldout is not None else read_sentences(HELDOUT_FILE)),
+        rounds=rounds,
+        budget_s=BUDGET_S if budget_s is None else budget_s,
+        control=control or Int8Control(),
+        say=progress or _log,
+    )
+    inputs.say(
         f"{voice.name}: measuring which runtime × precision is fastest here "
-        f"({', '.join(c.label for c in trying)}; gate on {len(heldout)} held-out sentences × "
-        f"{len(voice.styles)} styles, then timing with {threads} thread(s))"
+        f"({', '.join(c.label for c in trying)}; gate on {len(inputs.heldout)} held-out "
+        f"sentences × {len(voice.styles)} styles, then timing with {threads} thread(s))"
     )
-    reference = build(REFERENCE)
-    held: list[tuple[Any, np.ndarray]] = []  # (sentence latent with feeds, reference audio)
+    reference = _Reference(cast(TimedSynth, build(REFERENCE)), inputs)
+    timing = _Timing.of_text(timing_text, inputs)
+    return Measuring(inputs, reference, timing, started).run()
 
-    def reference_audio() -> list[tuple[Any, np.ndarray]]:
-        if not held:
-            for lat in voice_latents(
-                reference,
-                bert,
-                voice,
-                heldout,
-                seed,
-                keep_feeds=lambda s, i: True,
-                between=control.checkpoint,
-            ):
-                audio = reference.decode(Latent(lat.z, lat.g, None), lat.z)
-                held.append((lat, np.clip(np.asarray(audio).reshape(-1), -1, 1)))
-        return held
 
-    # timing input: the warm-up sentences, the voice's first style, speaker 0
-    style_row = min(voice.styles.values()) if voice.styles else 0
-    vec = voice.style_vectors[style_row].astype(np.float32)
-    timing = []
-    for k, sentence in enumerate(sentences_of(timing_text)):
-        a = analyze(sentence).with_blanks()
-        control.checkpoint()
-        feats = bert.features([a.bert_text], [a.word2ph])[0]
-        inputs = SynthInputs(
-            np.asarray(a.phone_ids, np.int64),
-            np.asarray(a.tone_ids, np.int64),
-            np.asarray(a.lang_ids, np.int64),
-            feats,
-            vec,
-            0,
-        )
-        timing.append((inputs, NoiseSource(seed, k)))
-
-    def timed(synth: Any, run: int) -> float:
-        """One timed run: every timing sentence, front graph and whole decoder. `run` > 0
-        shortens the sentences a little (length scale 1 - 1.1 % per run), so that every
-        run has input lengths of its own: a runtime that prepares kernels per input shape
-        (OpenVINO) pays that as it would on a stream of new sentences, not only once, while
-        an arena sized by the first (longest) run has no reason to grow."""
-        stretched = SynthParams(length_scale=max(0.5, 1.0 - 0.011 * run))
-        for _ in range(RETRIES + 1):
-            control.checkpoint()
-            t0 = time.perf_counter()
-            for inputs, noise in timing:
-                synth.synthesize(inputs, stretched, noise)
-            took = time.perf_counter() - t0
-            if not control.busy_now():
-                return took
-        return took
-
-    timed(reference, 0)  # first-call costs out of the figures
-    run = 0
-    # int8 on ONNX Runtime first: the likeliest choice, and gated already (its stored report)
-    order = sorted(trying, key=lambda c: c != Candidate(ONNXRUNTIME, "int8"))
-    for cand in order:
-        if cand == REFERENCE:
-            continue
-        trial = Trial(cand.runtime, cand.precision, Verdict.ERROR)
-        trials.append(trial)
-        spent = time.perf_counter() - t_start
-        if spent > budget_s:
-            trial.gate = Verdict.BUDGET
-            trial.fidelity = f"the measurement's {budget_s:.0f} s were spent ({spent:.0f} s)"
-            say(f"{voice.name}: {cand.label} left out: {trial.fidelity}")
-            continue
-        try:
-            synth = build(cand)
-        except Exception as exc:  # noqa: BLE001 - this candidate is out, the others stay
-            control.raise_if_cancelled(exc)
-            trial.fidelity = f"could not be built ({exc})"
-            say(f"{voice.name}: {cand.label} left out: {trial.fidelity}")
-            continue
-        timed(synth, 0)  # first-call costs
-        rss = [_rss_mb()]
-        for r in range(rounds):
-            run += 1
-            pair = [(synth, trial.seconds), (reference, trial.reference_seconds)]
-            for runner, into in pair if r % 2 == 0 else pair[::-1]:
-                into.append(timed(runner, run))
-            rss.append(_rss_mb())
-            if trial.seconds[-1] > SLOWER_CUTOFF * trial.reference_seconds[-1]:
-                break  # clearly slower: more runs would not change the choice
-            pair_s = trial.seconds[-1] + trial.reference_seconds[-1]
-            if time.perf_counter() - t_start + pair_s > budget_s and len(trial.seconds) >= 2:
-                break  # another pair would overrun the budget: two pairs are a figure
-        trial.ratio = round(
-            statistics.median(trial.seconds) / statistics.median(trial.reference_seconds), 3
-        )
-        say(f"{voice.name}: {cand.label} {trial.ratio:.2f}× the time of {REFERENCE.label}")
-        if all(m is not None for m in rss):
-            trial.memory_mb_per_run = round(settled_growth_mb([m or 0.0 for m in rss]), 1)
-        if trial.ratio < 1.0 and (trial.memory_mb_per_run or 0.0) > MEMORY_GROWTH_MB:
-            trial.gate = Verdict.MEMORY  # faster, but a server running it would grow
-            say(
-                f"{voice.name}: {cand.label} left out: its memory grew "
-                f"{trial.memory_mb_per_run:.0f} MB per run of new input lengths"
-            )
-            del synth
-            continue
-        if trial.ratio >= 1.0:
-            trial.gate = Verdict.SLOWER  # cannot be chosen: its fidelity does not matter
-            del synth
-            continue
-        if cand == Candidate(ONNXRUNTIME, "int8") and int8_report is not None:
-            report = int8_report
-        else:
-            report = _gate(voice.name, reference_audio(), synth, thresholds, control, cand.label)
-        del synth
-        trial.fidelity = report.summary()
-        trial.snr_db_min = round(report.snr_db_min, 2)
-        trial.logmel_db_mean = round(report.logmel_db_mean, 3)
-        trial.mcd_db_mean = round(report.mcd_db_mean, 3)
-        trial.gate = Verdict.PASSED if report.passed else Verdict.FAILED
-        if not report.passed:
-            say(f"{voice.name}: {cand.label} failed the gate: {'; '.join(report.reasons)}")
-    ref_trial = trials[0]
-    ref_trial.ratio = 1.0
-    ref_trial.reference_seconds = [s for t in trials[1:] for s in t.reference_seconds]
-    ref_trial.seconds = list(ref_trial.reference_seconds)
-    passed = [t for t in trials if t.gate in CHOOSABLE and t.ratio is not None]
-    best = min(passed, key=lambda t: t.ratio or 1.0)
-    result = Measurement(
-        voice.name,
-        stamp,
-        trials,
-        best.candidate,
-        int(threads),
-        round(time.perf_counter() - t_start, 2),
-    )
-    say(f"{voice.name}: {result.summary()} (measured in {result.seconds:.1f} s)")
-    return result
+def _log(message: str) -> None:
+    _LOGGER.info("%s", message)
 
 
 def _gate(
     name: str,
-    held: list[tuple[Any, np.ndarray]],
-    synth: Any,
+    held: HeldOut,
+    synth: TimedSynth,
     thresholds: GateThresholds | None,
     control: Int8Control,
     kind: str,
@@ -545,6 +674,7 @@ def _gate(
     failed = []
     for lat, ref in held:
         control.checkpoint()
+        assert lat.feeds is not None  # kept for every held-out sentence (`keep_feeds`)
         latent = synth.latent_of_feeds(lat.feeds)
         if latent.z.shape != lat.z.shape:
             failed.append(lat.sentence)
