@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import TypeVar
 
+from .option_info import option
+
 _LOGGER = logging.getLogger(__name__)
 
 THREADS_ENV = "WYOMING_HAYAKOE_THREADS"
@@ -118,29 +120,70 @@ def usable_cpus() -> int:
 
 @dataclass(frozen=True)
 class EngineOptions:
-    """How the engine runs (not what it says): threads, streaming, memory, network."""
+    """How the engine runs (not what it says): threads, streaming, memory, network. The
+    fields declared with `option` are the server's engine-tuning flags (derived by
+    `wyoming_hayakoe.knobs`, their help text here); `from_env` reads their documented
+    environment defaults."""
 
-    threads: int | None = None
+    threads: int | None = option(
+        None,
+        "ONNX Runtime threads per session "
+        "(default: $WYOMING_HAYAKOE_THREADS, else the usable CPUs, at most 8)",
+        low=1,
+    )
     """ONNX Runtime intra-op threads per session; None: the usable CPUs, at most 8."""
-    first_window: int = DEFAULT_FIRST_WINDOW
+    first_window: int = option(
+        DEFAULT_FIRST_WINDOW,
+        "frames in a request's first decoder window; 0 decodes whole sentences "
+        f"(default: $WYOMING_HAYAKOE_FIRST_WINDOW, else {DEFAULT_FIRST_WINDOW})",
+        low=0,
+        metavar="FRAMES",
+    )
     """Frames in the first decoder window of a request (sub-sentence streaming); 0 decodes
     whole sentences only."""
-    conv2d: bool = False
+    conv2d: bool = option(
+        False,
+        "run the decoder's 1-D convolutions as 2-D ones (default: on if $WYOMING_HAYAKOE_CONV2D=1)",
+    )
     """Run the decoder's 1-D convolutions as 2-D ones (faster on some busy CPUs; opt-in)."""
-    release_memory: bool = True
+    release_memory: bool = option(
+        True,
+        "give decoder memory back after long requests "
+        "(default: on unless $WYOMING_HAYAKOE_RELEASE_MEMORY=0)",
+    )
     """Give decoder activation memory back after each long request (lower resident memory)."""
-    offline: bool = False
+    offline: bool = option(
+        False, "never contact a voice store; use the cache only (default: $HAYAKOE_OFFLINE)"
+    )
     """Never contact a voice store: every source answers from its cache."""
-    precision: Precision = Precision.AUTO
+    precision: Precision = option(
+        Precision.AUTO,
+        "decoder arithmetic of CPU voices: int8 (about 2-3x faster, checked against fp32), "
+        "fp32, or auto: what runs fastest on this machine among what passes the fidelity "
+        "gate (each runtime x precision timed once at first start, cached) "
+        "(default: $WYOMING_HAYAKOE_PRECISION, else auto)",
+    )
     """Decoder arithmetic of CPU voices: "int8" (graphs calibrated on the voice, made once),
     "fp32", or "auto": int8 where the voice's int8 graphs passed the fidelity gate, fp32
     otherwise (`engine.int8.plan`). CUDA voices always run fp32."""
-    runtime: Runtime = Runtime.AUTO
+    runtime: Runtime = option(
+        Runtime.AUTO,
+        "what runs CPU voices' graphs: onnxruntime, openvino (if installed), or auto: "
+        "with --precision auto, both are timed and the faster one is used; with a "
+        "precision asked for, ONNX Runtime (default: $WYOMING_HAYAKOE_RUNTIME, else auto)",
+    )
     """What runs a CPU voice's graphs: "onnxruntime", "openvino" (when installed), or
     "auto": with `precision` "auto", each runtime × precision whose graphs pass the
     fidelity gate is timed on this machine once and the fastest is used
     (`engine.int8.measure`, cached); with a precision asked for, ONNX Runtime."""
-    quantize_in_background: bool = False
+    quantize_in_background: bool = option(
+        False,
+        "when a voice's int8 graphs must be made first: serve it in fp32 at once and "
+        "make them in the background at low priority, pausing while requests run, and switch "
+        "to int8 between requests; --no-quantize-in-background makes them before serving; "
+        "`say` always makes them before it speaks "
+        "(default: on unless $WYOMING_HAYAKOE_QUANTIZE_IN_BACKGROUND=0)",
+    )
     """When a voice's int8 graphs must be made first ("auto" or "int8" and none in the
     cache): on, serve it in fp32 at once and make them in the background at low priority,
     pausing while requests run, and switch to int8 between requests when done
@@ -149,11 +192,20 @@ class EngineOptions:
     int8_min_snr_db: float | None = None
     """The fidelity gate's lowest SNR (dB) of any held-out sentence; None: the gate's default
     (`engine.int8.gate.GateThresholds`). For experiments and tests."""
-    playback_guard: GuardMode = GuardMode.AUTO
+    playback_guard: GuardMode = option(
+        GuardMode.AUTO,
+        "auto: where a voice is slower than speech on this machine, hold a stream's first "
+        "audio back just long enough that it then plays without gaps; off: send audio as "
+        "soon as it is made (default: $WYOMING_HAYAKOE_PLAYBACK_GUARD, else auto)",
+    )
     """"auto": a stream's first audio is held back just long enough that a listener playing
     it in real time never waits, where this voice is slower than speech on this machine
     (`engine.pacing`); "off": audio goes out as soon as it is made."""
-    overlap: bool = True
+    overlap: bool = option(
+        True,
+        "prepare the next sentence (BERT, encoder, durations, flow) on a second thread "
+        "while one is decoded; same audio (default: on unless $WYOMING_HAYAKOE_OVERLAP=0)",
+    )
     """While a sentence is decoded, run BERT and the front graph of the next one on a
     background thread (`engine.neural.overlap`; ONNX Runtime voices, the same audio). On 2
     cores a 4-sentence text took 0.91-0.95x the serial time, first audio unchanged
@@ -164,7 +216,15 @@ class EngineOptions:
     its progress on stderr (`engine.progress`: a bar on a terminal, a line per step
     otherwise); off: the lines go to `logging` at INFO only (the server: its log has them)."""
 
-    first_clause: int = DEFAULT_FIRST_CLAUSE
+    first_clause: int = option(
+        DEFAULT_FIRST_CLAUSE,
+        "text streamed in deltas: the first audio may start at a clause mark (、, or a "
+        "comma no digit follows) once the first part holds this many characters, not only "
+        "at a sentence end; 0: sentences only "
+        f"(default: $WYOMING_HAYAKOE_FIRST_CLAUSE, else {DEFAULT_FIRST_CLAUSE})",
+        low=0,
+        metavar="CHARS",
+    )
     """Text in deltas (a language model's reply): the first part may end at a clause mark
     (、，) once it holds this many characters, so the first audio does not wait for a long
     first sentence (`engine.text.pipeline`); 0: whole sentences only."""

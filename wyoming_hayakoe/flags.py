@@ -172,7 +172,7 @@ def volume(flag: str) -> Callable[[str], float]:
                 raise argparse.ArgumentTypeError(
                     f"{flag} must be within {MIN_VOLUME_DB:g}..+{MAX_VOLUME_DB:g} dB, got {text!r}"
                 )
-            return 10.0 ** (value / 20.0)
+            return float(10.0 ** (value / 20.0))
         low, high = 10.0 ** (MIN_VOLUME_DB / 20.0), 10.0 ** (MAX_VOLUME_DB / 20.0)
         if not low <= value <= high:
             raise argparse.ArgumentTypeError(

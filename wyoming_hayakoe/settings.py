@@ -6,7 +6,6 @@ The flag names are a contract: the Home Assistant add-on maps its options to exa
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -15,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 from engine import EMBEDDED_VOICE_NAME, OFFICIAL_SOURCE, EngineOptions, __version__
-from engine.options import DEFAULT_FIRST_CLAUSE
 from engine.speaker import DEFAULT_STREAM_QUIET
 
 from .flags import (
@@ -27,7 +25,14 @@ from .flags import (
     non_negative_int,
     positive_int,
 )
-from .knobs import PRESET_KEYS, Section, add_knob_arguments, output_defaults, synthesis_defaults
+from .knobs import (
+    PRESET_KEYS,
+    Section,
+    add_knob_arguments,
+    engine_options,
+    output_defaults,
+    synthesis_defaults,
+)
 from .library.options import LibrarySettings, add_library_arguments, library_settings_from_args
 from .logs import LOG_FORMAT
 from .subcommands import SUBCOMMANDS
@@ -166,101 +171,7 @@ def add_voice_arguments(p: argparse.ArgumentParser) -> None:
         help="torch.compile neural voices at start (PyTorch backend; default: on for cuda devices)",
     )
     e = p.add_argument_group("engine tuning (defaults from the environment, see engine/options.py)")
-    e.add_argument(
-        "--threads",
-        type=positive_int("--threads"),
-        default=None,
-        help="ONNX Runtime threads per session "
-        "(default: $WYOMING_HAYAKOE_THREADS, else the usable CPUs, at most 8)",
-    )
-    e.add_argument(
-        "--first-window",
-        type=non_negative_int("--first-window"),
-        default=None,
-        metavar="FRAMES",
-        help="frames in a request's first decoder window; 0 decodes whole sentences "
-        "(default: $WYOMING_HAYAKOE_FIRST_WINDOW, else 24)",
-    )
-    e.add_argument(
-        "--conv2d",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="run the decoder's 1-D convolutions as 2-D ones "
-        "(default: on if $WYOMING_HAYAKOE_CONV2D=1)",
-    )
-    e.add_argument(
-        "--release-memory",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="give decoder memory back after long requests "
-        "(default: on unless $WYOMING_HAYAKOE_RELEASE_MEMORY=0)",
-    )
-    e.add_argument(
-        "--overlap",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="prepare the next sentence (BERT, encoder, durations, flow) on a second thread "
-        "while one is decoded; same audio (default: on unless $WYOMING_HAYAKOE_OVERLAP=0)",
-    )
-    e.add_argument(
-        "--offline",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="never contact a voice store; use the cache only (default: $HAYAKOE_OFFLINE)",
-    )
-    e.add_argument(
-        "--precision",
-        choices=["auto", "fp32", "int8"],
-        default=None,
-        help=(
-            "decoder arithmetic of CPU voices: int8 (about 2-3x faster, checked against fp32), "
-            "fp32, or auto: what runs fastest on this machine among what passes the fidelity "
-            "gate (each runtime x precision timed once at first start, cached) "
-            "(default: $WYOMING_HAYAKOE_PRECISION, else auto)"
-        ),
-    )
-    e.add_argument(
-        "--runtime",
-        choices=["auto", "onnxruntime", "openvino"],
-        default=None,
-        help=(
-            "what runs CPU voices' graphs: onnxruntime, openvino (if installed), or auto: "
-            "with --precision auto, both are timed and the faster one is used; with a "
-            "precision asked for, ONNX Runtime (default: $WYOMING_HAYAKOE_RUNTIME, else auto)"
-        ),
-    )
-    e.add_argument(
-        "--quantize-in-background",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="when a voice's int8 graphs must be made first: serve it in fp32 at once and "
-        "make them in the background at low priority, pausing while requests run, and switch "
-        "to int8 between requests; --no-quantize-in-background makes them before serving; "
-        "`say` always makes them before it speaks "
-        "(default: on unless $WYOMING_HAYAKOE_QUANTIZE_IN_BACKGROUND=0)",
-    )
-    e.add_argument(
-        "--first-clause",
-        type=non_negative_int("--first-clause"),
-        default=None,
-        metavar="CHARS",
-        help=(
-            "text streamed in deltas: the first audio may start at a clause mark (、, or a "
-            "comma no digit follows) once the first part holds this many characters, not only "
-            "at a sentence end; 0: sentences only "
-            f"(default: $WYOMING_HAYAKOE_FIRST_CLAUSE, else {DEFAULT_FIRST_CLAUSE})"
-        ),
-    )
-    e.add_argument(
-        "--playback-guard",
-        choices=["auto", "off"],
-        default=None,
-        help=(
-            "auto: where a voice is slower than speech on this machine, hold a stream's first "
-            "audio back just long enough that it then plays without gaps; off: send audio as "
-            "soon as it is made (default: $WYOMING_HAYAKOE_PLAYBACK_GUARD, else auto)"
-        ),
-    )
+    add_knob_arguments(e, Section.ENGINE)
     g = p.add_argument_group("synthesis defaults (per voice when not given)")
     add_knob_arguments(g, Section.SYNTHESIS)
     o = p.add_argument_group("output (every voice; presets may override)")
@@ -486,28 +397,8 @@ def voice_fields(args: argparse.Namespace, env: Mapping[str, str]) -> dict[str, 
         "compile": args.compile,
         "synthesis": synthesis_defaults(args),
         "output": output_defaults(args),
-        "engine": _engine_options(args, env),
+        "engine": engine_options(args, env),
     }
-
-
-def _engine_options(args: argparse.Namespace, env: Mapping[str, str]) -> EngineOptions:
-    """Flags given on the command line over the environment's documented defaults."""
-    given = {
-        "threads": args.threads,
-        "first_window": args.first_window,
-        "conv2d": args.conv2d,
-        "release_memory": args.release_memory,
-        "overlap": args.overlap,
-        "offline": args.offline,
-        "precision": args.precision,
-        "runtime": args.runtime,
-        "quantize_in_background": args.quantize_in_background,
-        "playback_guard": args.playback_guard,
-        "first_clause": args.first_clause,
-    }
-    return dataclasses.replace(
-        EngineOptions.from_env(env), **{k: v for k, v in given.items() if v is not None}
-    )
 
 
 def parse_settings(

@@ -73,7 +73,7 @@ def test_an_option_of_a_type_without_a_converter_is_named() -> None:
     class WithWord(SynthesisOptions):
         word: str = option("a", "a word")
 
-    with pytest.raises(TypeError, match=r"SynthesisOptions\.word: no flag converter for a 'str'"):
+    with pytest.raises(TypeError, match=r"WithWord\.word: no flag converter for a 'str'"):
         synthesis_knobs(WithWord)
 
 
