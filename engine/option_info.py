@@ -3,9 +3,8 @@
 A field of `SynthesisOptions` or `EngineOptions` that users set (a server flag, a preset key)
 is declared with `option(default, help, ...)`: its help text and its allowed range live
 beside its type and default, in one place. The server derives its flags, its preset keys
-and the configuration reference from these fields (`wyoming_hayakoe.knobs`); the engine
-checks the same range when the options are built (`OptionInfo.check`). Adding an option is
-one field plus its use.
+and the configuration reference from these fields (`wyoming_hayakoe.knobs`), and its
+converters refuse a value out of range. Adding an option is one field plus its use.
 """
 
 from __future__ import annotations
@@ -57,14 +56,6 @@ class OptionInfo:
     bounds: Bounds = Bounds()
     metavar: str | None = None
     """The value's name in ``--help`` (None: the flag's own name)."""
-
-    def check(self, owner: str, name: str, value: object) -> None:
-        """Raise ValueError naming ``owner.name`` when a number is out of range (None and
-        non-numbers pass: the field's type says what else it takes)."""
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            return
-        if not self.bounds.holds(float(value)):
-            raise ValueError(f"{owner}.{name} must be {self.bounds.describe()}, not {value!r}")
 
 
 def option(

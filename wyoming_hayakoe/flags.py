@@ -9,7 +9,7 @@ import re
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, TypeVar, cast
 
 from engine import EMBEDDED_VOICE_NAME, SynthesisOptions
 from engine.option_info import Bounds
@@ -104,34 +104,34 @@ _POSITIVE = Bounds(0.0, low_open=True)
 _NON_NEGATIVE = Bounds(0.0)
 
 
-def number(flag: str, bounds: Bounds) -> Callable[[str], float]:
-    """A float within `bounds`, the message naming `flag`."""
+_N = TypeVar("_N", int, float)
 
-    def convert(text: str) -> float:
+
+def _within(
+    flag: str, bounds: Bounds, parse: Callable[[str], _N], noun: str
+) -> Callable[[str], _N]:
+    """`parse`'s value within `bounds`, the messages naming `flag`."""
+
+    def convert(text: str) -> _N:
         try:
-            value = float(text)
+            value = parse(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{flag} expects a number, got {text!r}") from None
+            raise argparse.ArgumentTypeError(f"{flag} expects {noun}, got {text!r}") from None
         if not bounds.holds(value):
             raise argparse.ArgumentTypeError(f"{flag} must be {bounds.describe()}, got {text!r}")
         return value
 
     return convert
+
+
+def number(flag: str, bounds: Bounds) -> Callable[[str], float]:
+    """A float within `bounds`, the message naming `flag`."""
+    return _within(flag, bounds, float, "a number")
 
 
 def integer(flag: str, bounds: Bounds) -> Callable[[str], int]:
     """An integer within `bounds`, the message naming `flag`."""
-
-    def convert(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{flag} expects an integer, got {text!r}") from None
-        if not bounds.holds(value):
-            raise argparse.ArgumentTypeError(f"{flag} must be {bounds.describe()}, got {text!r}")
-        return value
-
-    return convert
+    return _within(flag, bounds, int, "an integer")
 
 
 def positive_float(flag: str) -> Callable[[str], float]:
