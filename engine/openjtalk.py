@@ -40,7 +40,7 @@ import logging
 import math
 import re
 import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -164,7 +164,7 @@ class OpenJTalkVoice:
         sentences: Sequence[str],
         options: SynthesisOptions,
         listener: ListenerView | None = None,
-    ) -> Iterator[AudioPiece]:
+    ) -> Generator[AudioPiece, None, None]:
         """Yield one piece per phrase (sentences longer than `MAX_PHRASE_CHARS` give several;
         their sizes do not depend on `listener`)."""
         rate, half_tones = self._knobs(options)

@@ -273,7 +273,7 @@ class Speaker:
         measure_whole: bool = False,
         guard: bool | None = None,
         **options: Unpack[SynthesisOverrides],
-    ) -> Iterator[AudioResult]:
+    ) -> Generator[AudioResult, None, None]:
         """Yield audio sentence by sentence (at least one chunk per sentence).
 
         `text` is a whole text, or an iterable of text deltas (e.g. an LLM's tokens): each
@@ -550,9 +550,7 @@ class Speaker:
                         yield AudioResult(stage.rate, chunk)
                 self.speed.observe(key, compute, audio)
             finally:
-                close = getattr(pieces, "close", None)
-                if close is not None:
-                    close()
+                pieces.close()
         finally:
             self.lock.release()
         return heard

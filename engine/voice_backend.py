@@ -7,7 +7,7 @@ async wrappers — lives in `speaker.py`, so a new kind of voice only implements
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol, TypedDict, runtime_checkable
 
@@ -169,7 +169,7 @@ class Voice(Protocol):
         sentences: Sequence[str],
         options: SynthesisOptions,
         listener: ListenerView | None = None,
-    ) -> Iterator[AudioPiece]:
+    ) -> Generator[AudioPiece, None, None]:
         """Yield audio for `sentences` in order, including any pause the voice wants
         between sentences (at the start of the following sentence's first piece). The
         generator may be closed early; it must then release what it holds. `listener` is

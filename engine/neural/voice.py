@@ -23,7 +23,7 @@ its decoding strategies (nothing to say, whole, windows) and their one trim/pad 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -227,7 +227,7 @@ class NeuralVoice:
         sentences: Sequence[str],
         options: SynthesisOptions,
         listener: ListenerView | None = None,
-    ) -> Iterator[AudioPiece]:
+    ) -> Generator[AudioPiece, None, None]:
         """Pieces per sentence (windows, or one), pauses at the start of following sentences
         (see module doc). Decoder windows are sized from `listener` (the request's, from
         `Speaker`; None: a caller that plays each piece as it comes, modelled here by a

@@ -103,6 +103,12 @@ def _shape(partial: Any) -> list[int | str]:
     return [int(d.get_length()) if d.is_static else "?" for d in partial]
 
 
+class _ThreadRequest(threading.local):
+    """Each thread's own infer request of one compiled graph (None until its first run)."""
+
+    request: Any = None
+
+
 class OpenVinoSession:
     """One graph compiled by OpenVINO for the CPU (see the module doc)."""
 
@@ -127,7 +133,7 @@ class OpenVinoSession:
         self._outputs = [
             _Port(p.get_any_name(), _shape(p.get_partial_shape())) for p in self._compiled.outputs
         ]
-        self._local = threading.local()
+        self._local = _ThreadRequest()
 
     def get_inputs(self) -> list[_Port]:
         return list(self._inputs)
@@ -136,7 +142,7 @@ class OpenVinoSession:
         return list(self._outputs)
 
     def _request(self) -> Any:
-        request = getattr(self._local, "request", None)
+        request = self._local.request
         if request is None:
             request = self._compiled.create_infer_request()
             self._local.request = request

@@ -473,9 +473,7 @@ def speak_here(
         _LOGGER.debug("Synthesis failed", exc_info=True)
         raise SayError(f"synthesis failed with {resolved.speaker.name}: {exc}") from None
     finally:
-        close = getattr(chunks, "close", None)
-        if close is not None:  # releases the speaker's lock at once
-            close()
+        chunks.close()  # releases the speaker's lock at once
     sink.close()
     return total / SAMPLE_WIDTH / resolved.rate
 
@@ -517,7 +515,7 @@ def _check_server_flags(args: argparse.Namespace) -> None:
     if args.preset:
         raise UsageError("--preset is not for --server: name the server's preset with --voice")
     given = [
-        dest for dest, default in _voice_flag_defaults().items() if getattr(args, dest) != default
+        dest for dest, default in _voice_flag_defaults().items() if vars(args)[dest] != default
     ]
     if given:
         flags = ", ".join("--" + d.replace("_", "-") for d in given)
