@@ -2,22 +2,14 @@
 
 Configuration flows one way: the server's `Settings` (CLI flags, add-on options) build one
 `EngineOptions`, `TTS(..., options=...)` hands it to the sources, the BERT and each voice, and
-no engine module reads an environment variable for tuning. The environment variables below
-are read here only, by `EngineOptions.from_env`, as documented defaults of the server's flags:
-
-| field            | variable                          | default                      |
-| ---------------- | --------------------------------- | ---------------------------- |
-| `threads`        | `WYOMING_HAYAKOE_THREADS`         | usable CPUs, at most 8       |
-| `first_window`   | `WYOMING_HAYAKOE_FIRST_WINDOW`    | 24 frames (0: whole sentences)|
-| `conv2d`         | `WYOMING_HAYAKOE_CONV2D` (=1)     | off                          |
-| `release_memory` | `WYOMING_HAYAKOE_RELEASE_MEMORY`  | on (=0 turns it off)         |
-| `offline`        | `HAYAKOE_OFFLINE`                 | off                          |
-| `precision`      | `WYOMING_HAYAKOE_PRECISION`       | auto                         |
-| `runtime`        | `WYOMING_HAYAKOE_RUNTIME`         | auto                         |
-| `quantize_in_background` | `..._QUANTIZE_IN_BACKGROUND` | server on (=0: off); library off |
-| `playback_guard` | `WYOMING_HAYAKOE_PLAYBACK_GUARD`  | auto                         |
-| `first_clause`   | `WYOMING_HAYAKOE_FIRST_CLAUSE`    | 3 characters (0: sentences)  |
-| `overlap`        | `WYOMING_HAYAKOE_OVERLAP`         | on (=0 turns it off)         |
+no engine module reads an environment variable for tuning. `EngineOptions.from_env` reads them
+here only, as documented defaults of the server's flags: each field declared with `option` is
+set by `WYOMING_HAYAKOE_` + its name in capitals (`threads`: `WYOMING_HAYAKOE_THREADS`,
+`first_window`: `WYOMING_HAYAKOE_FIRST_WINDOW`), or by the variable its `option(env=...)`
+names (`offline`: `HAYAKOE_OFFLINE`), read by its type (`engine.option_info.read_environment`:
+a switch 1/true/yes/on or 0/false/no/off, a number within its range, a `Choice` by its
+value); an unset variable leaves the field's default, except `quantize_in_background`: on
+(the server's default; the library's is off).
 """
 
 from __future__ import annotations
@@ -29,19 +21,16 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import TypeVar
 
-from .option_info import option
+from .option_info import option, read_environment
 
 _LOGGER = logging.getLogger(__name__)
 
+ENV_PREFIX = "WYOMING_HAYAKOE_"
+"""A user-set field's environment variable is this and its name in capitals
+(`engine.option_info.env_variable`), unless its `option(env=...)` names another."""
 THREADS_ENV = "WYOMING_HAYAKOE_THREADS"
-FIRST_WINDOW_ENV = "WYOMING_HAYAKOE_FIRST_WINDOW"
-CONV2D_ENV = "WYOMING_HAYAKOE_CONV2D"
-RELEASE_MEMORY_ENV = "WYOMING_HAYAKOE_RELEASE_MEMORY"
-OFFLINE_ENV = "HAYAKOE_OFFLINE"
-PRECISION_ENV = "WYOMING_HAYAKOE_PRECISION"
-BACKGROUND_ENV = "WYOMING_HAYAKOE_QUANTIZE_IN_BACKGROUND"
-RUNTIME_ENV = "WYOMING_HAYAKOE_RUNTIME"
-PLAYBACK_GUARD_ENV = "WYOMING_HAYAKOE_PLAYBACK_GUARD"
+"""The first field's variable, spelled out: the rule's worked example, and what
+tests/engine/test_structure.py looks for to know it finds tuning variables at all."""
 
 
 class Choice(str, Enum):
@@ -102,9 +91,7 @@ def parse_choice(kind: type[_C], value: object, field: str) -> _C:
         raise ValueError(f"{field} must be one of {allowed}, not {value!r}") from None
 
 
-FIRST_CLAUSE_ENV = "WYOMING_HAYAKOE_FIRST_CLAUSE"
 DEFAULT_FIRST_CLAUSE = 3
-OVERLAP_ENV = "WYOMING_HAYAKOE_OVERLAP"
 
 MAX_DEFAULT_THREADS = 8
 DEFAULT_FIRST_WINDOW = 24
@@ -153,7 +140,9 @@ class EngineOptions:
     )
     """Give decoder activation memory back after each long request (lower resident memory)."""
     offline: bool = option(
-        False, "never contact a voice store; use the cache only (default: $HAYAKOE_OFFLINE)"
+        False,
+        "never contact a voice store; use the cache only (default: $HAYAKOE_OFFLINE)",
+        env="HAYAKOE_OFFLINE",  # older than the rule (like $HAYAKOE_CACHE); users set it
     )
     """Never contact a voice store: every source answers from its cache."""
     precision: Precision = option(
@@ -183,6 +172,7 @@ class EngineOptions:
         "to int8 between requests; --no-quantize-in-background makes them before serving; "
         "`say` always makes them before it speaks "
         "(default: on unless $WYOMING_HAYAKOE_QUANTIZE_IN_BACKGROUND=0)",
+        env_default=True,  # the server's default (from_env); the library's is off
     )
     """When a voice's int8 graphs must be made first ("auto" or "int8" and none in the
     cache): on, serve it in fp32 at once and make them in the background at low priority,
@@ -257,45 +247,13 @@ class EngineOptions:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> EngineOptions:
-        """Options from the documented environment variables (the server's flag defaults);
-        a malformed value is ignored with a warning that names it."""
-        env = os.environ if environ is None else environ
-
-        def integer(name: str, minimum: int) -> int | None:
-            raw = env.get(name, "").strip()
-            if not raw:
-                return None
-            try:
-                value = int(raw)
-            except ValueError:
-                _LOGGER.warning("Ignoring %s=%r (not an integer)", name, raw)
-                return None
-            return max(minimum, value)
-
-        first = integer(FIRST_WINDOW_ENV, 0)
-        clause = integer(FIRST_CLAUSE_ENV, 0)
-
-        def choice(name: str, kind: type[_C]) -> _C:
-            raw = env.get(name, "").strip().lower()
-            try:
-                return kind(raw or "auto")
-            except ValueError:
-                _LOGGER.warning("Ignoring %s=%r (not one of %s)", name, raw, kind.values())
-                return kind("auto")
-
-        precision = choice(PRECISION_ENV, Precision)
-        runtime = choice(RUNTIME_ENV, Runtime)
-        guard = choice(PLAYBACK_GUARD_ENV, GuardMode)
-        return cls(
-            threads=integer(THREADS_ENV, 1),
-            first_window=DEFAULT_FIRST_WINDOW if first is None else first,
-            conv2d=env.get(CONV2D_ENV, "").strip() == "1",
-            release_memory=env.get(RELEASE_MEMORY_ENV, "").strip() != "0",
-            offline=env.get(OFFLINE_ENV, "").strip().lower() in ("1", "true", "yes", "on"),
-            precision=precision,
-            runtime=runtime,
-            quantize_in_background=env.get(BACKGROUND_ENV, "").strip() != "0",
-            playback_guard=guard,
-            first_clause=DEFAULT_FIRST_CLAUSE if clause is None else clause,
-            overlap=env.get(OVERLAP_ENV, "").strip() != "0",
+        """Options from the documented environment variables (the server's flag defaults):
+        every field declared with `option`, from its variable (`ENV_PREFIX` + its name in
+        capitals, or its `env`), read by its type and checked against its range; a malformed
+        or out-of-range value is ignored with a warning that names the variable and value."""
+        values, refused = read_environment(
+            cls, os.environ if environ is None else environ, ENV_PREFIX
         )
+        for line in refused:
+            _LOGGER.warning("%s", line)
+        return cls(**values)
