@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from .json_types import JsonObject
+
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
@@ -101,7 +103,7 @@ class VoiceConfig:
         """Style names in row order of `style_vectors.npy`."""
         return [name for name, _ in sorted(self.data.style2id.items(), key=lambda kv: kv[1])]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """The config in upstream JSON shape (only the keys this engine knows)."""
         return {
             "model_name": self.model_name,

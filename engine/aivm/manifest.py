@@ -26,7 +26,7 @@ import struct
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
 import numpy as np
 
@@ -135,8 +135,9 @@ class AivmMetadata:
         )
         return replace(self.config, model_name=self.manifest.name, data=data)
 
-    def model_config_dict(self) -> dict[str, Any]:
-        """`config.json` for the whole model: every style of every speaker, by row."""
+    def model_config(self) -> VoiceConfig:
+        """The config of the whole model: every style of every speaker, by row (a name
+        that two rows share is told apart as `name#row`)."""
         rows: dict[int, str] = {}
         for sp in self.manifest.speakers:
             for st in sp.styles:
@@ -144,11 +145,8 @@ class AivmMetadata:
         style2id: dict[str, int] = {}
         for row, name in sorted(rows.items()):
             style2id[name if name not in style2id else f"{name}#{row}"] = row
-        raw = self.config.to_dict()
-        raw["model_name"] = self.manifest.name
-        raw["data"]["style2id"] = style2id
-        raw["data"]["num_styles"] = len(style2id)
-        return raw
+        data = replace(self.config.data, style2id=style2id, num_styles=len(style2id))
+        return replace(self.config, model_name=self.manifest.name, data=data)
 
 
 # -- raw entries -----------------------------------------------------------------------
@@ -296,7 +294,7 @@ def read_raw_metadata(path: Path) -> tuple[str, dict[str, str]]:
 # -- typed metadata --------------------------------------------------------------------
 
 
-def _str(raw: Mapping[str, Any], key: str, path: Path, *, required: bool = True) -> str:
+def _str(raw: Mapping[str, object], key: str, path: Path, *, required: bool = True) -> str:
     value = raw.get(key)
     if value is None and not required:
         return ""
@@ -305,7 +303,7 @@ def _str(raw: Mapping[str, Any], key: str, path: Path, *, required: bool = True)
     return value
 
 
-def _int(raw: Mapping[str, Any], key: str, path: Path, where: str) -> int:
+def _int(raw: Mapping[str, object], key: str, path: Path, where: str) -> int:
     value = raw.get(key)
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise AivmFileError(path, f"{where}: {key!r} must be a non-negative integer, got {value!r}")

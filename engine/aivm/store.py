@@ -19,11 +19,13 @@ import logging
 import os
 import shutil
 import tempfile
+from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..json_types import JsonObject
 from ..layout import CONFIG_FILE, STYLE_VECTORS_FILE, SYNTHESIZER_FILE
 from .manifest import AivmFileError, AivmMetadata, read_safetensors_header
 
@@ -37,7 +39,7 @@ STAMP_FILE = "aivm.json"
 FORMAT = 1  # bump when what is written here changes
 
 
-def _stamp(meta: AivmMetadata) -> dict[str, Any]:
+def _stamp(meta: AivmMetadata) -> JsonObject:
     st = meta.path.stat()
     return {
         "format": FORMAT,
@@ -59,7 +61,7 @@ def folder_for(meta: AivmMetadata, cache_dir: CacheDir = None) -> Path:
     return cache_root(cache_dir) / CACHE_SUBDIR / f"{meta.manifest.uuid}-{safe_version}-{digest}"
 
 
-def _read_stamp(folder: Path) -> dict[str, Any] | None:
+def _read_stamp(folder: Path) -> JsonObject | None:
     try:
         data = json.loads((folder / STAMP_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -81,13 +83,14 @@ def bert_width_of_aivm(path: Path) -> int:
 
 
 def _write_common(meta: AivmMetadata, folder: Path, bert_channels: int) -> None:
-    raw = meta.model_config_dict()
-    raw["model"]["bert_channels"] = bert_channels
-    (folder / CONFIG_FILE).write_text(json.dumps(raw, ensure_ascii=False, indent=1), "utf-8")
+    config = meta.model_config()
+    config = replace(config, model=replace(config.model, bert_channels=bert_channels))
+    raw = json.dumps(config.to_dict(), ensure_ascii=False, indent=1)
+    (folder / CONFIG_FILE).write_text(raw, "utf-8")
     np.save(folder / STYLE_VECTORS_FILE, meta.style_vectors)
 
 
-def _build_aivmx(meta: AivmMetadata, folder: Path, stamp: dict[str, Any]) -> None:
+def _build_aivmx(meta: AivmMetadata, folder: Path, stamp: JsonObject) -> None:
     import onnx
     from google.protobuf.message import DecodeError
 
