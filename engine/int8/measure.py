@@ -47,10 +47,11 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Protocol, cast
 
 import numpy as np
 
+from ..json_types import JsonObject
 from ..options import ONNXRUNTIME, OPENVINO, Choice, parse_choice, usable_cpus
 from .calibrate import FeatureSource, LatentBackend, SentenceLatent, VoiceSpec, voice_latents
 from .control import Int8Control
@@ -69,6 +70,7 @@ __all__ = [
     "MeasureInputs",
     "Measurement",
     "Measuring",
+    "OpenVinoOffer",
     "TimedSynth",
     "Trial",
     "candidates",
@@ -130,13 +132,26 @@ class Candidate:
 REFERENCE = Candidate(ONNXRUNTIME, "fp32")
 
 
-def candidates(runtime: str, *, int8: bool, openvino: Any = None) -> list[Candidate]:
+class OpenVinoOffer(Protocol):
+    """What `candidates` asks of OpenVINO (`engine.synth.openvino_backend` answers it)."""
+
+    def available(self) -> bool: ...
+
+    def supports(self, precision: str) -> bool: ...
+
+
+def candidates(
+    runtime: str, *, int8: bool, openvino: OpenVinoOffer | None = None
+) -> list[Candidate]:
     """What `precision="auto"` chooses among under `runtime` ("auto" and "onnxruntime": ONNX
     Runtime; "openvino": OpenVINO's): fp32 always, int8 where `int8` graphs passed their
-    gate, bf16 / fp16 on OpenVINO where the CPU reports them. `openvino`: the module that answers
-    `available()` / `supports(precision)` (default `engine.synth.openvino_backend`)."""
+    gate, bf16 / fp16 on OpenVINO where the CPU reports them. `openvino`: what answers
+    `available()` / `supports(precision)` (an `OpenVinoOffer`; default the module
+    `engine.synth.openvino_backend`)."""
     if openvino is None:
-        from ..synth import openvino_backend as openvino
+        from ..synth import openvino_backend
+
+        openvino = openvino_backend
     # "auto" times ONNX Runtime only: OpenVINO compiles its kernels per input length, which
     # was measured at 0.68-0.79x fp32's time but +160-186 MB per new length (fp32) and 50x
     # with +7.5 GB per length (int8): never a server's choice, and minutes to find out.
@@ -214,7 +229,7 @@ class Measurement:
     """What was measured for one voice on one machine, and the choice (`speed.json`)."""
 
     voice: str
-    stamp: dict[str, Any]
+    stamp: JsonObject
     trials: list[Trial]
     chosen: Candidate
     threads: int
@@ -258,7 +273,7 @@ class Measurement:
             f"relative to {REFERENCE.label}{base}): " + "; ".join(parts)
         )
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return asdict(self)
 
     def save(self, path: Path) -> None:
@@ -295,7 +310,7 @@ def _cpu_model() -> str:
     return model if model is not None else platform.processor() or "unknown"
 
 
-def _file_id(path: Path | None) -> dict[str, Any] | None:
+def _file_id(path: Path | None) -> JsonObject | None:
     if path is None or not Path(path).is_file():
         return None
     st = Path(path).stat()
@@ -309,7 +324,7 @@ def measurement_stamp(
     int8_dir: Path | None,
     trying: Sequence[Candidate],
     thresholds: GateThresholds | None,
-) -> dict[str, Any]:
+) -> JsonObject:
     """What a measurement depends on: this machine (architecture, CPU model, usable CPUs),
     the threads, the runtime versions, the voice's graphs (the synthesizer file; the int8
     folder's stamp), the candidates and the gate's thresholds."""
@@ -337,7 +352,7 @@ def measurement_stamp(
     }
 
 
-def read_measurement(path: Path, stamp: dict[str, Any]) -> Measurement | None:
+def read_measurement(path: Path, stamp: JsonObject) -> Measurement | None:
     """The measurement in `path` if it was taken under `stamp` (else None, logged)."""
     if not Path(path).is_file():
         return None
@@ -393,7 +408,7 @@ class MeasureInputs:
     trying: tuple[Candidate, ...]
     build: Builder
     bert: FeatureSource
-    stamp: dict[str, Any]
+    stamp: JsonObject
     threads: int
     int8_report: FidelityReport | None
     thresholds: GateThresholds | None
@@ -616,7 +631,7 @@ def measure(
     build: Builder,
     bert: FeatureSource,
     *,
-    stamp: dict[str, Any],
+    stamp: JsonObject,
     threads: int,
     int8_report: FidelityReport | None = None,
     thresholds: GateThresholds | None = None,
