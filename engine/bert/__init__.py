@@ -14,11 +14,16 @@ that ``import engine.bert`` never imports onnxruntime or torch.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .features import DEFAULT_ASSIST_WEIGHT, BertBackend, BertFeatures
 from .loader import load_bert
 from .tokenizer import CharTokenizer
+
+if TYPE_CHECKING:  # for the type checker only: at run time `__getattr__` imports them
+    from .export import export_bert as export_bert
+    from .onnx_backend import OnnxBert as OnnxBert
+    from .torch_backend import TorchBert as TorchBert
 
 _LAZY = {
     "OnnxBert": "engine.bert.onnx_backend",
@@ -27,7 +32,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     if name not in _LAZY:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     from importlib import import_module

@@ -22,9 +22,9 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, SupportsIndex, SupportsInt, runtime_checkable
 
 import numpy as np
 
@@ -37,6 +37,27 @@ _LOGGER = logging.getLogger(__name__)
 DecodeFn = Callable[[np.ndarray], np.ndarray]
 """Decode a latent slice `float32 [1, C, n]` to `n * hop` samples (any shape that
 flattens to that length)."""
+
+
+def _items(value: object) -> Iterable[object]:
+    """A config list's items (TypeError, as `for` gives, when `value` is not iterable)."""
+    if not isinstance(value, Iterable):
+        raise TypeError(f"{type(value).__name__!r} object is not iterable")
+    return value
+
+
+def _int(value: object) -> int:
+    """`int(value)` for a config item (TypeError, as `int()` gives, for what it refuses)."""
+    if not isinstance(value, (str, bytes, bytearray, SupportsInt, SupportsIndex)):
+        raise TypeError(
+            "int() argument must be a string, a bytes-like object or a real number, "
+            f"not {type(value).__name__!r}"
+        )
+    return int(value)
+
+
+def _ints(value: object) -> tuple[int, ...]:
+    return tuple(_int(v) for v in _items(value))
 
 
 @dataclass(frozen=True)
@@ -56,18 +77,19 @@ class DecoderGeometry:
     post_kernel: int = 7
 
     @classmethod
-    def from_config(cls, model: Mapping[str, Any]) -> DecoderGeometry:
+    def from_config(cls, model: Mapping[str, object]) -> DecoderGeometry:
         """Build from the `model` section of an SBV2 `config.json` (or the whole config)."""
-        if "model" in model and isinstance(model["model"], Mapping):
-            model = model["model"]
+        section = model.get("model")
+        if isinstance(section, Mapping):
+            model = section
         try:
             geom = cls(
-                upsample_rates=tuple(int(v) for v in model["upsample_rates"]),
-                upsample_kernel_sizes=tuple(int(v) for v in model["upsample_kernel_sizes"]),
+                upsample_rates=_ints(model["upsample_rates"]),
+                upsample_kernel_sizes=_ints(model["upsample_kernel_sizes"]),
                 resblock=str(model["resblock"]),
-                resblock_kernel_sizes=tuple(int(v) for v in model["resblock_kernel_sizes"]),
+                resblock_kernel_sizes=_ints(model["resblock_kernel_sizes"]),
                 resblock_dilation_sizes=tuple(
-                    tuple(int(d) for d in ds) for ds in model["resblock_dilation_sizes"]
+                    _ints(ds) for ds in _items(model["resblock_dilation_sizes"])
                 ),
             )
         except KeyError as err:

@@ -23,9 +23,31 @@ imported on first use of the names that need them.
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .splitter import SentenceSplitter, split_sentences
+
+if TYPE_CHECKING:  # for the type checker only: at run time `__getattr__` imports them
+    from .analysis import Analysis, analyze
+    from .normalizer import normalize_text
+    from .pipeline import Part, Readings, TextPipeline, sentences_of
+    from .rewriter import rewrite
+    from .ssml import is_ssml, parse_ssml
+    from .userdict import (
+        UserDictionary,
+        UserDictionaryError,
+        UserWord,
+        add_word,
+        clear_user_dictionary,
+        load_user_dictionary,
+    )
+    from .userdict_watch import (
+        check_user_dictionary,
+        refresh_user_dictionary,
+        reload_user_dictionary,
+        unwatch_user_dictionaries,
+        watch_user_dictionaries,
+    )
 
 __all__ = [
     "Analysis",
@@ -79,7 +101,7 @@ _LAZY: dict[str, str] = {
 }
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
