@@ -17,7 +17,10 @@ import typing
 from collections.abc import Mapping
 from dataclasses import Field, dataclass, field, fields
 from enum import Enum
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 __all__ = [
     "FIELD_DEFAULT",
@@ -110,7 +113,7 @@ _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off")
 
 
-def env_variable(f: Field[Any], prefix: str) -> str:
+def env_variable(f: Field[object], prefix: str) -> str:
     """The environment variable of a field declared with `option`: its `env`, else `prefix`
     and the field's name in capitals (``threads`` → ``WYOMING_HAYAKOE_THREADS``)."""
     info = option_info(f)
@@ -159,14 +162,14 @@ def parse_env_value(hint: object, bounds: Bounds, raw: str) -> object:
 
 
 def read_environment(
-    options: type[Any], environ: Mapping[str, str], prefix: str
-) -> tuple[dict[str, Any], list[str]]:
+    options: type[DataclassInstance], environ: Mapping[str, str], prefix: str
+) -> tuple[dict[str, object], list[str]]:
     """The values the environment gives the fields of the dataclass `options` declared with
     `option` (each from `env_variable(field, prefix)`, parsed by its type, checked against its
     range), and a line for each value refused (``Ignoring NAME='value' (why)``). A field whose
     variable is unset, empty or refused is left out (its default), or given its `env_default`."""
     hints = typing.get_type_hints(options)
-    values: dict[str, Any] = {}
+    values: dict[str, object] = {}
     refused: list[str] = []
     for f in fields(options):
         info = option_info(f)

@@ -19,7 +19,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from .option_info import option, read_environment
 
@@ -251,9 +251,10 @@ class EngineOptions:
         every field declared with `option`, from its variable (`ENV_PREFIX` + its name in
         capitals, or its `env`), read by its type and checked against its range; a malformed
         or out-of-range value is ignored with a warning that names the variable and value."""
-        values, refused = read_environment(
+        found, refused = read_environment(
             cls, os.environ if environ is None else environ, ENV_PREFIX
         )
         for line in refused:
             _LOGGER.warning("%s", line)
+        values: dict[str, Any] = dict(found)  # each parsed by its field's type already
         return cls(**values)

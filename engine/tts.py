@@ -250,9 +250,7 @@ class TTS:
             _LOGGER.info(
                 "Voice %s ready%s (styles: %s)%s", reg.name, runs, ", ".join(speaker.styles), note
             )
-        for key, (job, speakers) in later.items():  # a model's speakers switch together
-            self._worker().submit(speakers, job, [s.name for s in speakers])
-            self._queued.add(key)
+        self._submit(later)  # a model's speakers switch together
         return self
 
     def _worker(self) -> BackgroundInt8:
@@ -270,7 +268,7 @@ class TTS:
         from .aivm.files import is_aivm_source
         from .aivm.loader import describe_aivm
         from .bert import load_bert
-        from .neural.build import ModelPool
+        from .neural.build import BuildSettings, ModelPool
         from .neural.loader import find_native, load_voice_files
         from .sources import parse_source
 
@@ -310,17 +308,15 @@ class TTS:
                 )
         if self._models is None:
             self._models = ModelPool()
-        built = load_voice_files(
-            files,
+        settings = BuildSettings(
             device=self.device,
-            bert=self._bert,
+            options=self.options,
             compile=compile,
             cache_dir=self.cache_dir,
-            options=self.options,
-            models=self._models,
             defer=self.options.quantize_in_background or self._background is not None,
             progress=self._progress(),
         )
+        built = load_voice_files(files, self._bert, settings, self._models)
         return built.voice, built.plan, built.key
 
     @contextlib.contextmanager
@@ -515,8 +511,13 @@ class TTS:
         self._submit(jobs)
 
     def _submit(self, jobs: dict[str, tuple[Int8Job, list[Speaker]]]) -> None:
+        """Each model's job to the background, with its voices (the pool's target), which
+        switch together."""
         for key, (job, speakers) in jobs.items():
-            self._worker().submit(speakers, job, [s.name for s in speakers])
+            if self._models is None:  # only a neural voice has a job, built into the pool
+                raise RuntimeError(f"voice {key}: an int8 job without its model")
+            target = self._models.target(key)
+            self._worker().submit(speakers, job, target, [s.name for s in speakers])
             self._queued.add(key)
 
     def _retire(self, gone: dict[str, Speaker], timeout: float) -> None:

@@ -92,6 +92,7 @@ def auto_choice(root: Path, speed_reps: int) -> dict[str, Any]:
     """Part 2 (see the module text)."""
     from engine import EngineOptions
     from engine.bert import load_bert
+    from engine.neural.build import BuildSettings
     from engine.neural.loader import find_native, load_voice_files
     from engine.options import Precision
 
@@ -106,10 +107,8 @@ def auto_choice(root: Path, speed_reps: int) -> dict[str, Any]:
     bert = load_bert(root, "cpu", cache_dir=cache)
     built = load_voice_files(
         find_native(VOICE_NAME, root, "cpu", cache),
-        bert=bert,
-        cache_dir=cache,
-        options=EngineOptions(precision=Precision.AUTO),
-        defer=True,
+        bert,
+        BuildSettings(options=EngineOptions(precision=Precision.AUTO), cache_dir=cache, defer=True),
     )
     job = built.plan.job
     if job is None:  # a measurement kept from an earlier run: read back

@@ -141,14 +141,16 @@ def voice_config() -> dict:
     cfg = VoiceConfig().to_dict()
     cfg["version"] = "2.5.0-JP-Extra"
     cfg["model_name"] = VOICE_NAME
-    cfg["data"].update(
+    data, model = cfg["data"], cfg["model"]
+    assert isinstance(data, dict) and isinstance(model, dict)
+    data.update(
         n_speakers=1,
         spk2id={VOICE_NAME: 0},
         num_styles=1,
         style2id={"Neutral": 0},
         use_jp_extra=True,
     )
-    cfg["model"].pop("bert_channels", None)  # not an upstream key
+    model.pop("bert_channels", None)  # not an upstream key
     return cfg
 
 

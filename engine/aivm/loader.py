@@ -214,12 +214,13 @@ def load_aivm_voice(
 ) -> NeuralVoice:
     """Voice `name` from the AivisHub file (and speaker) `source` names: `describe_aivm`,
     then the one builder (int8 graphs still to be made are made now)."""
+    from ..neural.build import BuildSettings
     from ..neural.loader import load_voice_files
 
     options = options or EngineOptions()
     files = describe_aivm(
         name, source, device=device, cache_dir=cache_dir, token=token, offline=options.offline
     )
-    built = load_voice_files(files, device="cpu", bert=bert, cache_dir=cache_dir, options=options)
+    built = load_voice_files(files, bert, BuildSettings(options=options, cache_dir=cache_dir))
     voice: NeuralVoice = built.voice
     return voice

@@ -38,7 +38,7 @@ from typing import Any, Protocol
 
 from .control import Cancelled, Int8Control
 from .gate import FidelityReport
-from .plan import Int8Job, rejudged
+from .plan import Int8Job, Int8Target, rejudged
 
 __all__ = ["BackgroundInt8", "Int8Upgrade", "lower_thread_priority", "restore_priority"]
 
@@ -138,7 +138,7 @@ def restore_priority(niceness: int) -> int:
     return raised
 
 
-_Task = tuple[Sequence[Switchable], Int8Job, Int8Upgrade]
+_Task = tuple[Sequence[Switchable], Int8Job, Int8Target, Int8Upgrade]
 
 _LIVE: weakref.WeakSet[BackgroundInt8] = weakref.WeakSet()
 
@@ -197,11 +197,17 @@ class BackgroundInt8:
         return any(t is not None and t.is_alive() for t in (self._thread, self._maker))
 
     def submit(
-        self, speakers: Sequence[Switchable], job: Int8Job, names: Sequence[str] = ()
+        self,
+        speakers: Sequence[Switchable],
+        job: Int8Job,
+        target: Int8Target,
+        names: Sequence[str] = (),
     ) -> Int8Upgrade:
         """Queue `job`, whose graphs `speakers` (one, or every speaker of a multi-speaker
-        file) switch to together. The upgrade is listed in `upgrades` under each of `names`
-        (the voices' names; default: the job's, which for an AivisHub file is its model)."""
+        file) switch to together: at a request boundary of all of them, `target` (their
+        voices) is told to use the new synthesizer, or to keep the one it runs. The upgrade
+        is listed in `upgrades` under each of `names` (the voices' names; default: the
+        job's, which for an AivisHub file is its model)."""
         upgrade = Int8Upgrade(job.name)
         for name in names or (job.name,):
             self._upgrades[name] = upgrade
@@ -209,7 +215,7 @@ class BackgroundInt8:
             if self._closed.is_set():
                 upgrade._finish(CANCELLED, "the worker is closed")
                 return upgrade
-            self._jobs.put((list(speakers), job, upgrade))
+            self._jobs.put((list(speakers), job, target, upgrade))
             if self._thread is None:
                 self._thread = threading.Thread(
                     target=self._run, name="int8-background", daemon=True
@@ -249,7 +255,7 @@ class BackgroundInt8:
     def _drain(self, reason: str) -> None:
         while True:
             try:
-                _, _, upgrade = self._jobs.get_nowait()
+                _, _, _, upgrade = self._jobs.get_nowait()
             except queue.Empty:
                 return
             upgrade._finish(CANCELLED, reason)
@@ -258,11 +264,11 @@ class BackgroundInt8:
     def _run(self) -> None:
         while not self._closed.is_set():
             try:
-                speakers, job, upgrade = self._jobs.get(timeout=0.2)
+                speakers, job, target, upgrade = self._jobs.get(timeout=0.2)
             except queue.Empty:
                 continue
             try:
-                self._upgrade(speakers, job, upgrade)
+                self._upgrade(speakers, job, target, upgrade)
             except Exception as exc:  # noqa: BLE001 - the voice keeps serving in fp32
                 _LOGGER.exception("Voice %s: background int8 failed; it stays fp32", job.name)
                 upgrade._finish(FAILED, str(exc))
@@ -294,7 +300,13 @@ class BackgroundInt8:
         except Exception as exc:  # noqa: BLE001 - reported by the worker
             made["error"] = exc
 
-    def _upgrade(self, speakers: Sequence[Switchable], job: Int8Job, upgrade: Int8Upgrade) -> None:
+    def _upgrade(
+        self,
+        speakers: Sequence[Switchable],
+        job: Int8Job,
+        target: Int8Target,
+        upgrade: Int8Upgrade,
+    ) -> None:
         upgrade.state = MAKING
         start = time.monotonic()
         made: dict[str, Any] = {}
@@ -346,13 +358,13 @@ class BackgroundInt8:
             )
         if serving is not None and serving.candidate == choice.candidate:
             _LOGGER.info("Voice %s keeps running %s: %s", job.name, choice.short, choice.reason)
-            job.keep(choice)
+            target.keep(choice)
             upgrade._finish(choice.precision)
             return
         synth = job.build(choice)
         upgrade.state = SWITCHING
         upgrade.ready.set()
-        if not _at_boundaries(list(speakers), lambda: job.install(synth, choice), self._closed):
+        if not _at_boundaries(list(speakers), lambda: target.use(synth, choice), self._closed):
             upgrade._finish(CANCELLED, "closed before the switch")
             return
         _LOGGER.info(

@@ -34,12 +34,13 @@ asked for runs on `runtime` (ONNX Runtime unless "openvino").
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Protocol, cast
 
 from ..options import ONNXRUNTIME, OPENVINO, Choice, Precision, Runtime, parse_choice
 from ..synth.common import SynthBackend
@@ -67,6 +68,9 @@ __all__ = [
     "AUTO_MIN_CHANNELS",
     "Int8Job",
     "Int8Plan",
+    "Int8Target",
+    "PlanAsked",
+    "PlanVoice",
     "PrecisionChoice",
     "not_made_note",
     "plan_int8",
@@ -189,12 +193,24 @@ def fixed_runtime(runtime: Runtime, name: str) -> Runtime:
     return OPENVINO
 
 
-@dataclass
+class Int8Target(Protocol):
+    """The voices a job's graphs serve (every speaker of one model), given with the job to
+    `BackgroundInt8.submit`: they switch or keep together (`engine.neural.build.ModelPool`)."""
+
+    def use(self, synth: SynthBackend, choice: PrecisionChoice) -> None:
+        """Speak through `synth`, which runs `choice`, from now on (call between requests)."""
+
+    def keep(self, choice: PrecisionChoice) -> None:
+        """Keep the synthesizer run now; `choice` (the same runtime × precision) says why."""
+
+
+@dataclass(frozen=True)
 class Int8Job:
-    """What making one voice's int8 graphs needs (built by the voice builder), in steps the
-    caller runs on the thread, priority and lock it chooses: `make` (calibrate, quantize,
-    gate; resumable), `choose` (the gate's verdict), `build` (the int8 synthesizer),
-    `install` (the voice switches to it: call between requests)."""
+    """What making one voice's int8 graphs needs (built by the voice builder, frozen), in
+    steps the caller runs on the thread, priority and lock it chooses: `make` (calibrate,
+    quantize, gate; resumable), `choose` (the gate's verdict, then the measurement),
+    `build` (the synthesizer the choice runs). The caller hands the result to the job's
+    `Int8Target` between requests."""
 
     name: str
     precision: Precision
@@ -212,10 +228,6 @@ class Int8Job:
     the voice serves with (what it switches to, and what the measurement times)."""
     thresholds: GateThresholds | None = None
     settings: QuantSettings = field(default_factory=QuantSettings)
-    switch: Callable[[SynthBackend, PrecisionChoice], None] | None = None
-    """Installs a synthesizer into every voice that shares these graphs (set by the builder)."""
-    note: Callable[[PrecisionChoice], None] | None = None
-    """Records a choice that keeps the synthesizer the voices run (set by the builder)."""
     runtime: Runtime = Runtime.AUTO
     """The runtime asked for ("auto": measured among those installed)."""
     threads: int = 1
@@ -349,20 +361,6 @@ class Int8Job:
         graphs = choice.graphs if choice.precision == "int8" else None
         return self.synth_for(choice.candidate, graphs)
 
-    def install(self, synth: SynthBackend, choice: PrecisionChoice) -> None:
-        """Switch the voice(s) to `synth`, which runs `choice` (between requests)."""
-        if self.switch is None:
-            raise RuntimeError(f"voice {self.name}: no voice to switch (not loaded)")
-        self.switch(synth, choice)
-        self.serving = choice
-
-    def keep(self, choice: PrecisionChoice) -> None:
-        """The voice(s) keep what they run; `choice` (the same runtime × precision, now
-        measured) is why."""
-        if self.note is not None:
-            self.note(choice)
-        self.serving = choice
-
 
 @dataclass
 class Int8Plan:
@@ -389,85 +387,133 @@ def not_made_note(name: str) -> str:
     )
 
 
+@dataclass(frozen=True)
+class PlanVoice:
+    """What `plan_int8` looks at of one voice."""
+
+    name: str
+    synthesizer: Path
+    """Its fp32 `synthesizer.onnx` (the int8 graphs' stamp is taken from it)."""
+    decoder_channels: int
+    """The first upsampling layer's input channels (`AUTO_MIN_CHANNELS`)."""
+    baked_dirs: tuple[Path, ...] = ()
+    """Folders beside the voice that may hold int8 graphs (`wyoming-hayakoe quantize`)."""
+
+
+@dataclass(frozen=True)
+class PlanAsked:
+    """What was asked of `plan_int8` (from `EngineOptions`, the same for every voice)."""
+
+    precision: Precision = Precision.AUTO
+    runtime: Runtime = Runtime.AUTO
+    threads: int | None = None
+    """ONNX Runtime threads for making graphs now (None: its default)."""
+    thresholds: GateThresholds | None = None
+    """The gate's thresholds (None: the defaults each report was judged with)."""
+    cache_dir: CacheDir = None
+    defer: bool = False
+    """Leave graphs still to be made (or measured) to the background (state ``pending``)."""
+
+
 def plan_int8(
-    precision: Precision,
-    *,
-    name: str,
-    synthesizer: Path,
+    voice: PlanVoice,
+    asked: PlanAsked,
     job: Callable[[], Int8Job],
-    decoder_channels: int,
-    baked_dirs: list[Path],
-    cache_dir: CacheDir = None,
-    threads: int | None = None,
-    thresholds: GateThresholds | None = None,
-    defer: bool = False,
+    *,
     control: Int8Control | None = None,
     progress: Callable[[str], None] | None = None,
-    runtime: Runtime = Runtime.AUTO,
 ) -> Int8Plan:
     """Decide one voice's plan (see the module doc). `job()` describes how to make its
     graphs and measure them (called only when there is something to make or measure)."""
-    precision = check_precision(precision)
-    fixed = fixed_runtime(runtime, name)
+    precision = check_precision(asked.precision)
+    fixed = fixed_runtime(asked.runtime, voice.name)
     if precision == Precision.FP32:
         return Int8Plan(NONE, PrecisionChoice("fp32", "precision fp32 asked for", None, fixed))
-    settings = QuantSettings()
-    graphs = find_int8(name, synthesizer, baked_dirs, cache_dir, settings)
-    if graphs is not None:
-        choice = verdict(precision, name, graphs, thresholds, fixed)
-        if precision != Precision.AUTO:
+    planning = _Planning(voice, asked, precision, fixed, job, control, progress)
+    dirs = list(voice.baked_dirs)
+    graphs = find_int8(voice.name, voice.synthesizer, dirs, asked.cache_dir, QuantSettings())
+    return planning.found(graphs) if graphs is not None else planning.missing()
+
+
+@dataclass(frozen=True)
+class _Planning:
+    """One `plan_int8` call past its first answer (precision "auto" or "int8")."""
+
+    voice: PlanVoice
+    asked: PlanAsked
+    precision: Precision
+    fixed: Runtime
+    """The runtime when nothing is measured (`fixed_runtime`)."""
+    job: Callable[[], Int8Job]
+    control: Int8Control | None
+    progress: Callable[[str], None] | None
+
+    def found(self, graphs: Int8Graphs) -> Int8Plan:
+        """Graphs were made before: the gate's verdict, under "auto" a stored measurement's
+        choice, or (with `defer`) the measurement left for the background."""
+        name = self.voice.name
+        choice = verdict(self.precision, name, graphs, self.asked.thresholds, self.fixed)
+        if self.precision != Precision.AUTO:
             return Int8Plan(READY, choice)
-        todo = job()
-        todo.graphs = graphs
-        found = todo.measured(graphs, choice, cached_only=True, control=control, progress=progress)
+        todo = dataclasses.replace(self.job(), graphs=graphs)
+        found = todo.measured(
+            graphs, choice, cached_only=True, control=self.control, progress=self.progress
+        )
         if found is not None:
             return Int8Plan(READY, found)
-        if not defer:  # the library takes what is made: the gate's verdict, nothing timed now
+        if not self.asked.defer:  # the library takes what is made: nothing timed now
             return Int8Plan(READY, choice)
-        todo.serving = choice  # serves the gate's choice now; measured in the background
-        return Int8Plan(PENDING, choice, todo)
-    if precision == Precision.AUTO and decoder_channels < AUTO_MIN_CHANNELS:
-        return Int8Plan(
-            NONE,
-            PrecisionChoice(
+        # serves the gate's choice now; measured in the background
+        return Int8Plan(PENDING, choice, dataclasses.replace(todo, serving=choice))
+
+    def missing(self) -> Int8Plan:
+        """No graphs yet: fp32 for a narrow decoder or under "auto" in the library, the
+        background's job with `defer`, else (precision "int8") made now."""
+        voice, precision, fixed = self.voice, self.precision, self.fixed
+        if precision == Precision.AUTO and voice.decoder_channels < AUTO_MIN_CHANNELS:
+            return Int8Plan(
+                NONE,
+                PrecisionChoice(
+                    "fp32",
+                    f"no int8 graphs, and the decoder is narrow ({voice.decoder_channels} "
+                    f"channels < {AUTO_MIN_CHANNELS}) so int8 would not be faster; "
+                    "`wyoming-hayakoe quantize` makes them anyway",
+                    None,
+                    fixed,
+                ),
+            )
+        todo = self.job()
+        out = cache_dir_for(voice.name, voice.synthesizer, self.asked.cache_dir)
+        if self.asked.defer:
+            serving = PrecisionChoice(
                 "fp32",
-                f"no int8 graphs, and the decoder is narrow ({decoder_channels} channels < "
-                f"{AUTO_MIN_CHANNELS}) so int8 would not be faster; `wyoming-hayakoe quantize` "
-                "makes them anyway",
+                f"no int8 graphs yet: fp32 now, int8 graphs are made in the background into "
+                f"{out} (precision {precision}; the switch is logged)",
                 None,
                 fixed,
-            ),
+            )
+            return Int8Plan(PENDING, serving, dataclasses.replace(todo, serving=serving))
+        say = self.progress or (lambda message: _LOGGER.info("%s", message))
+        if precision == Precision.AUTO:  # nothing made, and nobody asked for minutes of work
+            reason = f"int8 not made yet: {not_made_note(voice.name)}"
+            say(f"Voice {voice.name}: fp32 for now, {reason}")
+            return Int8Plan(NONE, PrecisionChoice("fp32", reason, None, fixed))
+        say(
+            f"Voice {voice.name}: making int8 graphs once into {out} (calibration on the "
+            "voice's own latents, then the fidelity gate; this takes a while, and resumes if "
+            "stopped)"
         )
-    todo = job()
-    out = cache_dir_for(name, synthesizer, cache_dir)
-    if defer:
-        serving = PrecisionChoice(
-            "fp32",
-            f"no int8 graphs yet: fp32 now, int8 graphs are made in the background into "
-            f"{out} (precision {precision}; the switch is logged)",
-            None,
-            fixed,
-        )
-        todo.serving = serving
-        return Int8Plan(PENDING, serving, todo)
-    say = progress or (lambda message: _LOGGER.info("%s", message))
-    if precision == Precision.AUTO:  # nothing made yet, and nobody asked for minutes of work now
-        reason = f"int8 not made yet: {not_made_note(name)}"
-        say(f"Voice {name}: fp32 for now, {reason}")
-        return Int8Plan(NONE, PrecisionChoice("fp32", reason, None, fixed))
-    say(
-        f"Voice {name}: making int8 graphs once into {out} (calibration on the voice's own "
-        "latents, then the fidelity gate; this takes a while, and resumes if stopped)"
-    )
-    try:
-        graphs = todo.make(threads=threads, progress=say, control=control)
-    except Exception as exc:
-        from .control import Cancelled
+        return self._make_now(todo, say)
 
-        if precision == Precision.INT8 or isinstance(exc, Cancelled):
-            raise
-        _LOGGER.warning("Voice %s: could not make int8 graphs (%s)", name, exc)
-        return Int8Plan(
-            READY, PrecisionChoice("fp32", f"int8 graphs could not be made ({exc})", None, fixed)
-        )
-    return Int8Plan(READY, todo.choose(graphs, control=control, progress=say))
+    def _make_now(self, todo: Int8Job, say: Callable[[str], None]) -> Int8Plan:
+        try:
+            graphs = todo.make(threads=self.asked.threads, progress=say, control=self.control)
+        except Exception as exc:
+            from .control import Cancelled
+
+            if self.precision == Precision.INT8 or isinstance(exc, Cancelled):
+                raise
+            _LOGGER.warning("Voice %s: could not make int8 graphs (%s)", self.voice.name, exc)
+            reason = f"int8 graphs could not be made ({exc})"
+            return Int8Plan(READY, PrecisionChoice("fp32", reason, None, self.fixed))
+        return Int8Plan(READY, todo.choose(graphs, control=self.control, progress=say))

@@ -2,7 +2,7 @@
 
     files = locate_native(name, source, device, cache_dir)    # engine.neural.loader
     files = describe_aivm(name, source, ...)                  # engine.aivm.loader
-    built = build_voice(files, device=..., bert=..., options=..., models=pool)
+    built = build_voice(files, bert, BuildSettings(device=..., options=...), pool)
 
 A finder turns a voice's files (hayakoe's layout, a plain Style-Bert-VITS2 folder, an
 AivisHub file) into one `VoiceFiles`; `build_voice` makes the synthesizer, decides its
@@ -10,28 +10,39 @@ int8 plan (`engine.int8.plan`: the same gate, cache and background path for ever
 and the `NeuralVoice`. Voices whose files are one model (the speakers of a multi-speaker
 AivisHub file: the same `model_key`) share one synthesizer and one plan through a
 `ModelPool`, each speaking through a `PinnedSpeaker`, so four speakers of a file hold
-one set of sessions; a switch to int8 switches them together.
+one set of sessions; a switch to int8 switches them together: the plan's pending job
+goes to the background with the pool's `target(key)`, and each voice switches itself
+(`NeuralVoice.use`) at a request boundary.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..bert.features import BertBackend
+from ..int8.gate import GateThresholds
 from ..int8.measure import Candidate
-from ..int8.plan import NONE, Int8Job, Int8Plan, PrecisionChoice, gate_thresholds, plan_int8
+from ..int8.plan import (
+    NONE,
+    Int8Job,
+    Int8Plan,
+    PlanAsked,
+    PlanVoice,
+    PrecisionChoice,
+    gate_thresholds,
+    plan_int8,
+)
 from ..int8.store import cache_dir_for
 from ..layout import INT8_SUBDIR, OnnxFolderFiles
 from ..options import EngineOptions, Precision
 from ..synth.common import SynthBackend
-from ..synth.pinned import PinnedSpeaker, pin
 from ..voice_config import VoiceConfig, load_config
 from .voice import NeuralVoice, load_style_vectors
 
@@ -41,7 +52,14 @@ if TYPE_CHECKING:
     from ..sources.cache import CacheDir
     from ..synth.decoder_split import SplitOnnxSynthesizer
 
-__all__ = ["BuiltVoice", "ModelPool", "VoiceFiles", "VoiceMeta", "build_voice"]
+__all__ = [
+    "BuildSettings",
+    "BuiltVoice",
+    "ModelPool",
+    "VoiceFiles",
+    "VoiceMeta",
+    "build_voice",
+]
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -115,7 +133,11 @@ class ModelPool:
     def _add(self, key: str, model: _Model) -> None:
         self._models[key] = model
 
-    def discard(self, voices: list[Any]) -> list[str]:
+    def target(self, key: str) -> ModelTarget:
+        """The voices of model `key`, as the background's `Int8Target` (given at submit)."""
+        return ModelTarget(self, key)
+
+    def discard(self, voices: Iterable[object]) -> list[str]:
         """Forget `voices` (removed from their `TTS`); a model left with none is dropped
         (its sessions freed once no request holds them). The dropped models' keys."""
         gone = {id(v) for v in voices}
@@ -127,7 +149,7 @@ class ModelPool:
                 dropped.append(key)
         return dropped
 
-    def note(self, key: str, choice: PrecisionChoice) -> None:
+    def keep(self, key: str, choice: PrecisionChoice) -> None:
         """Every voice of model `key` keeps its synthesizer; `choice` says why now."""
         model = self._models.get(key)
         if model is None:  # removed meanwhile (`discard`)
@@ -136,7 +158,7 @@ class ModelPool:
         for voice in model.voices:
             voice.precision_choice = choice
 
-    def switch(self, key: str, synth: SynthBackend, choice: PrecisionChoice) -> None:
+    def use(self, key: str, synth: SynthBackend, choice: PrecisionChoice) -> None:
         """Every voice of model `key` speaks through `synth` (which runs `choice`) from now
         on (call between requests of all of them); the old synthesizer's memory is given
         back. A model removed meanwhile (`discard`) is left alone."""
@@ -147,11 +169,22 @@ class ModelPool:
         old = model.synth
         model.synth = synth
         for voice in model.voices:
-            pinned = voice.synth
-            speaker = pinned.speaker_id if isinstance(pinned, PinnedSpeaker) else None
-            voice.synth = pin(synth, speaker)
-            voice.precision_choice = choice
+            voice.use(synth, choice)
         old.release_memory()
+
+
+@dataclass(frozen=True)
+class ModelTarget:
+    """One model's voices in a `ModelPool` (`engine.int8.plan.Int8Target`)."""
+
+    pool: ModelPool
+    key: str
+
+    def use(self, synth: SynthBackend, choice: PrecisionChoice) -> None:
+        self.pool.use(self.key, synth, choice)
+
+    def keep(self, choice: PrecisionChoice) -> None:
+        self.pool.keep(self.key, choice)
 
 
 @dataclass(frozen=True)
@@ -239,38 +272,37 @@ def int8_job(
     )
 
 
-def _thresholds(options: EngineOptions) -> Any:
+def _thresholds(options: EngineOptions) -> GateThresholds | None:
     if options.int8_min_snr_db is None:
         return None
     return gate_thresholds(options.int8_min_snr_db)
 
 
 def _onnx_model(
-    key: str,
-    files: OnnxFolderFiles,
-    options: EngineOptions,
-    bert: BertBackend,
-    cache_dir: CacheDir,
-    defer: bool,
-    progress: Callable[[str], None] | None,
+    key: str, files: OnnxFolderFiles, bert: BertBackend, settings: BuildSettings
 ) -> tuple[SynthBackend, Int8Plan]:
     from ..synth.onnx_backend import OnnxSynthesizer
 
+    options, cache_dir = settings.options, settings.cache_dir
     cfg = load_config(files.config)
     try:  # cut at the decoder: sub-sentence streaming (engine.synth.decoder_split)
         plan = plan_int8(
-            options.precision,
-            name=key,
-            synthesizer=files.synthesizer,
-            job=lambda: int8_job(key, files, options, bert, cache_dir),
-            decoder_channels=cfg.model.upsample_initial_channel,
-            baked_dirs=[files.directory / INT8_SUBDIR],
-            cache_dir=cache_dir,
-            threads=options.threads,
-            thresholds=_thresholds(options),
-            defer=defer,
-            progress=progress,
-            runtime=options.runtime,
+            PlanVoice(
+                key,
+                files.synthesizer,
+                cfg.model.upsample_initial_channel,
+                (files.directory / INT8_SUBDIR,),
+            ),
+            PlanAsked(
+                options.precision,
+                options.runtime,
+                options.threads,
+                _thresholds(options),
+                cache_dir,
+                settings.defer,
+            ),
+            lambda: int8_job(key, files, options, bert, cache_dir),
+            progress=settings.progress,
         )
         _LOGGER.info("Voice %s runs %s: %s", key, plan.choice.short, plan.choice.reason)
         graphs = plan.choice.graphs if plan.precision == "int8" else None
@@ -300,56 +332,82 @@ def _torch_model(files: VoiceFiles, device: str, compile: bool) -> tuple[SynthBa
     return synth, Int8Plan(NONE, PrecisionChoice("fp32", "PyTorch runs fp32"))
 
 
-def build_voice(
-    files: VoiceFiles,
-    *,
-    device: str = "cpu",
-    bert: BertBackend,
-    options: EngineOptions | None = None,
-    compile: bool = False,
-    backend: str | None = None,
-    cache_dir: CacheDir = None,
-    models: ModelPool | None = None,
-    defer: bool = False,
-    progress: Callable[[str], None] | None = None,
-) -> BuiltVoice:
-    """The voice `files` describe, ready to speak (see the module doc).
+BACKENDS = ("onnx", "torch")
 
-    `backend` forces "onnx" or "torch" (default: ONNX Runtime on CPU, PyTorch on CUDA where
-    the voice has PyTorch weights); `defer`: int8 graphs still to be made are left for
-    later (the plan says ``pending``) instead of made now; `models`: the pool to share
-    synthesizers in (default: a private one)."""
-    options = options or EngineOptions()
-    models = models if models is not None else ModelPool()
-    cuda = str(device).startswith("cuda")
+
+@dataclass(frozen=True)
+class BuildSettings:
+    """How `build_voice` builds (the same for every voice of one `TTS`): one object passed
+    unchanged from the caller to the builder."""
+
+    device: str = "cpu"
+    """"cpu" or "cuda[:N]" (PyTorch weights run there; ONNX-only voices on the CPU)."""
+    options: EngineOptions = field(default_factory=EngineOptions)
+    backend: str | None = None
+    """"onnx" or "torch" forces one (None: ONNX Runtime on CPU, PyTorch on CUDA where the
+    voice has PyTorch weights)."""
+    compile: bool = False
+    """PyTorch: use torch.compile."""
+    cache_dir: CacheDir = None
+    defer: bool = False
+    """int8 graphs still to be made are left for later (the plan says ``pending``)
+    instead of made now."""
+    progress: Callable[[str], None] | None = None
+    """Sees each progress line of work done now (int8 graphs made at load)."""
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    def validate(self) -> None:
+        """A ValueError naming the field at fault."""
+        if self.backend is not None and self.backend not in BACKENDS:
+            raise ValueError(f"backend must be 'onnx' or 'torch', got {self.backend!r}")
+
+    @property
+    def cuda(self) -> bool:
+        return str(self.device).startswith("cuda")
+
+
+def _new_model(files: VoiceFiles, bert: BertBackend, settings: BuildSettings) -> _Model:
+    """The synthesizer of `files`' model, on the runtime `settings` choose, and its plan."""
+    cuda = settings.cuda
+    backend = settings.backend
     if backend is None:
         backend = "torch" if cuda and files.checkpoint is not None else "onnx"
-    if backend not in ("onnx", "torch"):
-        raise ValueError(f"backend must be 'onnx' or 'torch', got {backend!r}")
+    if backend == "torch" and files.checkpoint is not None:
+        synth, plan = _torch_model(files, settings.device if cuda else "cpu", settings.compile)
+    else:
+        if cuda:
+            _LOGGER.warning(
+                "Voice %s has only ONNX files: it runs on ONNX Runtime (CPU)", files.name
+            )
+        onnx = files.onnx
+        if onnx is None:  # PyTorch weights on the CPU: exported once into the cache
+            from ..layout import onnx_folder_files
+            from .exported import exported_onnx_dir
+
+            onnx = onnx_folder_files(exported_onnx_dir(files.name, files, settings.cache_dir))
+        synth, plan = _onnx_model(files.key, onnx, bert, settings)
+    _LOGGER.info("Voice %s: %s from %s", files.name, synth.kind, files.directory)
+    return _Model(synth, plan)
+
+
+def build_voice(
+    files: VoiceFiles,
+    bert: BertBackend,
+    settings: BuildSettings | None = None,
+    models: ModelPool | None = None,
+) -> BuiltVoice:
+    """The voice `files` describe, ready to speak (see the module doc), built as `settings`
+    say; `models`: the pool to share synthesizers in (default: a private one)."""
+    settings = settings or BuildSettings()
+    models = models if models is not None else ModelPool()
     key = files.key
     model = models._get(key)
     first = model is None
     if model is None:
-        if backend == "torch" and files.checkpoint is not None:
-            synth, plan = _torch_model(files, device if cuda else "cpu", compile)
-        else:
-            if cuda:
-                _LOGGER.warning(
-                    "Voice %s has only ONNX files: it runs on ONNX Runtime (CPU)", files.name
-                )
-            onnx = files.onnx
-            if onnx is None:  # PyTorch weights on the CPU: exported once into the cache
-                from ..layout import onnx_folder_files
-                from .exported import exported_onnx_dir
-
-                onnx = onnx_folder_files(exported_onnx_dir(files.name, files, cache_dir))
-            synth, plan = _onnx_model(key, onnx, options, bert, cache_dir, defer, progress)
-        model = _Model(synth, plan)
+        model = _new_model(files, bert, settings)
         models._add(key, model)
-        if model.plan.job is not None:
-            model.plan.job.switch = lambda new, choice: models.switch(key, new, choice)
-            model.plan.job.note = lambda choice: models.note(key, choice)
-        _LOGGER.info("Voice %s: %s from %s", files.name, synth.kind, files.directory)
     config = files.voice_config
     if config is None:
         cfg_path = files.onnx.config if files.onnx is not None else files.config
@@ -366,11 +424,12 @@ def build_voice(
         files.name,
         config,
         styles,
-        pin(model.synth, files.speaker_id),
+        model.synth,
         bert,
         source=str(files.directory),
-        first_window=options.first_window,
-        overlap=options.overlap,
+        first_window=settings.options.first_window,
+        overlap=settings.options.overlap,
+        speaker_id=files.speaker_id,
     )
     _apply_meta(voice, files.meta)
     voice.precision_choice = model.plan.choice

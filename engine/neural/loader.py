@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Union
@@ -39,7 +38,7 @@ from ..layout import (
 )
 from ..model_files import explain_load_failure
 from ..options import EngineOptions
-from .build import BuiltVoice, ModelPool, VoiceFiles, build_voice
+from .build import BuildSettings, BuiltVoice, ModelPool, VoiceFiles, build_voice
 from .exported import exported_onnx_dir
 from .voice import NeuralVoice
 
@@ -175,45 +174,26 @@ def load_neural_voice(
     cuda = str(device).startswith("cuda")
     where = "cuda" if backend == "torch" or (backend is None and cuda) else "cpu"
     files = find_native(name, src, where, cache_dir)
-    return load_voice_files(
-        files,
+    settings = BuildSettings(
         device=device,
-        bert=bert,
-        compile=compile,
+        options=options or EngineOptions(),
         backend=backend,
+        compile=compile,
         cache_dir=cache_dir,
-        options=options,
-    ).voice
+    )
+    return load_voice_files(files, bert, settings).voice
 
 
 def load_voice_files(
     files: VoiceFiles,
-    *,
-    device: str = "cpu",
     bert: BertBackend,
-    options: EngineOptions | None = None,
-    compile: bool = False,
-    backend: str | None = None,
-    cache_dir: CacheDir = None,
+    settings: BuildSettings | None = None,
     models: ModelPool | None = None,
-    defer: bool = False,
-    progress: Callable[[str], None] | None = None,
 ) -> BuiltVoice:
-    """`build_voice(files, ...)` with the same keywords, naming the damaged file when
-    loading fails."""
+    """`build_voice(files, bert, settings, models)`, naming the damaged file when loading
+    fails."""
     try:
-        return build_voice(
-            files,
-            device=device,
-            bert=bert,
-            options=options,
-            compile=compile,
-            backend=backend,
-            cache_dir=cache_dir,
-            models=models,
-            defer=defer,
-            progress=progress,
-        )
+        return build_voice(files, bert, settings, models)
     except (ImportError, FileNotFoundError, MemoryError):
         raise  # a missing file or module says so itself
     except Exception as exc:  # name the damaged file (read only now, on the error path)

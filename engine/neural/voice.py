@@ -34,6 +34,7 @@ from ..int8.measure import Verdict
 from ..options import DEFAULT_FIRST_WINDOW
 from ..synth.common import SynthBackend, SynthParams
 from ..synth.edges import silent_edges as silent_edges
+from ..synth.pinned import pin
 from ..synth.windowed import StreamingPlans
 from ..voice_backend import AudioPiece, ListenerView, RunInfo, SynthesisOptions
 from ..voice_config import VoiceConfig, load_config
@@ -85,11 +86,15 @@ class NeuralVoice:
         source: str = "",
         first_window: int = DEFAULT_FIRST_WINDOW,
         overlap: bool = True,
+        speaker_id: int | None = None,
     ) -> None:
         self.name = name
         self.config = config
         self.style_vectors = style_vectors
-        self.synth = synth
+        self.speaker_id = speaker_id
+        """The speaker of a multi-speaker model this voice always speaks as (None: the
+        request's): `synth` is pinned to it (`engine.synth.pinned`), now and at `use`."""
+        self.synth = pin(synth, speaker_id)
         self.bert = bert
         self.sample_rate = config.sample_rate
         self.version: str | None = config.version
@@ -121,6 +126,13 @@ class NeuralVoice:
         self.precision_choice: PrecisionChoice | None = None
         """The int8 plan's choice it runs (`engine.int8.plan.PrecisionChoice`; set by the
         builder and by a switch): the reason and the measurement behind `runs`."""
+
+    def use(self, synth: SynthBackend, choice: PrecisionChoice) -> None:
+        """Speak through `synth` (its model's, shared with the model's other speakers),
+        which runs `choice`, from the next request on: call between requests
+        (`engine.int8.background` switches at a request boundary)."""
+        self.synth = pin(synth, self.speaker_id)
+        self.precision_choice = choice
 
     def run_info(self) -> RunInfo:
         """What it runs now (`Voice.run_info`)."""

@@ -1,6 +1,7 @@
 """The code's shape, checked: no import cycle among the project's modules, hayakoe's
-repository layout spelled only in `engine/layout.py`, and every long or branchy function
-named in docs/internals.md with the reason it stays.
+repository layout spelled only in `engine/layout.py`, every long or branchy function
+named in docs/internals.md with the reason it stays, and no `Any` in the parameters or
+returns of the engine's public functions and methods.
 
 The import graph is read with `ast` from every module of `engine/` and `wyoming_hayakoe/`:
 every import statement counts, also those inside functions (deferred imports), except those
@@ -438,3 +439,72 @@ def test_every_long_or_branchy_function_is_named_with_its_reason() -> None:
     )
     stale = sorted(listed - set(found))
     assert not stale, f"listed in docs/internals.md but no longer long or branchy: {stale}"
+
+
+# -- no Any at the engine's seams --------------------------------------------------------------
+
+
+def _names_any(annotation: ast.expr | None) -> bool:
+    """Whether an annotation names `typing.Any` (``Any``, ``typing.Any``, or inside a string)."""
+    if annotation is None:
+        return False
+    for node in ast.walk(annotation):
+        if isinstance(node, ast.Name) and node.id == "Any":
+            return True
+        if isinstance(node, ast.Attribute) and node.attr == "Any":
+            return True
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            if re.search(r"\bAny\b", node.value):
+                return True
+    return False
+
+
+def _public_functions(body: list[ast.stmt], prefix: str = "") -> Iterator[tuple[str, ast.AST]]:
+    """Functions and methods a caller may use: not ``_private`` (dunders are public), at module
+    level or in a public class (nested functions are not part of a signature anyone sees)."""
+    for node in body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if not node.name.startswith("_") or node.name.endswith("__"):
+                yield prefix + node.name, node
+        elif isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+            yield from _public_functions(node.body, f"{prefix}{node.name}.")
+
+
+def any_in_signatures(source: str) -> list[str]:
+    """The public functions of a module whose parameters or return name `Any`."""
+    found = []
+    for name, node in _public_functions(ast.parse(source).body):
+        assert isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        a = node.args
+        params = [*a.posonlyargs, *a.args, *a.kwonlyargs, *(p for p in (a.vararg, a.kwarg) if p)]
+        if any(_names_any(p.annotation) for p in params) or _names_any(node.returns):
+            found.append(name)
+    return found
+
+
+def test_any_in_a_signature_is_found() -> None:
+    source = """
+from typing import Any
+import typing
+def a(x: Any) -> int: ...
+def b(x: int) -> "dict[str, Any]": ...
+def c(*args: typing.Any) -> None: ...
+def _private(x: Any) -> None: ...
+def fine(x: "Anything") -> object:
+    def nested(y: Any) -> Any: ...
+class Pub:
+    def m(self) -> list[Any]: ...
+    def __init__(self, **kw: Any) -> None: ...
+class _Hidden:
+    def m(self, x: Any) -> None: ...
+"""
+    assert any_in_signatures(source) == ["a", "b", "c", "Pub.m", "Pub.__init__"]
+
+
+def test_no_any_in_the_engines_public_signatures() -> None:
+    found = []
+    for module, path in _modules(("engine",)).items():
+        if any(part.startswith("_") and part != "__init__" for part in module.split(".")):
+            continue
+        found += [f"{module}.{name}" for name in any_in_signatures(path.read_text("utf-8"))]
+    assert not found, f"Any in public engine signatures (type them): {found}"

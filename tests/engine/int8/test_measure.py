@@ -139,15 +139,14 @@ def _second_process(root: Path, cache: Path, threads: int = 1) -> tuple[dict, st
 
 def _measure_as_the_server_does(root: Path, cache: Path, threads: int = 1) -> Measurement:
     """The measurement the server's background work takes (the pending job's last step)."""
+    from engine.neural.build import BuildSettings
     from engine.neural.loader import find_native, load_voice_files
 
     options = EngineOptions(threads=threads, precision="auto", runtime="onnxruntime")
     built = load_voice_files(
         find_native("small", root, "cpu", cache),
-        bert=FakeBert(1024),
-        cache_dir=cache,
-        options=options,
-        defer=True,
+        FakeBert(1024),
+        BuildSettings(options=options, cache_dir=cache, defer=True),
     )
     job = built.plan.job
     assert built.plan.state == "pending" and job is not None  # graphs found, not measured
