@@ -12,7 +12,9 @@ benchmarks/.cache/ for the next run) for each recipe:
   residual additions in int8, the last stage's residual blocks in int8);
 - `fallback`: what a voice whose gate fails on `new` gets (`QuantSettings.fallback`: the last
   stage wholly fp32, only convolutions in int8);
-- `blocks`, `activations`: one of the two steps of `new` each (`--variants`).
+- `blocks`, `activations`: one of the two steps of `new` each (`--variants`);
+- `per_tensor`: `new` with one weight scale per convolution instead of one per output
+  channel (a lead: ONNX Runtime's QLinearConv ran some shapes faster so, others slower).
 
 Each decoder runs the way the engine runs it (one ONNX Runtime session per upsampling stage,
 `session_options`, `--threads`), on `--frames` latent frames. Printed:
@@ -62,6 +64,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "fallback": {"tail_blocks": False, "int8_activations": False},
     "blocks": {"int8_activations": False},
     "activations": {"tail_blocks": False},
+    "per_tensor": {"per_channel": False},
 }
 """Recipe name → `QuantSettings` fields that differ from the defaults."""
 
