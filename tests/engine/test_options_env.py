@@ -81,31 +81,19 @@ def test_the_help_names_the_variable(name: str) -> None:
         ("WYOMING_HAYAKOE_PRECISION", "int4", "not one of auto, fp32, int8"),
         ("WYOMING_HAYAKOE_RUNTIME", "cuda", "not one of auto, onnxruntime, openvino"),
         ("WYOMING_HAYAKOE_PLAYBACK_GUARD", "on", "not one of auto, off"),
+        # out of the declared range: refused, not clamped (the whole reason, to its end)
+        ("WYOMING_HAYAKOE_THREADS", "0", "not >= 1)"),
+        ("WYOMING_HAYAKOE_THREADS", "-2", "not >= 1)"),
+        ("WYOMING_HAYAKOE_FIRST_WINDOW", "-1", "not >= 0)"),
+        ("WYOMING_HAYAKOE_FIRST_CLAUSE", "-1", "not >= 0)"),
     ],
 )
-def test_a_bad_value_is_ignored_naming_the_variable(
+def test_a_bad_or_out_of_range_value_is_ignored_naming_the_variable(
     variable: str, raw: str, why: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     with caplog.at_level(logging.WARNING, logger="engine.options"):
         assert EngineOptions.from_env({variable: raw}) == UNSET
     assert f"Ignoring {variable}={raw!r} ({why}" in caplog.text
-
-
-@pytest.mark.parametrize(
-    ("variable", "raw", "why"),
-    [
-        ("WYOMING_HAYAKOE_THREADS", "0", "not >= 1"),
-        ("WYOMING_HAYAKOE_THREADS", "-2", "not >= 1"),
-        ("WYOMING_HAYAKOE_FIRST_WINDOW", "-1", "not >= 0"),
-        ("WYOMING_HAYAKOE_FIRST_CLAUSE", "-1", "not >= 0"),
-    ],
-)
-def test_a_value_out_of_the_declared_range_is_refused(
-    variable: str, raw: str, why: str, caplog: pytest.LogCaptureFixture
-) -> None:
-    with caplog.at_level(logging.WARNING, logger="engine.options"):
-        assert EngineOptions.from_env({variable: raw}) == UNSET
-    assert f"Ignoring {variable}={raw!r} ({why})" in caplog.text
 
 
 def test_every_bounded_number_refuses_below_its_low_end() -> None:
