@@ -183,7 +183,9 @@ def _rename(graph: Any, old: str, new: str) -> None:
                 node.output[i] = new
 
 
-_PASS_THROUGH = ("QuantizeLinear", "DequantizeLinear", "Unsqueeze")
+DEQUANTIZE = "DequantizeLinear"
+
+_PASS_THROUGH = ("QuantizeLinear", DEQUANTIZE, "Unsqueeze")
 """Nodes between a LeakyRelu and the ConvTranspose it feeds: Q/DQ in a quantized (QDQ)
 graph, Unsqueeze in the 2-D convolution variant (`conv1d_as_conv2d`)."""
 
@@ -209,29 +211,55 @@ def find_stage_cuts(decoder: onnx.ModelProto) -> list[str]:
     return cuts
 
 
-def split_decoder_stages(decoder: onnx.ModelProto) -> list[onnx.ModelProto]:
+def _integer_cut(graph: onnx.GraphProto, cut: str) -> tuple[str, int]:
+    """Where a stage of `graph` ends for the float tensor `cut`, and its element type: in a
+    quantized graph, where `cut` is a DequantizeLinear's output (constant scale and zero
+    point), the 8-bit tensor it reads (the next stage dequantizes it, and ONNX Runtime fuses
+    that into its int8 kernels); else `cut` itself, float."""
+    from onnx import TensorProto
+
+    producer = {out: node for node in graph.node for out in node.output}
+    inits = {t.name: t for t in graph.initializer}
+    node = producer.get(cut)
+    if node is None or node.op_type != DEQUANTIZE or len(node.input) < 3:
+        return cut, TensorProto.FLOAT
+    scale, zero = inits.get(node.input[1]), inits.get(node.input[2])
+    if scale is None or zero is None:
+        return cut, TensorProto.FLOAT
+    return node.input[0], zero.data_type
+
+
+def split_decoder_stages(decoder: onnx.ModelProto, simplify: bool = True) -> list[onnx.ModelProto]:
     """The decoder graph (`z`, `g` → `audio`) cut at each upsampling stage's input
     (`engine.synth.windowed.StagedDecoding`): stage 0 reads `z` (and `g`) and gives `y`;
     every later stage reads `x` and gives `y`, the last one the audio. Run in order, the
-    stages compute exactly what the decoder computes."""
+    stages compute exactly what the decoder computes.
+
+    A quantized decoder is first simplified in place (`engine.synth.qdq_simplify`) and cut
+    where each stage's result is still 8-bit: `x`/`y` between stages are then uint8, a
+    quarter of the bytes, with no float pass at either side. `simplify=False` cuts it as
+    before that (float between stages; the benchmarks' baseline)."""
     from onnx import TensorProto, helper
 
+    from .qdq_simplify import simplify_qdq
+
     graph = decoder.graph
-    cuts = find_stage_cuts(decoder)
+    if simplify:
+        simplify_qdq(decoder)
+        cuts = [_integer_cut(graph, cut) for cut in find_stage_cuts(decoder)]
+    else:
+        cuts = [(cut, TensorProto.FLOAT) for cut in find_stage_cuts(decoder)]
     inputs = list(graph.input)
     stages = []
-    for k, end in enumerate(cuts + [graph.output[0].name]):
-        out_vi = helper.make_tensor_value_info(
-            end, TensorProto.FLOAT, [1, f"c{k + 1}", f"n{k + 1}"]
-        )
+    last = (graph.output[0].name, graph.output[0].type.tensor_type.elem_type)
+    for k, (end, elem) in enumerate(cuts + [last]):
+        out_vi = helper.make_tensor_value_info(end, elem, [1, f"c{k + 1}", f"n{k + 1}"])
         stage = _subgraph(decoder, inputs, [out_vi], f"decoder_stage{k}")
         _rename(stage.graph, end, STAGE_OUT)
         if k:
             _rename(stage.graph, inputs[0].name, STAGE_IN)
         stages.append(stage)
-        inputs = [
-            helper.make_tensor_value_info(end, TensorProto.FLOAT, [1, f"c{k + 1}", f"n{k + 1}"])
-        ]
+        inputs = [helper.make_tensor_value_info(end, elem, [1, f"c{k + 1}", f"n{k + 1}"])]
     return stages
 
 

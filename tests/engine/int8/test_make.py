@@ -201,6 +201,40 @@ def test_int8_windows_join_to_the_int8_whole_sentence(good_root: Path, tmp_path:
     assert np.abs(streamed - at_once).max() <= WINDOW_TOLERANCE
 
 
+def test_int8_stages_hand_uint8_on_and_equal_the_whole_graph(good_root: Path) -> None:
+    """The int8 decoder as the engine runs it (simplified, cut where each stage's result is
+    still 8-bit: `split_decoder_stages`) gives what the quantizer's file gives in one
+    session, to the sample, with uint8 tensors between stages."""
+    import onnx
+    import onnxruntime as ort
+
+    from engine.synth.decoder_split import STAGE_IN, split_decoder_stages
+
+    path = good_root / layout.speaker_prefix("small", "onnx") / layout.INT8_SUBDIR / DECODER_FILE
+    whole = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(5)
+    feeds = {
+        i.name: rng.standard_normal([d if isinstance(d, int) else 37 for d in i.shape]).astype(
+            np.float32
+        )
+        for i in whole.get_inputs()
+    }
+    want = whole.run(None, feeds)[0]
+    stages = [
+        ort.InferenceSession(s.SerializeToString(), providers=["CPUExecutionProvider"])
+        for s in split_decoder_stages(onnx.load(str(path)))
+    ]
+    assert len(stages) > 2
+    between = [s.get_inputs()[0].type for s in stages[1:]]
+    assert between == ["tensor(uint8)"] * len(between)  # the fp32 last stage's input too
+    x = stages[0].run(None, feeds)[0]
+    for sess in stages[1:]:
+        assert x.dtype == (np.uint8 if sess.get_inputs()[0].type == "tensor(uint8)" else np.float32)
+        x = sess.run(None, {STAGE_IN: x})[0]
+    assert x.shape == want.shape
+    np.testing.assert_array_equal(x, want)
+
+
 def test_int8_front_is_the_flow_feed_forward_only(good_root: Path, tmp_path: Path) -> None:
     """The int8 front graph quantizes exactly the flow's feed-forward convolutions (found by
     structure): the text encoder and duration predictors stay fp32, so the same sentence
