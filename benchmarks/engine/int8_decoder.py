@@ -14,7 +14,12 @@ benchmarks/.cache/ for the next run) for each recipe:
   stage wholly fp32, only convolutions in int8);
 - `blocks`, `activations`: one of the two steps of `new` each (`--variants`);
 - `per_tensor`: `new` with one weight scale per convolution instead of one per output
-  channel (a lead: ONNX Runtime's QLinearConv ran some shapes faster so, others slower).
+  channel (a lead: ONNX Runtime's QLinearConv ran some shapes faster so, others slower);
+- `new_float_cuts`: `new`'s graph run as the engine ran it before its QDQ graph was
+  simplified and its stages handed each other uint8 (`engine.synth.qdq_simplify`).
+
+`today` and `new_float_cuts` run as before that change (`AS_BEFORE`: float between the
+stages, the graph as the quantizer wrote it); the others as the engine runs them now.
 
 Each decoder runs the way the engine runs it (one ONNX Runtime session per upsampling stage,
 `session_options`, `--threads`), on `--frames` latent frames. Printed:
@@ -65,8 +70,12 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "blocks": {"int8_activations": False},
     "activations": {"tail_blocks": False},
     "per_tensor": {"per_channel": False},
+    "new_float_cuts": {},
 }
 """Recipe name → `QuantSettings` fields that differ from the defaults."""
+
+AS_BEFORE = frozenset({"today", "new_float_cuts"})
+"""Variants whose stages are cut as before issue 36 (`split_decoder_stages(simplify=False)`)."""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -134,8 +143,11 @@ def _latents(files: Any, synth: Any, bert: Any, quick: bool, n_heldout: int) -> 
     return {"calibration": feeds("cal"), "heldout": feeds("held")}
 
 
-def _stages(decoder: Path, threads: int, profile: str | None = None) -> Callable[..., Any]:
-    """The decoder as the engine runs it (one session per stage): feeds → audio."""
+def _stages(
+    decoder: Path, threads: int, profile: str | None = None, simplify: bool = True
+) -> Callable[..., Any]:
+    """The decoder as the engine runs it (one session per stage; `simplify=False`: as it ran
+    before its QDQ graph was simplified, `AS_BEFORE`): feeds → audio."""
     import onnx
     import onnxruntime as ort
 
@@ -143,7 +155,7 @@ def _stages(decoder: Path, threads: int, profile: str | None = None) -> Callable
     from engine.synth.onnx_backend import session_options
 
     sessions = []
-    for k, stage in enumerate(split_decoder_stages(onnx.load(str(decoder)))):
+    for k, stage in enumerate(split_decoder_stages(onnx.load(str(decoder)), simplify)):
         opts = session_options(threads)
         if profile is not None:
             opts.enable_profiling = True
@@ -168,10 +180,17 @@ def _stages(decoder: Path, threads: int, profile: str | None = None) -> Callable
     return run
 
 
-def _profile(decoder: Path, threads: int, feeds: dict[str, np.ndarray], scratch: Path, tag: str):
+def _profile(
+    decoder: Path,
+    threads: int,
+    feeds: dict[str, np.ndarray],
+    scratch: Path,
+    tag: str,
+    simplify: bool = True,
+):
     """Kernel time by operator (ONNX Runtime's profiler, runs after a warm-up), and the
     node count by operator after its fusions."""
-    run = _stages(decoder, threads, str(scratch / tag))
+    run = _stages(decoder, threads, str(scratch / tag), simplify)
     for _ in range(3):
         run(feeds)
     per_op: dict[str, float] = defaultdict(float)
@@ -236,7 +255,9 @@ def run(args: argparse.Namespace) -> Report:
         # 1. kernel-time shares by operator
         shares, counts = {}, {}
         for name, path in graphs.items():
-            shares[name], counts[name] = _profile(path, args.threads, feeds, scratch, name)
+            shares[name], counts[name] = _profile(
+                path, args.threads, feeds, scratch, name, name not in AS_BEFORE
+            )
         ops = sorted(
             {op for s in shares.values() for op in s},
             key=lambda o: -max(s.get(o, 0.0) for s in shares.values()),
@@ -259,7 +280,10 @@ def run(args: argparse.Namespace) -> Report:
         report.data["counts"] = counts
 
         # 2. decoder time, alternating rounds
-        runs = {name: _stages(path, args.threads) for name, path in graphs.items()}
+        runs = {
+            name: _stages(path, args.threads, simplify=name not in AS_BEFORE)
+            for name, path in graphs.items()
+        }
         runs["fp32"] = _stages(fp32, args.threads)
 
         def timing(fn: Callable[..., Any]) -> Callable[[], float]:
