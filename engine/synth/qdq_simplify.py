@@ -14,7 +14,7 @@ Three rewrites remove that and change no output value:
   pair is dropped (after the division above, the quantizer's calibrated range of the
   quotient is the sum's range ÷ c, so `s' = s/c`);
 - **repeated nodes** (same operator, attributes and inputs; small constants compared by
-  value) are merged.
+  value; random operators never) are merged.
 
 The stages are then cut where a stage's result is still 8-bit
 (`engine.synth.decoder_split.split_decoder_stages`), so no float tensor crosses a stage
@@ -45,6 +45,11 @@ QUANTIZE = "QuantizeLinear"
 SMALL_CONSTANT = 64
 """Constants of at most this many values are compared by value when nodes are merged
 (scales, zero points, divisors); larger ones (weights) by name."""
+
+RANDOM_OPS = frozenset(
+    {"RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike", "Multinomial"}
+)
+"""Operators whose equal-looking nodes give different values: never merged."""
 
 _LEVELS = 255
 """Steps of an 8-bit range: a scale ratio within 0.5/255 of 1 rounds every value back."""
@@ -227,7 +232,7 @@ def _merge_repeated(graph: onnx.GraphProto) -> int:
         inputs = tuple(keys.get(name, name) for name in node.input)
         key = (node.domain, node.op_type, attrs, inputs, len(node.output))
         seen = first.get(key)
-        if seen is None or any(o in outputs for o in node.output):
+        if seen is None or node.op_type in RANDOM_OPS or any(o in outputs for o in node.output):
             first.setdefault(key, node)
             continue
         for mine, theirs in zip(node.output, seen.output, strict=True):

@@ -113,16 +113,25 @@ def test_repeated_nodes_merge_with_constants_compared_by_value() -> None:
     np.testing.assert_array_equal(_run(model), want)
 
 
-def test_other_alpha_is_not_merged() -> None:
+@pytest.mark.parametrize(
+    "pair",
+    [
+        (("LeakyRelu", {"alpha": 0.1}), ("LeakyRelu", {"alpha": 0.2})),
+        (("RandomNormalLike", {"seed": 1.0}), ("RandomNormalLike", {"seed": 1.0})),
+    ],
+    ids=["other alpha", "random"],
+)
+def test_nodes_that_differ_or_draw_noise_are_not_merged(pair) -> None:
+    (op_a, attrs_a), (op_b, attrs_b) = pair
     nodes = [
         helper.make_node("DequantizeLinear", ["q", "s", "z"], ["x"], name="dq"),
-        helper.make_node("LeakyRelu", ["x"], ["a"], alpha=0.1),
-        helper.make_node("LeakyRelu", ["x"], ["b"], alpha=0.2),
+        helper.make_node(op_a, ["x"], ["a"], **attrs_a),
+        helper.make_node(op_b, ["x"], ["b"], **attrs_b),
         helper.make_node("Add", ["a", "b"], ["out"]),
     ]
     model = _model(nodes, [_const("s", 0.02, np.float32), _const("z", 131, np.uint8)], 1)
     assert simplify_qdq(model) == Simplified()
-    assert len(model.graph.node) == 4
+    assert [n.op_type for n in model.graph.node] == ["DequantizeLinear", op_a, op_b, "Add"]
 
 
 def test_a_float_graph_is_left_as_it_is() -> None:
