@@ -129,7 +129,8 @@ def test_nodes_that_differ_or_draw_noise_are_not_merged(pair) -> None:
         helper.make_node(op_b, ["x"], ["b"], **attrs_b),
         helper.make_node("Add", ["a", "b"], ["out"]),
     ]
-    model = _model(nodes, [_const("s", 0.02, np.float32), _const("z", 131, np.uint8)], 1)
+    inits = [_const("s", 0.02, np.float32), _const("z", 131, np.uint8)]
+    model = _model(nodes, inits, TensorProto.FLOAT)
     assert simplify_qdq(model) == Simplified()
     assert [n.op_type for n in model.graph.node] == ["DequantizeLinear", op_a, op_b, "Add"]
 
