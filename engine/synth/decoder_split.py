@@ -36,6 +36,7 @@ from ..options import ONNXRUNTIME, OPENVINO, RUNTIME_NAMES
 from .common import Latent, NoiseSource, SynthInputs, SynthOutput, SynthParams
 from .onnx_backend import NOISE_INPUT, OnnxSynthesizer, make_noise_inputs, session_options
 from .polyphase import upsampling_layers
+from .qdq_simplify import DEQUANTIZE, QUANTIZE, simplify_qdq
 from .windowed import DecoderGeometry, DecoderStage, StagedDecoding
 
 if TYPE_CHECKING:
@@ -183,9 +184,7 @@ def _rename(graph: Any, old: str, new: str) -> None:
                 node.output[i] = new
 
 
-DEQUANTIZE = "DequantizeLinear"
-
-_PASS_THROUGH = ("QuantizeLinear", DEQUANTIZE, "Unsqueeze")
+_PASS_THROUGH = (QUANTIZE, DEQUANTIZE, "Unsqueeze")
 """Nodes between a LeakyRelu and the ConvTranspose it feeds: Q/DQ in a quantized (QDQ)
 graph, Unsqueeze in the 2-D convolution variant (`conv1d_as_conv2d`)."""
 
@@ -211,22 +210,29 @@ def find_stage_cuts(decoder: onnx.ModelProto) -> list[str]:
     return cuts
 
 
-def _integer_cut(graph: onnx.GraphProto, cut: str) -> tuple[str, int]:
-    """Where a stage of `graph` ends for the float tensor `cut`, and its element type: in a
-    quantized graph, where `cut` is a DequantizeLinear's output (constant scale and zero
-    point), the 8-bit tensor it reads (the next stage dequantizes it, and ONNX Runtime fuses
-    that into its int8 kernels); else `cut` itself, float."""
+def _integer_cuts(graph: onnx.GraphProto, cuts: list[str]) -> list[tuple[str, int]]:
+    """Where the stages of `graph` end for the float tensors `cuts`, with their element
+    types: in a quantized graph, where a cut is a DequantizeLinear's output (constant scale
+    and zero point), the 8-bit tensor it reads (the next stage dequantizes it, and ONNX
+    Runtime fuses that into its int8 kernels); else the cut itself, float."""
     from onnx import TensorProto
 
     producer = {out: node for node in graph.node for out in node.output}
     inits = {t.name: t for t in graph.initializer}
-    node = producer.get(cut)
-    if node is None or node.op_type != DEQUANTIZE or len(node.input) < 3:
-        return cut, TensorProto.FLOAT
-    scale, zero = inits.get(node.input[1]), inits.get(node.input[2])
-    if scale is None or zero is None:
-        return cut, TensorProto.FLOAT
-    return node.input[0], zero.data_type
+    found = []
+    for cut in cuts:
+        node = producer.get(cut)
+        if (
+            node is not None
+            and node.op_type == DEQUANTIZE
+            and len(node.input) >= 3
+            and node.input[1] in inits
+            and node.input[2] in inits
+        ):
+            found.append((node.input[0], inits[node.input[2]].data_type))
+        else:
+            found.append((cut, TensorProto.FLOAT))
+    return found
 
 
 def split_decoder_stages(decoder: onnx.ModelProto, simplify: bool = True) -> list[onnx.ModelProto]:
@@ -241,12 +247,10 @@ def split_decoder_stages(decoder: onnx.ModelProto, simplify: bool = True) -> lis
     before that (float between stages; the benchmarks' baseline)."""
     from onnx import TensorProto, helper
 
-    from .qdq_simplify import simplify_qdq
-
     graph = decoder.graph
     if simplify:
         simplify_qdq(decoder)
-        cuts = [_integer_cut(graph, cut) for cut in find_stage_cuts(decoder)]
+        cuts = _integer_cuts(graph, find_stage_cuts(decoder))
     else:
         cuts = [(cut, TensorProto.FLOAT) for cut in find_stage_cuts(decoder)]
     inputs = list(graph.input)
