@@ -18,6 +18,7 @@ NAMES = (
     "embedded",
     "measure_traces",
     "first_clause",
+    "int8_kernels",
 )
 PARTS = {name: f"benchmarks.engine.{name}" for name in NAMES}
 

@@ -30,7 +30,7 @@ def test_engine_suite_quick_runs_every_part_and_records_nothing(capsys) -> None:
     assert out.count("at commit ") == len(PARTS)  # every report's header names the commit
     rows = ["| short | generate |", "| short | stream-before |", "| serial t2 |", "| onnx-q8 |"]
     rows += ["| openjtalk run_frontend (baseline) |", "| rewrite, cold |", "| +20 dB |"]
-    rows += ["| 1 sentence | engine Speaker.stream |"]
+    rows += ["| 1 sentence | engine Speaker.stream |", "| `QLinearLeakyRelu` (table lookup) |"]
     for row in rows:
         assert row in out, row
     assert "nan" not in out
