@@ -19,7 +19,7 @@ one. The rewritten layer keeps the original's node name with `POLYPHASE_SUFFIX`,
 `upsampling_layers` finds both forms (by structure: a Conv whose output is interleaved), so
 the decoder's stages (`engine.synth.decoder_split`) are cut at the same places.
 
-A leaf: imports only numpy and onnx.
+A leaf: imports only numpy, onnx and the Q/DQ operator names (`engine.synth.qdq_simplify`).
 """
 
 from __future__ import annotations
@@ -29,13 +29,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .qdq_simplify import DEQUANTIZE, QUANTIZE
+
 if TYPE_CHECKING:
     import onnx
 
 _LOGGER = logging.getLogger(__name__)
 
 POLYPHASE_SUFFIX = "/polyphase"
-_PASS = ("QuantizeLinear", "DequantizeLinear")
+_PASS = (QUANTIZE, DEQUANTIZE)
 
 
 def _ints(node: Any, name: str, default: list[int]) -> list[int]:
