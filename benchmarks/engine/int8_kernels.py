@@ -30,11 +30,16 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from benchmarks.lib.report import Report, log
 from benchmarks.lib.stats import alternate, busy_core, median
+
+if TYPE_CHECKING:
+    import onnx
+    import onnxruntime as ort
 
 RESULT = "int8-kernels"
 
@@ -70,14 +75,14 @@ class Case:
     macs: int = 0
 
 
-def _session(graph: object, threads: int) -> object:
+def _session(graph: onnx.GraphProto, threads: int) -> ort.InferenceSession:
     import onnxruntime as ort
     from onnx import helper
 
     from engine.synth.onnx_backend import session_options
 
     model = helper.make_model(
-        graph,  # type: ignore[arg-type]
+        graph,
         opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)],
     )
     return ort.InferenceSession(
@@ -92,7 +97,7 @@ def _leaky_output() -> tuple[float, int]:
     return scale, round(-lo / scale)
 
 
-def _elementwise(kind: str, shape: tuple[int, ...]) -> object:
+def _elementwise(kind: str, shape: tuple[int, ...]) -> onnx.GraphProto:
     """A graph `x (uint8) → y (uint8)` for one of the elementwise forms."""
     from onnx import TensorProto, helper, numpy_helper
 
@@ -141,7 +146,7 @@ def _elementwise(kind: str, shape: tuple[int, ...]) -> object:
     return helper.make_graph(nodes, kind, inputs, [out], inits)
 
 
-def _conv(channels: int, samples: int, kernel: int, dilation: int, signed: bool) -> object:
+def _conv(channels: int, samples: int, kernel: int, dilation: int, signed: bool) -> onnx.GraphProto:
     """A channels-last `QLinearConv` `[1, samples, channels]` → the same shape."""
     from onnx import TensorProto, helper, numpy_helper
 
@@ -179,14 +184,14 @@ def _conv(channels: int, samples: int, kernel: int, dilation: int, signed: bool)
     )
 
 
-def _timed(session: object, feeds: dict[str, np.ndarray]) -> Callable[[], float]:
+def _timed(session: ort.InferenceSession, feeds: dict[str, np.ndarray]) -> Callable[[], float]:
     """One timing: the session run back to back for at least `SPAN_S` → seconds per run (a
     span much longer than one run, so a scheduler's time slice does not decide it)."""
 
     def runs(n: int) -> float:
         t0 = time.perf_counter()
         for _ in range(n):
-            session.run(None, feeds)  # type: ignore[attr-defined]
+            session.run(None, feeds)
         return (time.perf_counter() - t0) / n
 
     runs(3)  # warm: arena, packed weights
@@ -197,8 +202,8 @@ def _timed(session: object, feeds: dict[str, np.ndarray]) -> Callable[[], float]
 def _differing(kind: str) -> int:
     """How many of the 256 uint8 inputs `kind` maps otherwise than the table lookup does."""
     x = np.arange(256, dtype=np.uint8).reshape(1, 256, 1)
-    ref = _session(_elementwise("table", x.shape), 1).run(None, {"x": x})[0]  # type: ignore[attr-defined]
-    got = _session(_elementwise(kind, x.shape), 1).run(None, {"x": x})[0]  # type: ignore[attr-defined]
+    ref = _session(_elementwise("table", x.shape), 1).run(None, {"x": x})[0]
+    got = _session(_elementwise(kind, x.shape), 1).run(None, {"x": x})[0]
     return int(np.count_nonzero(ref != got))
 
 
