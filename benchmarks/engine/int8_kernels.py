@@ -19,8 +19,8 @@ the weights too, and only time and exactness are measured. Printed:
      indirect convolution);
    - uint8 weights (its generic im2col GEMM).
 
-Medians of `--reps` alternating rounds, idle and with one core busy; sessions built with
-the engine's `session_options`.
+Medians of `--reps` alternating rounds after a warm-up round (`common.walls`), idle and
+with one core busy; sessions built with the engine's `session_options`.
 """
 
 from __future__ import annotations
@@ -34,8 +34,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from benchmarks.engine.common import walls
 from benchmarks.lib.report import Report, log
-from benchmarks.lib.stats import alternate, busy_core, median
+from benchmarks.lib.stats import busy_core
 
 if TYPE_CHECKING:
     import onnx
@@ -67,10 +68,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 @dataclass(frozen=True)
 class Case:
-    """One graph to time: `run` once → seconds; `elements` outputs, `macs` multiply-accumulates
-    (0: elementwise)."""
+    """One graph to time: `run` runs it `repeats` times back to back; `elements` outputs,
+    `macs` multiply-accumulates (0: elementwise)."""
 
-    run: Callable[[], float]
+    run: Callable[[], object]
+    repeats: int
     elements: int
     macs: int = 0
 
@@ -184,19 +186,21 @@ def _conv(channels: int, samples: int, kernel: int, dilation: int, signed: bool)
     )
 
 
-def _timed(session: ort.InferenceSession, feeds: dict[str, np.ndarray]) -> Callable[[], float]:
-    """One timing: the session run back to back for at least `SPAN_S` → seconds per run (a
-    span much longer than one run, so a scheduler's time slice does not decide it)."""
+def _timed(
+    session: ort.InferenceSession, feeds: dict[str, np.ndarray]
+) -> tuple[Callable[[], object], int]:
+    """One timing: the session run back to back for at least `SPAN_S` (a span much longer
+    than one run, so a scheduler's time slice does not decide it), and how many runs that is."""
 
-    def runs(n: int) -> float:
-        t0 = time.perf_counter()
+    def runs(n: int) -> None:
         for _ in range(n):
             session.run(None, feeds)
-        return (time.perf_counter() - t0) / n
 
     runs(3)  # warm: arena, packed weights
-    repeats = max(1, math.ceil(SPAN_S / runs(1)))
-    return lambda: runs(repeats)
+    t0 = time.perf_counter()
+    runs(1)
+    repeats = max(1, math.ceil(SPAN_S / (time.perf_counter() - t0)))
+    return (lambda: runs(repeats)), repeats
 
 
 def _differing(kind: str) -> int:
@@ -222,17 +226,17 @@ def _cases(frames: int) -> dict[str, Case]:
     for kind in ELEMENTWISE:
         feeds = {"x": x, "x2": x[:, ::-1].copy()} if kind == "add" else {"x": x}
         for threads in (1, 2):
-            run = _timed(_session(_elementwise(kind, shape), threads), feeds)
-            cases[f"{kind}/{threads}"] = Case(run, x.size)
+            run, repeats = _timed(_session(_elementwise(kind, shape), threads), feeds)
+            cases[f"{kind}/{threads}"] = Case(run, repeats, x.size)
     for channels, per_frame in STAGES:
         samples = frames * per_frame
         x = rng.integers(0, 256, (1, samples, channels), dtype=np.uint8)
         for kernel, dilation in KERNELS:
             for signed in (True, False):
                 graph = _conv(channels, samples, kernel, dilation, signed)
-                run = _timed(_session(graph, 2), {"x": x})
+                run, repeats = _timed(_session(graph, 2), {"x": x})
                 macs = channels * channels * kernel * samples
-                cases[_conv_key(channels, kernel, signed)] = Case(run, x.size, macs)
+                cases[_conv_key(channels, kernel, signed)] = Case(run, repeats, x.size, macs)
     return cases
 
 
@@ -255,8 +259,8 @@ def run(args: argparse.Namespace) -> Report:
     for label in loads:
         log(f"{reps} alternating rounds, {label}")
         with busy_core(label != "idle"):
-            rounds = alternate({k: c.run for k, c in cases.items()}, reps)
-        times[label] = {k: median(v) for k, v in rounds.items()}
+            spans = walls({k: c.run for k, c in cases.items()}, reps)
+        times[label] = {k: t / cases[k].repeats for k, t in spans.items()}  # s per run
 
     def ns(label: str, key: str) -> float:
         return times[label][key] / cases[key].elements * 1e9
@@ -264,7 +268,7 @@ def run(args: argparse.Namespace) -> Report:
     def gmacs(label: str, key: str) -> float:
         return cases[key].macs / times[label][key] / 1e9
 
-    differing = {kind: _differing(kind) for kind in ELEMENTWISE if kind != "add"}
+    differing = {"max_add": _differing("max_add")}  # the table is the reference
     rows = []
     for kind, title in ELEMENTWISE.items():
         cells: list[object] = [title, f"{ns('idle', f'{kind}/1'):.3f}"]
