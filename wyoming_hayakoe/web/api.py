@@ -25,7 +25,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import json
 import logging
 import time
 import unicodedata
@@ -53,6 +52,7 @@ from .dictionary import (
     validate_entry,
     word_json,
 )
+from .errors import MAX_JSON_BODY, ApiError, read_json_object
 from .options import HttpSettings
 from .warnings import WarningLog
 
@@ -60,8 +60,8 @@ __all__ = ["STATE", "MAX_BODY", "MAX_PAGE_TEXT", "SAMPLE_TEXT", "WebState", "add
 
 _LOGGER = logging.getLogger(__name__)
 
-MAX_BODY = 512 * 1024
-"""Largest request body (a CSV import); more gets 413."""
+MAX_BODY = MAX_JSON_BODY
+"""Largest request body (a CSV import); more gets 413 ``too_large``."""
 MAX_PAGE_TEXT = 2000
 """Longest text the page speaks or reads (characters; the Wyoming limit may be lower)."""
 SAMPLE_TEXT = "こんにちは。この声で、家のお知らせを読み上げます。"
@@ -94,33 +94,21 @@ class WebState:
 STATE = web.AppKey("state", WebState)
 
 
-class BadRequest(ValueError):
+class BadRequest(ApiError):
+    """A request this endpoint refuses: the field at fault, a code (`errors`: the page words
+    it), the status, and for an unknown name the names that exist (``available``)."""
+
     def __init__(
-        self, field: str, message: str, status: int = 400, available: list[str] | None = None
+        self,
+        field: str,
+        message: str,
+        status: int = 400,
+        available: list[str] | None = None,
+        code: str = "bad_request",
     ) -> None:
-        super().__init__(message)
-        self.field = field
-        self.status = status
+        extra = {"available": available} if available is not None else None
+        super().__init__(status, code, message, field, extra)
         self.available = available
-
-
-def _error(
-    field: str, message: str, status: int = 400, available: list[str] | None = None
-) -> web.Response:
-    body: dict[str, Any] = {"error": message, "field": field}
-    if available is not None:
-        body["available"] = available
-    return web.json_response(body, status=status)
-
-
-async def _json_body(request: web.Request) -> dict[str, Any]:
-    try:
-        data = await request.json()
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        raise BadRequest("body", "the body is not JSON") from None
-    if not isinstance(data, dict):
-        raise BadRequest("body", "the body must be a JSON object")
-    return data
 
 
 def _text(state: WebState, data: Mapping[str, Any]) -> str:
@@ -129,7 +117,10 @@ def _text(state: WebState, data: Mapping[str, Any]) -> str:
         raise BadRequest("text", "text: write something to say")
     if len(text) > min(state.max_text, MAX_PAGE_TEXT):
         raise BadRequest(
-            "text", f"text: at most {min(state.max_text, MAX_PAGE_TEXT)} characters", 413
+            "text",
+            f"text: at most {min(state.max_text, MAX_PAGE_TEXT)} characters",
+            413,
+            code="too_large",
         )
     return text
 
@@ -145,7 +136,12 @@ def _resolve(state: WebState, voice: object, style: object) -> Resolved:
         return state.catalog.resolve_exact(voice, style)
     except UnknownNameError as exc:
         unknown = exc.unknown
-        raise BadRequest(unknown.kind, str(exc), available=list(unknown.available)) from None
+        raise BadRequest(
+            unknown.kind,
+            str(exc),
+            available=list(unknown.available),
+            code=f"unknown_{unknown.kind}",
+        ) from None
 
 
 def _controls(data: Mapping[str, Any]) -> dict[str, float]:
@@ -267,12 +263,12 @@ def _admit(state: WebState, resolved: Resolved) -> Any:
     try:
         return state.admission.enter(resolved.speaker.name)
     except AdmissionRefused as exc:
-        raise BadRequest("voice", str(exc), 503) from None
+        raise BadRequest("voice", str(exc), 503, code="busy") from None
 
 
 async def speak(request: web.Request) -> web.StreamResponse:
     state = request.app[STATE]
-    data = await _json_body(request)
+    data = await read_json_object(request)
     text = _text(state, data)
     resolved = _resolve(state, data.get("voice"), data.get("style"))
     args = _request_args(resolved, _controls(data))
@@ -315,7 +311,7 @@ async def speak(request: web.Request) -> web.StreamResponse:
 
 async def reading(request: web.Request) -> web.Response:
     state = request.app[STATE]
-    data = await _json_body(request)
+    data = await read_json_object(request)
     text = _text(state, data)
 
     def read() -> tuple[str, list[Any]]:  # the pipeline the speakers use, read not spoken
@@ -369,7 +365,7 @@ def _surface_key(value: object) -> str:
 
 async def dictionary_put(request: web.Request) -> web.Response:
     state = request.app[STATE]
-    data = await _json_body(request)
+    data = await read_json_object(request)
     word = validate_entry(data)  # FieldError → 400 naming the field, nothing written
     original = data.get("original")
     old = _surface_key(original) if original not in (None, "") else None
@@ -386,12 +382,17 @@ async def dictionary_put(request: web.Request) -> web.Response:
 
 async def dictionary_delete(request: web.Request) -> web.Response:
     state = request.app[STATE]
-    data = await _json_body(request)
+    data = await read_json_object(request)
     surface = _surface_key(data.get("surface"))
 
     def change(table: dict[str, UserWord]) -> None:
         if surface not in table:
-            raise BadRequest("surface", f"surface: {surface!r} is not in the dictionary", 404)
+            raise BadRequest(
+                "surface",
+                f"surface: {surface!r} is not in the dictionary",
+                404,
+                code="unknown_word",
+            )
         del table[surface]
 
     await state.dictionary.edit(change)
@@ -409,10 +410,13 @@ async def dictionary_import(request: web.Request) -> web.Response:
     try:
         words = await asyncio.to_thread(parse_csv, text)
     except ImportError_ as exc:
-        return web.json_response(
-            {"error": f"{len(exc.errors)} bad line(s); nothing imported", "lines": exc.errors},
-            status=400,
-        )
+        raise ApiError(
+            400,
+            "bad_csv",
+            f"{len(exc.errors)} bad line(s); nothing imported",
+            "body",
+            {"lines": exc.errors},
+        ) from None
 
     def change(table: dict[str, UserWord]) -> int:
         for w in words:
@@ -471,24 +475,6 @@ async def status(request: web.Request) -> web.Response:
             "warnings": state.warnings.latest(),
         }
     )
-
-
-@web.middleware
-async def errors_middleware(request: web.Request, handler: Any) -> web.StreamResponse:
-    """`BadRequest`/`FieldError` → a JSON answer naming the field; an unknown `/api/` path
-    or method is answered in JSON too (a script reads every `/api/` answer as JSON)."""
-    try:
-        response: web.StreamResponse = await handler(request)
-        return response
-    except web.HTTPException as exc:
-        if not request.path.startswith("/api/") or exc.status not in (404, 405):
-            raise
-        what = "no such API path" if exc.status == 404 else f"{request.method} not allowed here"
-        return _error("path", f"{what}: {request.path}", exc.status)
-    except BadRequest as exc:
-        return _error(exc.field, str(exc), exc.status, exc.available)
-    except FieldError as exc:
-        return _error(exc.field, str(exc))
 
 
 def add_routes(app: web.Application) -> None:

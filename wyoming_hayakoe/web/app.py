@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING
 from aiohttp import web
 
 from ..handler import ServerContext
-from .api import MAX_BODY, STATE, WebState, add_routes, errors_middleware
+from .api import MAX_BODY, STATE, WebState, add_routes
 from .dictionary import PageDictionary
+from .errors import api_errors_middleware, mark_started
 from .library import add_library_routes
 from .options import HttpSettings
 from .security import add_security_headers, ingress_base, security_middleware
@@ -44,11 +45,12 @@ async def index(request: web.Request) -> web.Response:
 def build_app(state: WebState) -> web.Application:
     """The page's application: security first, then JSON errors, then the routes."""
     app = web.Application(
-        middlewares=[security_middleware(state.http), errors_middleware],
+        middlewares=[security_middleware(state.http), api_errors_middleware],
         client_max_size=MAX_BODY,
     )
     app[STATE] = state
     app.on_response_prepare.append(add_security_headers)
+    app.on_response_prepare.append(mark_started)
     app.router.add_get("/", index)
     app.router.add_static("/static/", STATIC_DIR, show_index=False, follow_symlinks=False)
     add_routes(app)
