@@ -55,6 +55,44 @@ const STRINGS = {
     int8_queued: "waiting", int8_making: "making", int8_switching: "switching",
     int8_int8: "int8", int8_fp32: "fp32", int8_bf16: "bf16", int8_fp16: "fp16",
     int8_failed: "failed", int8_cancelled: "cancelled",
+    job_contacting: "Contacting AivisHub",
+    lib_dismiss: "Dismiss", lib_details: "Details", lib_license_more: "Full license",
+    // an API error's words by its `code` (`err_<code>_<field>` first); an unknown code shows the
+    // server's own sentence
+    err_bad_json: "The request was not valid JSON.",
+    err_bad_request: "The request was not valid.",
+    err_too_large: "Too large: over the server's limit.",
+    err_disk_full: "The server's disk is full.",
+    err_forbidden_host: "Refused for this address: open the page at the server's own address, or give the page a token.",
+    err_forbidden: "Not allowed.",
+    err_not_found: "Not found.",
+    err_not_found_library: "The voice library is off on this server (--no-library).",
+    err_method_not_allowed: "This action is not allowed here.",
+    err_internal: "Something went wrong on the server; its log says more.",
+    err_unknown_voice: "No such voice.",
+    err_name_invalid: "This name cannot be used.",
+    err_name_taken: "A voice already has this name: choose another one.",
+    err_already_installed: "This voice is already installed.",
+    err_not_in_library: "This voice is not in the voice library.",
+    err_configured_voice: "This voice comes from the server's configuration: change the configuration to remove it.",
+    err_in_use: "This voice is in use (by a preset or as the default voice): change that first.",
+    err_source_invalid: "Not a source the voice library takes: an AivisHub page or UUID, an official voice's name or an hf:// repository.",
+    err_file_invalid: "Not a voice file this server can read (.aivmx / .aivm).",
+    err_not_supported: "This server cannot run this voice.",
+    err_memory: "Not enough memory for this voice.",
+    err_hub_unreachable: "AivisHub could not be reached: check the network and try again.",
+    err_hub_error: "AivisHub answered with an error.",
+    err_queue_full: "Too many installs are waiting: try again when one has finished.",
+    err_bert_missing: "The first neural voice needs the shared BERT model (about 500 MB), and the server is offline: fetch it into the cache first.",
+    err_job_not_found: "No such install (the server may have restarted).",
+    err_job_ended: "This install has already ended.",
+    err_job_busy: "This install is loading its voice and cannot stop now.",
+    err_throttled: "Asked too often: try again in a moment.",
+    err_cancelled: "Cancelled.",
+    field_source: "Source", field_name: "Name", field_file: "File", field_job: "Install",
+    field_body: "Request", field_library: "Voice library", field_surface: "Word",
+    field_reading: "Reading", field_accent: "Accent", field_priority: "Priority",
+    field_text: "Text", field_voice: "Voice", field_style: "Style", field_path: "Address",
   },
   ja: {
     tab_voices: "ボイス", tab_try: "試す", tab_dictionary: "辞書", tab_library: "ライブラリ", tab_status: "状態",
@@ -107,6 +145,42 @@ const STRINGS = {
     int8_queued: "待機中", int8_making: "作成中", int8_switching: "切り替え中",
     int8_int8: "int8", int8_fp32: "fp32", int8_bf16: "bf16", int8_fp16: "fp16",
     int8_failed: "失敗", int8_cancelled: "キャンセル",
+    job_contacting: "AivisHub に問い合わせ中",
+    lib_dismiss: "閉じる", lib_details: "詳細", lib_license_more: "ライセンス全文",
+    err_bad_json: "リクエストを JSON として読めませんでした。",
+    err_bad_request: "リクエストの内容が正しくありません。",
+    err_too_large: "大きすぎます（サーバーの上限を超えています）。",
+    err_disk_full: "サーバーのディスクがいっぱいです。",
+    err_forbidden_host: "このアドレスからは使えません。サーバー自身のアドレスで開くか、トークンを設定してください。",
+    err_forbidden: "許可されていません。",
+    err_not_found: "見つかりません。",
+    err_not_found_library: "このサーバーではボイスライブラリが無効です（--no-library）。",
+    err_method_not_allowed: "この操作はここではできません。",
+    err_internal: "サーバーで問題が起きました。詳しくはサーバーのログをご覧ください。",
+    err_unknown_voice: "その声はありません。",
+    err_name_invalid: "この名前は使えません。",
+    err_name_taken: "同じ名前の声がすでにあります。別の名前にしてください。",
+    err_already_installed: "この声はすでに追加されています。",
+    err_not_in_library: "この声はボイスライブラリにありません。",
+    err_configured_voice: "サーバーの設定で指定された声です。削除するには設定を変更してください。",
+    err_in_use: "この声は使用中です（プリセットまたは既定の声）。先にそちらを変更してください。",
+    err_source_invalid: "ボイスライブラリに追加できない入手元です。AivisHub のページか UUID、公式ボイスの名前、hf:// のリポジトリを指定してください。",
+    err_file_invalid: "このサーバーが読める声のファイル（.aivmx / .aivm）ではありません。",
+    err_not_supported: "このサーバーではこの声を動かせません。",
+    err_memory: "この声を読み込むにはメモリが足りません。",
+    err_hub_unreachable: "AivisHub に接続できませんでした。ネットワークを確認して、もう一度お試しください。",
+    err_hub_error: "AivisHub がエラーを返しました。",
+    err_queue_full: "順番待ちの追加が多すぎます。どれかが終わってから、もう一度お試しください。",
+    err_bert_missing: "最初のニューラル音声には共有の BERT モデル（約 500 MB）が必要ですが、サーバーがオフラインです。先にキャッシュへ取得してください。",
+    err_job_not_found: "その追加は見つかりません（サーバーが再起動したのかもしれません）。",
+    err_job_ended: "この追加はすでに終わっています。",
+    err_job_busy: "声を読み込み中のため、今は止められません。",
+    err_throttled: "問い合わせが多すぎます。少し待ってからお試しください。",
+    err_cancelled: "キャンセルしました。",
+    field_source: "入手元", field_name: "名前", field_file: "ファイル", field_job: "追加",
+    field_body: "リクエスト", field_library: "ボイスライブラリ", field_surface: "表記",
+    field_reading: "読み", field_accent: "アクセント", field_priority: "優先度",
+    field_text: "テキスト", field_voice: "声", field_style: "スタイル", field_path: "アドレス",
   },
 };
 
@@ -147,17 +221,62 @@ function svg(tag, attrs) {
   return node;
 }
 
+// -- errors in the page's language --------------------------------------------------------
+// Every `/api` error is `{"error": "<English sentence>", "code": "<snake_case>", "field"?}` and a
+// failed job carries `error_code`: the page shows its own words for the code (the server's
+// sentence, kept as the detail, where it has none) and names the field where one is given.
+
+const STATUS_CODES = { 400: "bad_request", 403: "forbidden", 404: "not_found", 405: "method_not_allowed", 413: "too_large", 500: "internal", 507: "disk_full" };
+
+function words(key) {  // the page's words for a key, or null (no English fallback across keys)
+  const table = STRINGS[LANG] || STRINGS.en;
+  return Object.prototype.hasOwnProperty.call(table, key) ? table[key]
+    : Object.prototype.hasOwnProperty.call(STRINGS.en, key) ? STRINGS.en[key] : null;
+}
+
+// {text, detail, code, field}: `text` is what to show, `detail` the server's own sentence when
+// it says something `text` does not
+function errorInfo(data, status) {
+  data = data && typeof data === "object" ? data : {};
+  const sentence = typeof data.error === "string" ? data.error : "";
+  const code = data.code || data.error_code || (!sentence && STATUS_CODES[status]) || "";
+  const field = typeof data.field === "string" ? data.field : (data.error_field || "");
+  let text = null;
+  let named = false;  // the words already name the field
+  if (code && field && words(`err_${code}_${field}`)) { text = words(`err_${code}_${field}`); named = true; }
+  else if (code && words(`err_${code}`)) text = words(`err_${code}`);
+  const known = text !== null;
+  if (!known) text = sentence || (status ? `${status}` : t("error"));
+  if (field && !named && !(!known && sentence.toLowerCase().startsWith(`${field.toLowerCase()}:`))) {
+    text = `${words(`field_${field}`) || field}${LANG === "ja" ? "：" : ": "}${text}`;
+  }
+  return { text, detail: known && sentence && sentence !== text ? sentence : "", code, field };
+}
+
+function apiError(data, status) {
+  const info = errorInfo(data, status);
+  const err = new Error(info.text);
+  err.status = status;
+  err.data = data;
+  err.info = info;
+  return err;
+}
+
+// an error's words in `node` (its field's words with `bare`), the server's sentence as the title
+function showError(node, err, bare) {
+  const info = err && err.info;
+  node.textContent = info ? (bare ? errorInfo(Object.assign({}, err.data, { field: "" }), err.status).text : info.text)
+    : String((err && err.message) || err || "");
+  if (info && info.detail) node.title = info.detail; else node.removeAttribute("title");
+  if (info && info.code) node.dataset.code = info.code; else delete node.dataset.code;
+}
+
 async function api(path, options) {
   const res = await fetch(path, Object.assign({ credentials: "same-origin" }, options || {}));
   let data = null;
   const type = res.headers.get("Content-Type") || "";
-  if (type.includes("json")) data = await res.json();
-  if (!res.ok) {
-    const err = new Error((data && data.error) || `${res.status} ${res.statusText}`);
-    err.status = res.status;
-    err.data = data;
-    throw err;
-  }
+  if (type.includes("json")) data = await res.json().catch(() => null);
+  if (!res.ok) throw apiError(data, res.status);
   return data;
 }
 
@@ -244,7 +363,8 @@ function show(view) {
 
 function globalError(err) {
   const banner = $("#global-error");
-  banner.textContent = `${t("error")}: ${err.message || err}`;
+  showError(banner, err);
+  banner.textContent = `${t("error")}${LANG === "ja" ? "：" : ": "}${banner.textContent}`;
   banner.hidden = false;
 }
 
@@ -410,10 +530,7 @@ async function speak() {
       signal: run.abort.signal,
       credentials: "same-origin",
     });
-    if (!res.ok) {
-      const data = await res.json().catch(() => ({}));
-      throw new Error(data.error || `${res.status}`);
-    }
+    if (!res.ok) throw apiError(await res.json().catch(() => null), res.status);
     const rate = Number(res.headers.get("X-Sample-Rate"));
     const reader = res.body.getReader();
     let carry = new Uint8Array(0);
@@ -457,7 +574,7 @@ async function speak() {
     else stopSpeaking();
   } catch (e) {
     if (e.name !== "AbortError") {
-      err.textContent = e.message;
+      showError(err, e);
       err.hidden = false;
     }
     stats.textContent = "";
@@ -475,10 +592,7 @@ async function download() {
       body: JSON.stringify(speakParams("wav")),
       credentials: "same-origin",
     });
-    if (!res.ok) {
-      const data = await res.json().catch(() => ({}));
-      throw new Error(data.error || `${res.status}`);
-    }
+    if (!res.ok) throw apiError(await res.json().catch(() => null), res.status);
     const url = URL.createObjectURL(await res.blob());
     const a = el("a", { href: url, download: "hayakoe.wav" });
     document.body.append(a);
@@ -486,7 +600,7 @@ async function download() {
     a.remove();
     setTimeout(() => URL.revokeObjectURL(url), 10000);
   } catch (e) {
-    $("#speak-error").textContent = e.message;
+    showError($("#speak-error"), e);
     $("#speak-error").hidden = false;
   } finally {
     button.disabled = false;
@@ -555,9 +669,10 @@ function clearErrors() {
   for (const node of document.querySelectorAll(".field-error, #err-entry")) node.textContent = "";
 }
 
-function showFieldError(field, message) {
+function showFieldError(field, message) {  // a string, or an API error (its field is the place)
   const target = $(`#err-${field}`) || $("#err-entry");
-  target.textContent = message;
+  if (typeof message === "string") { target.textContent = message; target.removeAttribute("title"); }
+  else showError(target, message, target.id !== "err-entry");
 }
 
 function renderAccentPicker() {
@@ -670,7 +785,7 @@ async function saveWord() {
     preview.dataset.after = after;
     updateReading();
   } catch (e) {
-    showFieldError((e.data && e.data.field) || "entry", e.message);
+    showFieldError((e.data && e.data.field) || "entry", e);
   }
 }
 
@@ -732,7 +847,7 @@ const JOB_POLL_MS = 400;
 const INT8_POLL_MS = 3000;
 const JOB_FINAL = new Set(["ready", "failed", "cancelled"]);
 const INT8_FINAL = new Set(["int8", "fp32", "bf16", "fp16", "failed", "cancelled", ""]);
-const CANCELLABLE = new Set(["uploading", "queued", "downloading", "checking"]);
+const CANCELLABLE = new Set(["uploading", "queued", "contacting", "downloading", "checking"]);
 const HUB_PAGE = "https://hub.aivis-project.com/aivm-models/";
 
 const UPDATE_CHECK_MS = 10 * 60 * 1000;
@@ -752,10 +867,68 @@ function formatSize(n) {
   return `${Math.max(1, Math.round(n / 1024))} KB`;
 }
 
-function libError(message) {
+// an error (an API error, or words of the page) in `node`: the words, and the server's own
+// sentence behind "Details" where it says more
+function errorContent(node, err) {
+  const info = err && err.info;
+  node.replaceChildren(el("span", { class: "error-text", text: info ? info.text : String((err && err.message) || err || "") }));
+  if (info && info.code) node.dataset.code = info.code; else delete node.dataset.code;
+  if (info && info.detail) {
+    node.append(el("details", { class: "error-detail" },
+      el("summary", { text: t("lib_details") }), el("span", { lang: "en", text: info.detail })));
+  }
+}
+
+function libError(err) {
   const node = $("#lib-error");
-  node.textContent = message || "";
-  node.hidden = !message;
+  if (err) errorContent(node, err); else node.replaceChildren();
+  node.hidden = !err;
+}
+
+// -- licenses: Markdown shown as text (never as HTML), its marks taken away ---------------------
+
+function markdownToText(md) {
+  const lines = [];
+  let fence = false;
+  for (let line of String(md || "").replace(/\r\n?/g, "\n").split("\n")) {
+    if (/^\s*(```|~~~)/.test(line)) { fence = !fence; continue; }
+    if (!fence) {
+      if (/^\s*([-*_])(\s*\1){2,}\s*$/.test(line)) { lines.push(""); continue; }  // a rule
+      if (/^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$/.test(line)) continue;  // a table's rule
+      if (/^\s*(=+|-+)\s*$/.test(line) && lines.length && lines[lines.length - 1]) continue;  // a setext underline
+      line = line
+        .replace(/^\s{0,3}#{1,6}(\s+|$)/, "")     // heading marks
+        .replace(/\s+#+\s*$/, "")                  // closing heading marks
+        .replace(/^(\s*>)+\s?/, "")                // quotes
+        .replace(/^(\s*)[-*+]\s+\[[ xX]\]\s+/, "$1☐ ")
+        .replace(/^(\s*)[-*+]\s+/, "$1• ")         // list items
+        .replace(/^\s*\|(.*)\|\s*$/, (m, cells) => cells.trim()).replace(/\s*\|\s*/g, " | ")  // table cells
+        .replace(/!\[([^\]]*)\]\([^)]*\)/g, "$1")   // images: their text
+        .replace(/\[([^\]]+)\]\(([^)\s]+)[^)]*\)/g, (m, text, url) => (text === url ? url : `${text} (${url})`))
+        .replace(/<(https?:[^>\s]+)>/g, "$1")
+        .replace(/<\/?[A-Za-z][^>]*>/g, "")          // inline HTML tags
+        .replace(/(\*\*|__)(?=\S)(.+?)(?<=\S)\1/g, "$2")
+        .replace(/(^|[^\w*])\*(?=\S)([^*]+?)(?<=\S)\*(?!\w)/g, "$1$2")
+        .replace(/(^|[^\w])_(?=\S)([^_]+?)(?<=\S)_(?!\w)/g, "$1$2")
+        .replace(/~~(.+?)~~/g, "$1")
+        .replace(/`([^`]+)`/g, "$1")
+        .replace(/\\([\\`*_{}\[\]()#+\-.!|>])/g, "$1");
+    }
+    lines.push(line.replace(/\s+$/, ""));
+  }
+  return lines.join("\n").replace(/\n{3,}/g, "\n\n").trim();
+}
+
+// a license as text: its first line, and the whole text behind it where there is more
+function licenseNode(license) {
+  const text = markdownToText(license);
+  if (!text) return null;
+  const [first, ...rest] = text.split("\n");
+  const more = rest.join("\n").trim();
+  if (!more) return el("span", { class: "license", text: first });
+  return el("details", { class: "license" },
+    el("summary", { text: first, title: t("lib_license_more") }),
+    el("div", { class: "license-text", text: more }));
 }
 
 // the other tabs list the voices as they are now
@@ -781,7 +954,7 @@ function jobPercent(job) {
     return Math.min(100, (100 * job.bytes) / job.total);
   }
   if (job.state === "queued") return 0;
-  return null;  // checking, converting, loading: no measure of how far, the bar runs
+  return null;  // contacting, checking, converting, loading: no measure of how far, the bar runs
 }
 
 function jobTitle(job) {
@@ -809,9 +982,16 @@ function renderJob(job) {
       el("span", { class: "job-state stats", text: parts.join(" · ") }),
       CANCELLABLE.has(job.state)
         ? el("button", { class: "small job-cancel", text: t("cancel"), onclick: () => cancelJob(job) })
+        : null,
+      JOB_FINAL.has(job.state) && !job.upload
+        ? el("button", { class: "small job-dismiss", text: t("lib_dismiss"), onclick: () => dismissJob(job) })
         : null));
   if (job.state !== "failed" && job.state !== "cancelled") item.append(bar);
-  if (job.error) item.append(el("p", { class: "error job-error", text: job.error }));
+  if (job.error || job.error_code) {
+    const error = el("div", { class: "error job-error", role: job.state === "failed" ? "alert" : null });
+    errorContent(error, apiError({ error: job.error, code: job.error_code, field: job.error_field }, 0));
+    item.append(error);
+  }
   return item;
 }
 
@@ -858,11 +1038,13 @@ function renderLibrary(listing) {
   body.replaceChildren();
   for (const c of listing.configured) {
     body.append(el("tr", { class: "readonly", data_voice: c.name },
-      el("td", {}, c.name, " ", el("span", { class: "tag", title: t("lib_configured_hint"), text: t("lib_configured") })),
-      el("td", { text: "—" }), el("td", { text: "—" }), el("td", { text: "—" }),
-      el("td", { text: t("lib_flags") }),
-      el("td", { text: c.precision ? t(`int8_${c.precision}`) : "—" }),
-      el("td", {})));
+      el("td", { class: "lib-name" }, el("strong", { text: c.name }), " ", el("span", { class: "tag", title: t("lib_configured_hint"), text: t("lib_configured") })),
+      el("td", { class: "blank", data_label: t("lib_version"), text: "—" }),
+      el("td", { class: "blank", data_label: t("lib_size"), text: "—" }),
+      el("td", { class: "blank", data_label: t("lib_license"), text: "—" }),
+      el("td", { data_label: t("lib_from"), text: t("lib_flags") }),
+      el("td", { data_label: t("lib_int8"), text: c.precision ? t(`int8_${c.precision}`) : "—" }),
+      el("td", { class: "blank" })));
   }
   for (const e of listing.installed) {
     const name = el("td", { class: "lib-name" }, el("strong", { text: e.name }));
@@ -877,19 +1059,30 @@ function renderLibrary(listing) {
       }));
     }
     actions.append(el("button", { class: "small danger lib-remove", text: t("lib_remove"), onclick: () => removeVoice(e) }));
-    const license = [e.license, (e.creators || []).join(", ")].filter(Boolean).join(" · ");
+    const license = el("td", { class: "lib-license", data_label: t("lib_license") }, licenseNode(e.license));
+    const creators = (e.creators || []).join(", ");
+    if (creators) license.append(el("div", { class: "hint creators", text: creators }));
+    if (!license.childNodes.length) license.textContent = "—";
     body.append(el("tr", { class: "installed", data_voice: e.name },
       name,
-      el("td", { text: e.version || "—" }),
-      el("td", { class: "num", text: formatSize(e.size) }),
-      el("td", { text: license || "—" }),
-      el("td", {}, sourceCell(e)),
-      el("td", { class: "lib-int8", text: int8Text(e.int8) || "—" }),
+      el("td", { data_label: t("lib_version"), text: e.version || "—" }),
+      el("td", { class: "num", data_label: t("lib_size"), text: formatSize(e.size) }),
+      license,
+      el("td", { data_label: t("lib_from") }, sourceCell(e)),
+      el("td", { class: "lib-int8", data_label: t("lib_int8"), text: int8Text(e.int8) || "—" }),
       actions));
   }
   officialButtons(listing);
-  for (const job of listing.jobs || []) {  // jobs started elsewhere (another tab, a script)
-    if (!JOB_FINAL.has(job.state) || lib.jobs.has(job.id)) lib.jobs.set(job.id, Object.assign(lib.jobs.get(job.id) || {}, job));
+  const listed = new Set();
+  for (const job of listing.jobs || []) {  // jobs started elsewhere (another tab, a script, before a reload)
+    listed.add(job.id);
+    if (dismissedHere(job)) continue;
+    if (!JOB_FINAL.has(job.state) || job.state === "failed" || lib.jobs.has(job.id)) {
+      lib.jobs.set(job.id, Object.assign(lib.jobs.get(job.id) || {}, job));
+    }
+  }
+  for (const [id, job] of lib.jobs) {  // a failed job dismissed elsewhere, or forgotten by a restart
+    if (job.state === "failed" && !job.upload && !listed.has(id)) lib.jobs.delete(id);
   }
   renderJobs();
   schedulePoll();
@@ -903,7 +1096,7 @@ async function loadLibrary() {
   } catch (e) {
     if (e.status === 404 && e.data && e.data.field === "library") {
       const off = $("#lib-off");
-      off.textContent = e.message;
+      off.textContent = e.info.code && e.info.code !== "not_found" ? e.info.text : t("err_not_found_library");
       off.hidden = false;
       for (const id of ["#lib-install", "#lib-file", "#lib-source", "#lib-name"]) $(id).disabled = true;
       return;
@@ -954,7 +1147,7 @@ async function pollJobs() {
       renderLibrary(await api("api/library"));
     }
   } catch (e) {
-    libError(e.message);
+    libError(e);
   } finally {
     lib.polling = false;
     schedulePoll();
@@ -979,7 +1172,7 @@ async function installSource(source, name) {
     if ($("#lib-source").value.trim() === source) $("#lib-source").value = "";
     $("#lib-name").value = "";
   } catch (e) {
-    libError(e.message);
+    libError(e);
   }
 }
 
@@ -1010,7 +1203,7 @@ function uploadFile(file) {
       $("#lib-name").value = "";
       followJob(data.job, job.source);
     } else {
-      libError(data.error || `${xhr.status} ${xhr.statusText}`);
+      libError(apiError(xhr.response, xhr.status));
       renderJobs();
     }
   };
@@ -1025,8 +1218,42 @@ async function cancelJob(job) {
     lib.jobs.set(job.id, await postJSON(`api/library/jobs/${encodeURIComponent(job.id)}/cancel`, {}));
     renderJobs();
   } catch (e) {
-    libError(e.message);
+    libError(e);
   }
+}
+
+// A job dismissed here while the server could not forget it (an older server without the
+// dismiss endpoint answers 404): kept hidden in this browser, by its id, source and error (ids
+// start again at a restart).
+const DISMISSED_KEY = "hayakoe.dismissed-jobs";
+
+function dismissKey(job) { return JSON.stringify([job.id, job.source || "", job.error || ""]); }
+
+function dismissedHere(job) {
+  try { return (JSON.parse(localStorage.getItem(DISMISSED_KEY)) || []).includes(dismissKey(job)); }
+  catch (e) { return false; }
+}
+
+function keepDismissed(job) {
+  try {
+    const keys = (JSON.parse(localStorage.getItem(DISMISSED_KEY)) || []).filter((k) => k !== dismissKey(job));
+    keys.push(dismissKey(job));
+    localStorage.setItem(DISMISSED_KEY, JSON.stringify(keys.slice(-100)));
+  } catch (e) { /* storage off: hidden until the next reload */ }
+}
+
+async function dismissJob(job) {
+  libError("");
+  if (job.state === "failed") {  // the server keeps a failed job until it is dismissed
+    try {
+      await postJSON(`api/library/jobs/${encodeURIComponent(job.id)}/dismiss`, {});
+    } catch (e) {
+      if (e.status === 404 || e.status === 405) keepDismissed(job);  // no such endpoint (or job)
+      else { libError(e); return; }
+    }
+  }
+  lib.jobs.delete(job.id);
+  renderJobs();
 }
 
 async function removeVoice(entry) {
@@ -1037,7 +1264,7 @@ async function removeVoice(entry) {
     voicesChanged();
     await loadLibrary();
   } catch (e) {
-    libError(e.message);
+    libError(e);
   }
 }
 
@@ -1047,7 +1274,7 @@ async function updateVoice(entry) {
     const answer = await postJSON("api/library/update", { name: entry.name });
     followJob(answer.job, entry.source, "update");
   } catch (e) {
-    libError(e.message);
+    libError(e);
   }
 }
 
