@@ -14,8 +14,9 @@ codes are stable and the page words them in its own language (docs/web.md lists 
 | ``method_not_allowed`` | 405 | the path exists, the method does not |
 | ``internal`` | 500 | a bug: the traceback is logged once |
 
-`security` adds ``forbidden``, ``forbidden_host`` (403) and ``unauthorized`` (401); the
-endpoints their own (``unknown_voice``, ``busy``, ...), raised as `ApiError`.
+`security` adds ``forbidden`` (403 cross-site or not the ingress proxy, 401 no token) and
+``forbidden_host`` (403: a ``Host`` that is not the page's); the endpoints their own
+(``unknown_voice``, ``busy``, ...), raised as `ApiError`.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ DISK_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
 _STARTED = web.RequestKey("response_started", bool)
 _STATUS_CODES = {
     400: "bad_request",
-    401: "unauthorized",
+    401: "forbidden",
     403: "forbidden",
     404: "not_found",
     405: "method_not_allowed",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -14,6 +15,7 @@ __all__ = [
     "INGRESS_PROXY",
     "HttpSettings",
     "add_http_arguments",
+    "allowed_host_name",
     "http_settings_from_args",
 ]
 
@@ -35,6 +37,10 @@ class HttpSettings:
     allowed_peers: tuple[str, ...] = (INGRESS_PROXY,)
     dictionary: Path | None = None
     """The CSV file the page edits (also read by the server as a user dictionary)."""
+    allowed_hosts: tuple[str, ...] = ()
+    """Host names (lower case, no port) the page answers to besides `host` and loopback
+    (``localhost``, 127.0.0.1, ::1): checked against ``Host`` and ``Origin`` when no token
+    is set, so that a name rebound to 127.0.0.1 reaches nothing (DNS rebinding)."""
 
 
 def add_http_arguments(parser: argparse.ArgumentParser) -> None:
@@ -52,6 +58,16 @@ def add_http_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help=f"Home Assistant ingress panel: serve only the Supervisor's proxy ({INGRESS_PROXY}) "
         "under its X-Ingress-Path",
+    )
+    g.add_argument(
+        "--http-allowed-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="without a token the page answers only requests addressed to its own address, "
+        "localhost or a loopback address (a name rebound to 127.0.0.1 by another site is "
+        "refused); also answer to NAME (a host name or address, no port; repeatable), e.g. "
+        "the name of a local reverse proxy",
     )
     g.add_argument(
         "--http-dict",
@@ -86,6 +102,26 @@ def _host_port(text: str) -> tuple[str, int]:
     return host, port
 
 
+_HOST_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*\.?$")
+
+
+def allowed_host_name(text: str) -> str:
+    """`text` as an allowed host: a DNS name or an IP address, lower case, brackets and a
+    trailing dot dropped; `SettingsError` for anything else (a port, a scheme, a path)."""
+    value = text.strip().lower()
+    bare = value[1:-1] if value.startswith("[") and value.endswith("]") else value
+    try:
+        return ipaddress.ip_address(bare).compressed
+    except ValueError:
+        pass
+    if len(value) > 253 or not _HOST_NAME.match(value):
+        raise SettingsError(
+            f"--http-allowed-host {text!r}: give a host name or an address, without a port "
+            "(e.g. hayakoe.lan)"
+        )
+    return value.rstrip(".")
+
+
 def http_settings_from_args(args: argparse.Namespace) -> HttpSettings | None:
     """The page's settings, or None when ``--http`` is not given (its other flags need it)."""
     if args.http is None:
@@ -95,6 +131,7 @@ def http_settings_from_args(args: argparse.Namespace) -> HttpSettings | None:
                 ("--http-token", args.http_token),
                 ("--http-token-file", args.http_token_file),
                 ("--http-dict", args.http_dict),
+                ("--http-allowed-host", args.http_allowed_host),
             )
             if value
         ] + (["--http-ingress"] if args.http_ingress else [])
@@ -120,6 +157,12 @@ def http_settings_from_args(args: argparse.Namespace) -> HttpSettings | None:
     dictionary = args.http_dict
     if dictionary is not None and dictionary.suffix.lower() != ".csv":
         raise SettingsError(f"--http-dict {dictionary}: the page writes CSV; name a .csv file")
+    allowed = tuple(dict.fromkeys(allowed_host_name(h) for h in args.http_allowed_host))
     return HttpSettings(
-        host=host, port=port, token=token or None, ingress=args.http_ingress, dictionary=dictionary
+        host=host,
+        port=port,
+        token=token or None,
+        ingress=args.http_ingress,
+        dictionary=dictionary,
+        allowed_hosts=allowed,
     )

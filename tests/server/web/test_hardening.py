@@ -1,0 +1,256 @@
+"""The page's guards and error answers through the real program on loopback (issue 46):
+DNS rebinding refused by the ``Host`` check (defect 7), deep JSON a 400 on every `/api`
+write (defect 11), every `/api` error JSON with a code (413, 404, 405, a full disk)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+
+from tests.helpers.net import free_port
+from tests.helpers.program import Program
+from wyoming_hayakoe.json_depth import MAX_JSON_DEPTH
+
+pytestmark = pytest.mark.timeout(300)
+
+EVIL = "evil.example"
+CONFIGURED = "hayakoe.lan"
+DEEP = b"[" * 100_000 + b"]" * 100_000
+API_WRITES = [
+    "/api/speak",
+    "/api/reading",
+    "/api/dictionary",
+    "/api/dictionary/delete",
+]
+
+
+@contextlib.contextmanager
+def _small_disk(folder: Path, size: int) -> Iterator[bool]:
+    """`folder` on a tmpfs of `size` bytes when this process may mount one (root)."""
+    folder.mkdir(parents=True)
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        yield False
+        return
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)],
+        capture_output=True,
+        check=False,
+    )
+    if mounted.returncode != 0:
+        yield False
+        return
+    try:
+        yield True
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], check=False)
+
+
+class Page:
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.base = f"http://127.0.0.1:{port}"
+
+    async def call(
+        self,
+        method: str,
+        path: str,
+        *,
+        host: str | None = None,
+        origin: str | None = None,
+        json: Any = None,
+        data: Any = None,
+        headers: dict[str, str] | None = None,
+    ) -> tuple[int, str, Any]:
+        sent = dict(headers or {})
+        if host is not None:
+            sent["Host"] = host
+        if origin is not None:
+            sent["Origin"] = origin
+        async with (
+            aiohttp.ClientSession() as s,
+            s.request(method, self.base + path, json=json, data=data, headers=sent) as r,
+        ):
+            body = await r.read()
+            kind = r.content_type
+            return r.status, kind, (await r.json()) if kind == "application/json" else body
+
+
+@pytest.fixture
+async def page(tmp_path: Path):
+    library = tmp_path / "library"
+    with _small_disk(library, 256 * 1024) as small:
+        port, http = free_port(), free_port()
+        args = ["--uri", f"tcp://127.0.0.1:{port}", "--http", f"127.0.0.1:{http}"]
+        args += ["--voice", "openjtalk-mei", "--library-dir", str(library)]
+        args += ["--http-dict", str(tmp_path / "page.csv"), "--http-allowed-host", CONFIGURED]
+        args += ["--cache-dir", str(tmp_path / "cache"), "--no-warmup"]
+        async with Program(*args) as prog:
+            await prog.wait_ready(timeout=120)
+            p = Page(http)
+            p.small_disk = small  # type: ignore[attr-defined]
+            p.program = prog  # type: ignore[attr-defined]
+            yield p
+
+
+async def test_a_rebound_host_reaches_nothing(page: Page) -> None:
+    rebound = f"{EVIL}:{page.port}"
+    origin = f"http://{rebound}"
+    word = {"surface": "早声", "reading": "ハヤコエ", "accent": 0}
+    calls: list[tuple[str, str, Any]] = [
+        ("GET", "/api/library", None),
+        ("POST", "/api/library/install", {"source": "jvnv-F1-jp"}),
+        ("POST", "/api/library/remove", {"name": "x"}),
+        ("GET", "/api/dictionary", None),
+        ("POST", "/api/dictionary", word),
+        ("POST", "/api/dictionary/delete", {"surface": "早声"}),
+        ("GET", "/api/voices", None),
+    ]
+    for method, path, body in calls:
+        status, kind, answer = await page.call(method, path, host=rebound, origin=origin, json=body)
+        assert (status, kind) == (403, "application/json"), (path, answer)
+        assert answer["code"] == "forbidden_host", answer
+    # the page itself too (plain text), and the name without a port, and a trailing dot
+    for host in (rebound, EVIL, f"{EVIL}.:{page.port}", f"127.0.0.1.{EVIL}:{page.port}"):
+        status, _, _ = await page.call("GET", "/", host=host)
+        assert status == 403, host
+    # nothing was written by the refused requests
+    status, _, answer = await page.call("GET", "/api/dictionary")
+    assert status == 200 and answer["words"] == [], answer
+    assert "refused" in page.program.log  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    "host",
+    [
+        None,  # aiohttp's own: 127.0.0.1:PORT
+        "localhost:{port}",
+        "localhost",
+        "LOCALHOST.:{port}",
+        "[::1]:{port}",
+        "127.0.0.2:{port}",
+        f"{CONFIGURED}:{{port}}",
+    ],
+)
+async def test_the_page_answers_its_own_names(page: Page, host: str | None) -> None:
+    name = None if host is None else host.format(port=page.port)
+    origin = f"http://{name or f'127.0.0.1:{page.port}'}"  # a Host without a port: 80
+    word = {"surface": "早声", "reading": "ハヤコエ", "accent": 0}
+    status, _, answer = await page.call("GET", "/api/library", host=name)
+    assert status == 200, answer
+    status, _, answer = await page.call(
+        "POST", "/api/library/remove", host=name, origin=origin, json={"name": "absent"}
+    )
+    assert status == 404 and answer.get("code") != "forbidden_host", answer  # past the guards
+    status, _, answer = await page.call(
+        "POST", "/api/library/install", host=name, origin=origin, json={"source": "ftp://x"}
+    )
+    assert status == 400 and answer["field"] == "source", answer
+    status, _, answer = await page.call(
+        "POST", "/api/dictionary", host=name, origin=origin, json=word
+    )
+    assert status == 200, answer
+
+
+async def test_the_origin_must_be_an_allowed_host_on_this_port(page: Page) -> None:
+    own = f"127.0.0.1:{page.port}"
+    body = {"text": "こんにちは"}
+    for origin, expected in [
+        (f"http://localhost:{page.port}", 200),  # another of the page's own names
+        (f"http://{CONFIGURED}:{page.port}", 200),
+        (f"http://{EVIL}:{page.port}", 403),  # the old check compared with the Host only
+        (f"http://127.0.0.1:{page.port + 1 if page.port < 65535 else 1}", 403),
+        ("null", 403),
+    ]:
+        status, _, answer = await page.call(
+            "POST", "/api/reading", host=own, origin=origin, json=body
+        )
+        assert status == expected, (origin, answer)
+        if expected == 403:
+            assert answer["code"] == "forbidden", answer
+
+
+async def test_deep_json_is_a_400_on_every_write(page: Page) -> None:
+    origin = f"http://127.0.0.1:{page.port}"
+    json_type = {"Content-Type": "application/json"}
+    for path in API_WRITES:
+        status, kind, answer = await page.call(
+            "POST", path, origin=origin, data=DEEP, headers=json_type
+        )
+        assert (status, kind) == (400, "application/json"), (path, answer)
+        assert answer["code"] == "bad_json" and answer["field"] == "body", answer
+    # the bound itself: 64 levels are read, 65 are not
+    ok = (
+        b'{"text": "\xe3\x81\x82", "x": '
+        + b"[" * (MAX_JSON_DEPTH - 1)
+        + b"]" * (MAX_JSON_DEPTH - 1)
+        + b"}"
+    )
+    status, _, answer = await page.call(
+        "POST", "/api/reading", origin=origin, data=ok, headers=json_type
+    )
+    assert status == 200, answer
+    too_deep = ok.replace(b"[", b"[[", 1).replace(b"]", b"]]", 1)
+    status, _, answer = await page.call(
+        "POST", "/api/reading", origin=origin, data=too_deep, headers=json_type
+    )
+    assert status == 400 and answer["code"] == "bad_json", answer
+    # brackets inside strings are text, not nesting
+    text = '{"text": "' + "[" * 1000 + '"}'
+    status, _, answer = await page.call(
+        "POST", "/api/reading", origin=origin, data=text.encode(), headers=json_type
+    )
+    assert status != 400 or answer["code"] != "bad_json", answer
+    for body, why in [(b"[1, 2]", "object"), (b"\xff\xfe{}", "UTF-8"), (b"{", "JSON")]:
+        status, _, answer = await page.call(
+            "POST", "/api/reading", origin=origin, data=body, headers=json_type
+        )
+        assert (status, answer["code"]) == (400, "bad_json") and why in answer["error"], answer
+
+
+async def test_every_api_error_is_json_with_a_code(page: Page) -> None:
+    origin = f"http://127.0.0.1:{page.port}"
+    big = b'{"text": "' + b"a" * (600 * 1024) + b'"}'
+    status, kind, answer = await page.call(
+        "POST",
+        "/api/dictionary",
+        origin=origin,
+        data=big,
+        headers={"Content-Type": "application/json"},
+    )
+    assert (status, kind, answer["code"]) == (413, "application/json", "too_large"), answer
+    status, kind, answer = await page.call("GET", "/api/no-such-thing")
+    assert (status, kind, answer["code"]) == (404, "application/json", "not_found"), answer
+    status, kind, answer = await page.call("GET", "/api/speak")
+    assert (status, kind, answer["code"]) == (405, "application/json", "method_not_allowed")
+    status, kind, answer = await page.call("POST", "/api/speak", origin=origin, json={"text": ""})
+    assert (status, answer["code"], answer["field"]) == (400, "bad_request", "text"), answer
+    status, kind, answer = await page.call(
+        "POST", "/api/speak", origin=origin, json={"text": "あ", "voice": "nobody"}
+    )
+    assert (status, answer["code"], answer["field"]) == (400, "unknown_voice", "voice")
+    assert "openjtalk-mei" in answer["available"]
+    status, kind, answer = await page.call(
+        "POST", "/api/dictionary/delete", origin=origin, json={"surface": "無い"}
+    )
+    assert (status, answer["code"]) == (404, "unknown_word"), answer
+
+
+async def test_an_upload_on_a_full_disk_is_a_507(page: Page) -> None:
+    if not page.small_disk:  # type: ignore[attr-defined]
+        pytest.skip("needs root to mount a small tmpfs")
+    form = aiohttp.FormData()
+    form.add_field("file", b"\0" * (1 << 20), filename="big.aivmx")  # 1 MiB on 256 KiB
+    origin = f"http://127.0.0.1:{page.port}"
+    status, kind, answer = await page.call("POST", "/api/library/install", origin=origin, data=form)
+    assert (status, kind) == (507, "application/json"), answer
+    assert answer["code"] == "disk_full", answer
+    status, _, answer = await page.call("GET", "/api/library")
+    assert status == 200, answer  # the server goes on
