@@ -24,7 +24,7 @@ import pytest
 from aiohttp import web
 
 from tests.helpers.net import free_port
-from wyoming_hayakoe.web.app import STATIC_DIR
+from tests.helpers.paths import REPO_ROOT
 from wyoming_hayakoe.web.security import add_security_headers
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -46,6 +46,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 pytestmark = pytest.mark.slow
 
 WAIT_S = 30
+STATIC_DIR = REPO_ROOT / "wyoming_hayakoe" / "web" / "static"
 UUID = "0f3c6a52-3f1e-4c55-9a41-5b2c1e0d9a77"
 LICENSE = (
     "# テスト用ライセンス\n\n"
@@ -154,7 +155,14 @@ class StandInPage:
         async def dictionary(request: web.Request) -> web.Response:
             word = {"surface": "葦簀野", "reading": "アシズノ", "accent": 2, "priority": 5}
             return web.json_response(
-                {"file": "/data/page.csv", "editable": True, "words": [word], "readonly": []}
+                {
+                    "file": "/data/page.csv",
+                    "editable": True,
+                    "words": [word],
+                    "readonly": [
+                        {**word, "surface": "鯖江", "reading": "サバエ", "source": "words.json"}
+                    ],
+                }
             )
 
         async def status(request: web.Request) -> web.Response:

@@ -736,8 +736,8 @@ function renderDictionary(data) {
     body.append(el("tr", { data_surface: w.surface },
       el("td", { class: "surface", text: w.surface }),
       el("td", { class: "reading", text: w.reading }),
-      el("td", {}, accentCell(w)),
-      el("td", { text: String(w.priority) }),
+      el("td", { class: "accent" }, accentCell(w)),
+      el("td", { class: "priority", data_label: t("priority_short"), text: String(w.priority) }),
       el("td", { class: "row-actions" },
         el("button", { class: "small", text: t("edit"), onclick: () => editWord(w) }),
         el("button", { class: "small danger", text: t("delete"), onclick: () => deleteWord(w) }))));
@@ -747,8 +747,8 @@ function renderDictionary(data) {
       el("td", { class: "surface" }, w.surface, " ",
         el("span", { class: "tag", title: `${t("from_file")} ${w.source}`, text: `${t("readonly")} · ${w.source}` })),
       el("td", { class: "reading", text: w.reading }),
-      el("td", {}, accentCell(w)),
-      el("td", { text: String(w.priority) }),
+      el("td", { class: "accent" }, accentCell(w)),
+      el("td", { class: "priority", data_label: t("priority_short"), text: String(w.priority) }),
       el("td", {})));
   }
   $("#dict-empty").hidden = data.words.length + data.readonly.length > 0;
