@@ -1,7 +1,8 @@
 """Reading Wyoming events defensively.
 
 The wyoming library's reader trusts its peer: a header that is JSON but not an object, a
-missing ``type`` or a huge ``data_length`` raise or allocate without limit. A server facing
+missing ``type``, a huge ``data_length`` or JSON nested 100,000 deep (`RecursionError`)
+raise or allocate without limit. A server facing
 the network reads with limits instead and reports what was wrong, so that one bad client
 gets an ``error`` and a closed connection while the others go on.
 """
@@ -9,11 +10,12 @@ gets an ``error`` and a closed connection while the others go on.
 from __future__ import annotations
 
 import asyncio
-import json
 from dataclasses import dataclass
 from typing import Any
 
 from wyoming.event import Event
+
+from .json_depth import MAX_JSON_DEPTH, JsonDepthError, loads_bounded
 
 __all__ = ["BadEvent", "EventLimits", "EventTooLarge", "read_event"]
 
@@ -65,7 +67,9 @@ def _json(raw: bytes, what: str) -> object:
             f"{what} is not valid UTF-8: invalid byte(s) {bad!r} at offset {exc.start}"
         ) from None
     try:
-        return json.loads(text)
+        return loads_bounded(text, MAX_JSON_DEPTH)
+    except JsonDepthError:
+        raise BadEvent(f"{what} nests JSON deeper than {MAX_JSON_DEPTH} levels") from None
     except ValueError as exc:
         raise BadEvent(f"{what} is not JSON: {exc}") from None
 
