@@ -67,6 +67,8 @@ const STRINGS = {
     err_forbidden: "Not allowed.",
     err_not_found: "Not found.",
     err_not_found_library: "The voice library is off on this server (--no-library).",
+    err_library_off: "The voice library is off on this server (--no-library).",
+    err_load_failed: "The voice could not be loaded.",
     err_method_not_allowed: "This action is not allowed here.",
     err_internal: "Something went wrong on the server; its log says more.",
     err_unknown_voice: "No such voice.",
@@ -155,6 +157,8 @@ const STRINGS = {
     err_forbidden: "許可されていません。",
     err_not_found: "見つかりません。",
     err_not_found_library: "このサーバーではボイスライブラリが無効です（--no-library）。",
+    err_library_off: "このサーバーではボイスライブラリが無効です（--no-library）。",
+    err_load_failed: "声を読み込めませんでした。",
     err_method_not_allowed: "この操作はここではできません。",
     err_internal: "サーバーで問題が起きました。詳しくはサーバーのログをご覧ください。",
     err_unknown_voice: "その声はありません。",
@@ -1094,9 +1098,9 @@ async function loadLibrary() {
     $("#lib-off").hidden = true;
     checkUpdates();
   } catch (e) {
-    if (e.status === 404 && e.data && e.data.field === "library") {
+    if (e.status === 404 && e.data && (e.data.field === "library" || e.data.code === "library_off")) {
       const off = $("#lib-off");
-      off.textContent = e.info.code && e.info.code !== "not_found" ? e.info.text : t("err_not_found_library");
+      off.textContent = t("err_library_off");
       off.hidden = false;
       for (const id of ["#lib-install", "#lib-file", "#lib-source", "#lib-name"]) $(id).disabled = true;
       return;
