@@ -4,7 +4,9 @@ write (defect 11), every `/api` error JSON with a code (413, 404, 405, a full di
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import json
 import os
 import shutil
 import subprocess
@@ -241,6 +243,57 @@ async def test_every_api_error_is_json_with_a_code(page: Page) -> None:
         "POST", "/api/dictionary/delete", origin=origin, json={"surface": "無い"}
     )
     assert (status, answer["code"]) == (404, "unknown_word"), answer
+
+
+def _peak_rss(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError("no VmHWM")
+
+
+async def test_a_huge_form_part_is_refused_without_being_held(page: Page) -> None:
+    """A 64 MiB ``name`` part: aiohttp >= 3.14 bounds a part read whole by the app's
+    512 KiB; the answer is a JSON 413 and the server's peak memory does not grow by it."""
+    pid = page.program.proc.pid  # type: ignore[attr-defined]
+    before = _peak_rss(pid)
+    boundary = "hayakoe-test-boundary"
+    head = (f'--{boundary}\r\nContent-Disposition: form-data; name="name"\r\n\r\n').encode()
+    size = 64 << 20
+    tail = f"\r\n--{boundary}--\r\n".encode()
+    request = (
+        f"POST /api/library/install HTTP/1.1\r\nHost: 127.0.0.1:{page.port}\r\n"
+        f"Origin: http://127.0.0.1:{page.port}\r\n"
+        f"Content-Type: multipart/form-data; boundary={boundary}\r\n"
+        f"Content-Length: {len(head) + size + len(tail)}\r\nConnection: close\r\n\r\n"
+    ).encode()
+    reader, writer = await asyncio.open_connection("127.0.0.1", page.port)
+
+    async def send() -> int:
+        sent = 0
+        chunk = b"a" * (1 << 20)
+        with contextlib.suppress(ConnectionError):
+            writer.write(request + head)
+            while sent < size:
+                writer.write(chunk)
+                await writer.drain()
+                sent += len(chunk)
+            writer.write(tail)
+            await writer.drain()
+        return sent
+
+    sender = asyncio.create_task(send())
+    answer = await asyncio.wait_for(reader.read(), 60)
+    sender.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await sender
+    writer.close()
+    status_line, _, rest = answer.partition(b"\r\n")
+    assert b" 413 " in status_line, answer[:500]
+    body = json.loads(rest.partition(b"\r\n\r\n")[2])
+    assert body["code"] == "too_large", body
+    grown = _peak_rss(pid) - before
+    assert grown < 24 << 20, f"peak RSS grew by {grown >> 20} MiB for a 64 MiB part"
 
 
 async def test_an_upload_on_a_full_disk_is_a_507(page: Page) -> None:
