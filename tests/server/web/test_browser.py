@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
 import threading
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -535,3 +537,64 @@ def test_library_install_from_an_aivishub_page_with_progress_then_remove(
             assert browser.find_element(By.ID, "lib-error").get_attribute("hidden") is not None
         finally:
             server.stop()
+
+
+def _failed_jobs(driver: WebDriver) -> list[str]:
+    ids: list[str] = driver.execute_script(
+        "return [...document.querySelectorAll('#lib-jobs li.job[data-state=\"failed\"]')]"
+        ".map((j) => j.dataset.job)"
+    )
+    return ids
+
+
+def test_a_failed_upload_stays_after_a_reload_until_dismissed(browser: WebDriver, tmp_path: Path):
+    broken = tmp_path / "broken.aivmx"
+    broken.write_bytes(b"not an AivisHub file " * 64)
+    server = Server(
+        tmp_path / "page.csv",
+        None,
+        ("--library-dir", str(tmp_path / "library"), "--cache-dir", str(tmp_path / "cache")),
+    )
+    server.start()
+    try:
+        browser.get(server.url + "?lang=ja#library")
+        _wait(browser, lambda d: d.find_element(By.ID, "tab-library").text == "ライブラリ", "ja")
+        _wait(
+            browser,
+            lambda d: d.find_elements(By.CSS_SELECTOR, '#lib-table tr[data-voice="openjtalk-mei"]'),
+            "the library listed",
+        )
+        browser.execute_script("localStorage.clear()")  # nothing dismissed here before
+        upload = browser.find_element(By.ID, "lib-file")
+        browser.execute_script("arguments[0].hidden = false", upload)
+        upload.send_keys(str(broken))
+        job_id = _wait(browser, lambda d: (ids := _failed_jobs(d)) and ids[0], "the job failed")
+        job = browser.find_element(By.CSS_SELECTOR, f'#lib-jobs li.job[data-job="{job_id}"]')
+        assert "失敗" in job.find_element(By.CSS_SELECTOR, ".job-state").text
+        error = job.find_element(By.CSS_SELECTOR, ".job-error")
+        shown = error.find_element(By.CSS_SELECTOR, ".error-text").text
+        assert shown
+        with urllib.request.urlopen(server.url + "api/library", timeout=WAIT_S) as answer:
+            listed = {j["id"]: j for j in json.load(answer)["jobs"]}
+        code = listed[job_id].get("error_code")
+        if code:  # the page's words for the server's code, its sentence behind 詳細
+            assert error.get_attribute("data-code") == code
+            assert shown != listed[job_id]["error"]
+        # a reload: the failed job is still there, until dismissed
+        browser.refresh()
+        _wait(browser, lambda d: job_id in _failed_jobs(d), "the failed job after a reload")
+        browser.find_element(
+            By.CSS_SELECTOR, f'#lib-jobs li.job[data-job="{job_id}"] .job-dismiss'
+        ).click()
+        _wait(browser, lambda d: job_id not in _failed_jobs(d), "the job dismissed")
+        browser.refresh()
+        _wait(
+            browser,
+            lambda d: d.find_elements(By.CSS_SELECTOR, '#lib-table tr[data-voice="openjtalk-mei"]'),
+            "the library listed again",
+        )
+        assert job_id not in _failed_jobs(browser)
+        assert not browser.find_element(By.ID, "lib-jobs-card").is_displayed()
+        assert not list((tmp_path / "library").glob("*.aivmx"))
+    finally:
+        server.stop()
