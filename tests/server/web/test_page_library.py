@@ -58,6 +58,7 @@ LICENSE = (
 )
 SOURCE_SENTENCE = "source: not a source the library takes"
 BERT_SENTENCE = "the shared BERT model is not in the cache and the server is offline"
+READING_SENTENCE = "reading: at most 64 characters"
 
 
 def _listing() -> dict[str, Any]:
@@ -165,6 +166,10 @@ class StandInPage:
                 }
             )
 
+        async def save_word(request: web.Request) -> web.Response:
+            body = {"error": READING_SENTENCE, "code": "bad_request", "field": "reading"}
+            return web.json_response(body, status=400)
+
         async def status(request: web.Request) -> web.Response:
             return web.json_response(
                 {
@@ -211,6 +216,7 @@ class StandInPage:
         app.router.add_get("/api/voices", voices)
         app.router.add_post("/api/reading", reading)
         app.router.add_get("/api/dictionary", dictionary)
+        app.router.add_post("/api/dictionary", save_word)
         app.router.add_get("/api/status", status)
         app.router.add_get("/api/library", library)
         app.router.add_post("/api/library/install", install)
@@ -376,6 +382,18 @@ def test_errors_are_shown_in_the_pages_language(browser: WebDriver, page: StandI
         lambda d: d.find_element(By.ID, "lib-error").text == "入手元：a new refusal",
         "the server's sentence for an unknown code",
     )
+    # a word refused: the words for its field beside it, the server's sentence as its title
+    _tab(browser, "dictionary")
+    browser.find_element(By.ID, "dict-surface").send_keys("葦簀野")
+    browser.find_element(By.ID, "dict-reading").send_keys("アシズノ")
+    browser.find_element(By.ID, "dict-save").click()
+    beside = _wait(
+        browser,
+        lambda d: (e := d.find_element(By.ID, "err-reading")).text and e,
+        "the reading's error",
+    )
+    assert beside.text == "読みをカタカナかひらがなで、64 文字以内で入力してください。"
+    assert beside.get_attribute("title") == READING_SENTENCE
     # the same page in English
     _open(browser, page, "en")
     job = browser.find_element(By.CSS_SELECTOR, '#lib-jobs li.job[data-job="7"]')

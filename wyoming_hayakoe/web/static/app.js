@@ -91,6 +91,14 @@ const STRINGS = {
     err_job_busy: "This install is loading its voice and cannot stop now.",
     err_throttled: "Asked too often: try again in a moment.",
     err_cancelled: "Cancelled.",
+    err_busy: "The server is busy: try again in a moment.",
+    err_unknown_style: "This voice has no such style.",
+    err_unknown_word: "No such word in the dictionary.",
+    err_bad_request_surface: "Write the word as it appears in text, at most 64 characters.",
+    err_bad_request_reading: "Write how it is read, in katakana or hiragana, at most 64 characters.",
+    err_bad_request_accent: "A whole number (0 = flat), or empty for automatic.",
+    err_bad_request_priority: "A whole number from 0 to 10.",
+    err_bad_request_text: "Write something to say (within the server's limit of characters).",
     field_source: "Source", field_name: "Name", field_file: "File", field_job: "Install",
     field_body: "Request", field_library: "Voice library", field_surface: "Word",
     field_reading: "Reading", field_accent: "Accent", field_priority: "Priority",
@@ -181,6 +189,14 @@ const STRINGS = {
     err_job_busy: "声を読み込み中のため、今は止められません。",
     err_throttled: "問い合わせが多すぎます。少し待ってからお試しください。",
     err_cancelled: "キャンセルしました。",
+    err_busy: "サーバーが混み合っています。少し待ってからお試しください。",
+    err_unknown_style: "この声にそのスタイルはありません。",
+    err_unknown_word: "その単語は辞書にありません。",
+    err_bad_request_surface: "文章中の書き方で、64 文字以内で入力してください。",
+    err_bad_request_reading: "読みをカタカナかひらがなで、64 文字以内で入力してください。",
+    err_bad_request_accent: "整数（0 は平板）か、空欄（自動）にしてください。",
+    err_bad_request_priority: "0 から 10 の整数にしてください。",
+    err_bad_request_text: "話す文を入力してください（サーバーの文字数の上限まで）。",
     field_source: "入手元", field_name: "名前", field_file: "ファイル", field_job: "追加",
     field_body: "リクエスト", field_library: "ボイスライブラリ", field_surface: "表記",
     field_reading: "読み", field_accent: "アクセント", field_priority: "優先度",
@@ -238,23 +254,22 @@ function words(key) {  // the page's words for a key, or null (no English fallba
     : Object.prototype.hasOwnProperty.call(STRINGS.en, key) ? STRINGS.en[key] : null;
 }
 
-// {text, detail, code, field}: `text` is what to show, `detail` the server's own sentence when
-// it says something `text` does not
+// {text, bare, detail, code, field}: `text` is what to show (the field named), `bare` the
+// same without the field (shown beside it), `detail` the server's own sentence when the
+// page's words replace it
 function errorInfo(data, status) {
   data = data && typeof data === "object" ? data : {};
   const sentence = typeof data.error === "string" ? data.error : "";
   const code = data.code || data.error_code || (!sentence && STATUS_CODES[status]) || "";
   const field = typeof data.field === "string" ? data.field : (data.error_field || "");
-  let text = null;
-  let named = false;  // the words already name the field
-  if (code && field && words(`err_${code}_${field}`)) { text = words(`err_${code}_${field}`); named = true; }
-  else if (code && words(`err_${code}`)) text = words(`err_${code}`);
-  const known = text !== null;
-  if (!known) text = sentence || (status ? `${status}` : t("error"));
-  if (field && !named && !(!known && sentence.toLowerCase().startsWith(`${field.toLowerCase()}:`))) {
-    text = `${words(`field_${field}`) || field}${LANG === "ja" ? "：" : ": "}${text}`;
+  let bare = (code && field && words(`err_${code}_${field}`)) || (code && words(`err_${code}`)) || null;
+  const known = bare !== null;
+  if (!known) bare = sentence || (status ? `${status}` : t("error"));
+  let text = bare;
+  if (field && !(!known && sentence.toLowerCase().startsWith(`${field.toLowerCase()}:`))) {
+    text = `${words(`field_${field}`) || field}${LANG === "ja" ? "：" : ": "}${bare}`;
   }
-  return { text, detail: known && sentence && sentence !== text ? sentence : "", code, field };
+  return { text, bare, detail: known && sentence ? sentence : "", code, field };
 }
 
 function apiError(data, status) {
@@ -269,8 +284,7 @@ function apiError(data, status) {
 // an error's words in `node` (its field's words with `bare`), the server's sentence as the title
 function showError(node, err, bare) {
   const info = err && err.info;
-  node.textContent = info ? (bare ? errorInfo(Object.assign({}, err.data, { field: "" }), err.status).text : info.text)
-    : String((err && err.message) || err || "");
+  node.textContent = info ? (bare ? info.bare : info.text) : String((err && err.message) || err || "");
   if (info && info.detail) node.title = info.detail; else node.removeAttribute("title");
   if (info && info.code) node.dataset.code = info.code; else delete node.dataset.code;
 }
