@@ -16,9 +16,18 @@ download, the user dictionary, the text pipeline, ...) are imported from their m
 
 from __future__ import annotations
 
+import os
 import re
 from importlib import metadata
 from pathlib import Path
+
+# ONNX Runtime >= 1.30 on Linux and macOS sends usage events to Microsoft's 1DS collector
+# (mobile.events.data.microsoft.com): its ProcessInfo event is queued when the native module
+# loads and uploaded about 10 s later. `onnxruntime.disable_telemetry_events()` leaves that
+# uploader running; only this variable, read once when the native module initializes,
+# keeps it from being created. Set before any part of the engine imports onnxruntime; a
+# value the user set is kept (docs/deployment.md, "No network lookups").
+os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 
 from .audio import AudioResult
 from .layout import OFFICIAL_SOURCE
