@@ -263,7 +263,8 @@ def _admit(state: WebState, resolved: Resolved) -> Any:
     try:
         return state.admission.enter(resolved.speaker.name)
     except AdmissionRefused as exc:
-        raise BadRequest("voice", str(exc), 503, code="busy") from None
+        code = "shutting_down" if exc.code == "shutting-down" else "busy"
+        raise BadRequest("voice", str(exc), 503, code=code) from None
 
 
 async def speak(request: web.Request) -> web.StreamResponse:
