@@ -254,7 +254,9 @@ def _peak_rss(pid: int) -> int:
 
 async def test_a_huge_form_part_is_refused_without_being_held(page: Page) -> None:
     """A 64 MiB ``name`` part: aiohttp >= 3.14 bounds a part read whole by the app's
-    512 KiB; the answer is a JSON 413 and the server's peak memory does not grow by it."""
+    512 KiB (the library reads a name with a smaller bound of its own); the answer is a
+    JSON refusal about the name's size and the server's peak memory does not grow by it
+    (aiohttp 3.13 read it whole and answered 400 "no file in the form")."""
     pid = page.program.proc.pid  # type: ignore[attr-defined]
     before = _peak_rss(pid)
     boundary = "hayakoe-test-boundary"
@@ -289,9 +291,11 @@ async def test_a_huge_form_part_is_refused_without_being_held(page: Page) -> Non
         await sender
     writer.close()
     status_line, _, rest = answer.partition(b"\r\n")
-    assert b" 413 " in status_line, answer[:500]
     body = json.loads(rest.partition(b"\r\n\r\n")[2])
-    assert body["code"] == "too_large", body
+    # refused as too large (aiohttp's bound), or as too long a name (the library's own,
+    # smaller bound): never read whole and then answered about something else
+    too_large = b" 413 " in status_line and body["code"] == "too_large"
+    assert too_large or (b" 400 " in status_line and body.get("field") == "name"), answer[:600]
     grown = _peak_rss(pid) - before
     assert grown < 24 << 20, f"peak RSS grew by {grown >> 20} MiB for a 64 MiB part"
 
