@@ -15,12 +15,14 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from .base import (
+    DISK_FULL_ERRNOS,
     CacheWriteError,
     IncompleteSourceError,
     Source,
     SourceAccessError,
     SourceNotFoundError,
     SourceUnavailableError,
+    is_disk_full,
     normalize_prefix,
     require_files,
 )
@@ -149,6 +151,7 @@ register_scheme("file", _file_factory)
 
 __all__ = [
     "CACHE_ENV_VAR",
+    "DISK_FULL_ERRNOS",
     "CacheWriteError",
     "HFSource",
     "IncompleteSourceError",
@@ -162,6 +165,7 @@ __all__ = [
     "SourceUnavailableError",
     "cache_root",
     "default_cache_root",
+    "is_disk_full",
     "normalize_prefix",
     "parse_hf_uri",
     "parse_s3_uri",

@@ -67,6 +67,23 @@ _CACHE_WRITE_REASONS = {
 }
 
 
+DISK_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
+"""The OS errors that mean "no room": the disk or the quota is full, or a file may not grow."""
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    """Whether `exc`, or an error it was raised from, says there is no room to write (the
+    one classification of a full disk: the cache, the voice library, the web page)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, OSError) and current.errno in DISK_FULL_ERRNOS:
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False
+
+
 class CacheWriteError(OSError):
     """A download could not be written into the cache (full, read-only, no permission).
 

@@ -22,12 +22,13 @@ codes are stable and the page words them in its own language (docs/web.md lists 
 from __future__ import annotations
 
 import asyncio
-import errno
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from aiohttp import web
+
+from engine.sources import is_disk_full
 
 from ..json_depth import MAX_JSON_DEPTH, JsonDepthError, loads_bounded
 from .dictionary import FieldError
@@ -38,7 +39,6 @@ __all__ = [
     "ApiError",
     "api_errors_middleware",
     "error_response",
-    "is_disk_full",
     "mark_started",
     "read_json_object",
 ]
@@ -48,8 +48,6 @@ _LOGGER = logging.getLogger(__name__)
 API_PREFIX = "/api/"
 MAX_JSON_BODY = 512 * 1024
 """Largest JSON body `read_json_object` takes (bytes); the app's ``client_max_size`` too."""
-DISK_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
-"""An OS error with one of these means "no room": 507 ``disk_full``."""
 
 _STARTED = web.RequestKey("response_started", bool)
 _STATUS_CODES = {
@@ -103,18 +101,6 @@ def error_response(
     if extra:
         body.update({k: v for k, v in extra.items() if k not in body})
     return web.json_response(body, status=status, headers={"Cache-Control": "no-store"})
-
-
-def is_disk_full(exc: BaseException) -> bool:
-    """Whether `exc` (or an error it was raised from) says the disk or quota is full."""
-    seen = 0
-    current: BaseException | None = exc
-    while current is not None and seen < 8:
-        if isinstance(current, OSError) and current.errno in DISK_FULL_ERRNOS:
-            return True
-        current = current.__cause__ or current.__context__
-        seen += 1
-    return False
 
 
 async def read_json_object(
