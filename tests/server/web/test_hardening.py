@@ -311,3 +311,47 @@ async def test_an_upload_on_a_full_disk_is_a_507(page: Page) -> None:
     assert answer["code"] == "disk_full", answer
     status, _, answer = await page.call("GET", "/api/library")
     assert status == 200, answer  # the server goes on
+
+
+def _parse(*argv: str) -> Any:
+    import argparse
+
+    from wyoming_hayakoe.web.options import add_http_arguments, http_settings_from_args
+
+    parser = argparse.ArgumentParser()
+    add_http_arguments(parser)
+    return http_settings_from_args(parser.parse_args(argv))
+
+
+def test_allowed_hosts_flow_from_the_flag_to_the_settings() -> None:
+    from wyoming_hayakoe.flags import SettingsError
+
+    http = _parse("--http", "8123", "--http-allowed-host", "Hayakoe.LAN.")
+    assert http.allowed_hosts == ("hayakoe.lan",)
+    http = _parse(
+        "--http", "8123", "--http-allowed-host", "[::1]", "--http-allowed-host", "10.0.0.2"
+    )
+    assert http.allowed_hosts == ("::1", "10.0.0.2")
+    assert _parse("--http", "8123").allowed_hosts == ()
+    for bad in ("hayakoe.lan:8080", "http://hayakoe.lan", "a/b", "", "-x.lan"):
+        with pytest.raises(SettingsError, match="--http-allowed-host"):
+            _parse("--http", "8123", f"--http-allowed-host={bad}")
+    with pytest.raises(SettingsError, match="need"):
+        _parse("--http-allowed-host", "hayakoe.lan")
+
+
+def test_host_headers_are_split_and_judged() -> None:
+    from wyoming_hayakoe.web.options import HttpSettings
+    from wyoming_hayakoe.web.security import host_allowed, split_host
+
+    assert split_host("LocalHost:8080") == ("localhost", 8080)
+    assert split_host("[::1]:8080") == ("::1", 8080)
+    assert split_host("[::1]") == ("::1", None)
+    assert split_host("localhost.") == ("localhost", None)
+    for bad in ("::1", "[::1", "[::1]x", "host:port", "host:123456", ":80", ""):
+        assert split_host(bad) is None, bad
+    http = HttpSettings(host="127.0.0.1", allowed_hosts=("hayakoe.lan",))
+    for ok in ("127.0.0.1", "localhost", "::1", "127.0.0.2", "hayakoe.lan"):
+        assert host_allowed(ok, http), ok
+    for no in ("evil.example", "127.0.0.1.evil.example", "localhost.evil.example", "10.0.0.2"):
+        assert not host_allowed(no, http), no
