@@ -37,6 +37,7 @@ __all__ = [
     "API_PREFIX",
     "MAX_JSON_BODY",
     "ApiError",
+    "Handler",
     "api_errors_middleware",
     "error_response",
     "mark_started",
