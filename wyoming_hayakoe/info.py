@@ -12,10 +12,8 @@ says so in the next `describe` (`InfoAnswer`).
 
 from __future__ import annotations
 
-import dataclasses
 import logging
-import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +32,7 @@ from .resolve import (
 )
 
 if TYPE_CHECKING:
+    from .library.manager import Library
     from .presets import PresetVoice
 
 __all__ = [
@@ -86,10 +85,8 @@ class VoiceCatalog:
     ) -> None:
         if not speakers:
             raise ValueError("VoiceCatalog needs at least one speaker")
-        self.speakers = dict(speakers)
-        """The served speakers by name: replaced whole (never changed in place) when voices
-        come or go, so a request keeps the mapping it resolved against."""
-        self._changes = threading.Lock()
+        self._fixed: Mapping[str, Speaker] = dict(speakers)
+        self._source: Callable[[], Mapping[str, Speaker]] | None = None
         if default_voice not in self.speakers:
             loaded = ", ".join(self.speakers)
             raise ValueError(f"default voice {default_voice!r} is not loaded (loaded: {loaded})")
@@ -110,49 +107,21 @@ class VoiceCatalog:
                 self.speakers[default_voice].default_style,
             )
 
-    library: object | None = None
-    """The voice library (`wyoming_hayakoe.library.Library`, set by `voices.attach_library`)
-    that changes these voices while the server runs; None: the voices are fixed. Typed
-    `object` here so this module stays below the library package; its one reader, the
-    page's library routes, checks the type."""
+    library: Library | None = None
+    """The voice library (set by `voices.attach_library`) that changes the served voices
+    while the server runs; None: the voices are fixed."""
 
-    def add_speakers(self, speakers: Mapping[str, Speaker]) -> None:
-        """List `speakers` too (voices installed while serving); a name taken raises."""
-        with self._changes:
-            taken = [n for n in speakers if n in self.speakers]
-            if taken:
-                raise ValueError(f"voice {taken[0]!r} is already served")
-            self.speakers = {**self.speakers, **speakers}  # readers keep the dict they took
+    @property
+    def speakers(self) -> Mapping[str, Speaker]:
+        """The served speakers by name, as they are now: the engine's own map once the
+        catalog `follow`s a `TTS` (the one list of served voices), a fixed map before. A
+        request takes it once and keeps it for its resolution."""
+        return self._source() if self._source is not None else self._fixed
 
-    def remove_speakers(self, names: Sequence[str]) -> None:
-        """List `names` no more; the default voice and a preset's voice cannot go
-        (`ValueError` naming it)."""
-        with self._changes:
-            why = self.in_use(names)
-            if why is not None:
-                raise ValueError(why)
-            self.speakers = {n: s for n, s in self.speakers.items() if n not in names}
-
-    def replace_speakers(self, old: Sequence[str], speakers: Mapping[str, Speaker]) -> None:
-        """In one step, list `speakers` in place of `old` (a voice updated to a new version:
-        a request resolved before keeps the speaker it got, the next one gets the new).
-        A name of `old` that is not among `speakers` must be free to go (`in_use`), a name of
-        `speakers` not in `old` must be free (`ValueError` naming it); presets of a replaced
-        voice speak with its new speaker."""
-        with self._changes:
-            leaving = [n for n in old if n not in speakers]
-            why = self.in_use(leaving)
-            if why is not None:
-                raise ValueError(why)
-            taken = [n for n in speakers if n in self.speakers and n not in old]
-            if taken:
-                raise ValueError(f"voice {taken[0]!r} is already served")
-            kept = {n: s for n, s in self.speakers.items() if n not in old}
-            self.presets = {
-                k: dataclasses.replace(p, speaker=speakers[p.voice]) if p.voice in speakers else p
-                for k, p in self.presets.items()
-            }
-            self.speakers = {**kept, **speakers}
+    def follow(self, source: Callable[[], Mapping[str, Speaker]]) -> None:
+        """Read the served voices from `source` from now on (`TTS.speakers`: voices the
+        library adds, removes or replaces are served at once, with nothing kept in step)."""
+        self._source = source
 
     def in_use(self, names: Sequence[str]) -> str | None:
         """Why `names` cannot be removed (the default voice, a preset using one), or None."""
@@ -261,7 +230,8 @@ def build_info(catalog: VoiceCatalog, *, streaming: bool) -> Info:
     """The `info` answer: one TTS program; each speaker a voice (styles as Wyoming speakers),
     plus one voice per speaker × style."""
     voices: list[TtsVoice] = []
-    for name, speaker in catalog.speakers.items():
+    speakers = catalog.speakers  # one state of the voices for the whole answer
+    for name, speaker in speakers.items():
         attribution = Attribution(name=speaker.attribution_name, url=speaker.attribution_url)
         version = speaker.version or __version__
         described = describe_speaker(name, speaker)
@@ -289,15 +259,14 @@ def build_info(catalog: VoiceCatalog, *, streaming: bool) -> Info:
                 )
             )
     for preset in catalog.presets.values():
+        speaker = speakers.get(preset.voice, preset.speaker)  # the voice's version now
         voices.append(
             TtsVoice(
                 name=preset.name,
                 description=preset.description,
-                attribution=Attribution(
-                    name=preset.speaker.attribution_name, url=preset.speaker.attribution_url
-                ),
+                attribution=Attribution(name=speaker.attribution_name, url=speaker.attribution_url),
                 installed=True,
-                version=preset.speaker.version or __version__,
+                version=speaker.version or __version__,
                 languages=[LANGUAGE],
                 speakers=None,
             )

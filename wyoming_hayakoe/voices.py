@@ -21,6 +21,8 @@ from .presets import output_options, resolve_presets
 from .settings import Settings
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from .library.manager import Library
 
 __all__ = [
@@ -29,14 +31,36 @@ __all__ = [
     "build_speakers",
     "build_tts",
     "default_voice",
+    "library_folder",
     "prepare_tts",
 ]
 
 _LOGGER = logging.getLogger(__name__)
 
 
-def build_tts(settings: Settings) -> TTS:
-    """A `TTS` with every configured voice registered (nothing loaded yet)."""
+def library_folder(settings: Settings) -> Path | None:
+    """The voice library's folder, or None with ``--no-library``."""
+    lib = settings.library
+    return lib.folder_for(settings.cache_dir) if lib.enabled else None
+
+
+def _library_registrations(settings: Settings) -> list[tuple[str, str]]:
+    from .library.serving import startup_registrations
+
+    folder = library_folder(settings)
+    if folder is None:
+        return []
+    explicit = [v.name for v in settings.voices if v.source is not None]
+    return startup_registrations(folder, settings.cache_dir, explicit)
+
+
+def build_tts(settings: Settings, library: list[tuple[str, str]] | None = None) -> TTS:
+    """A `TTS` with every configured voice registered (nothing loaded yet), and the
+    library's `library` voices. A voice named only (``--default-voice NAME``, a preset's
+    voice: no source) that the library has is the library's: a preset or the default voice
+    may be a library voice."""
+    library = library or []
+    in_library = {n.casefold() for n, _ in library}
     tts = TTS(
         settings.device,
         cache_dir=settings.cache_dir,
@@ -46,12 +70,20 @@ def build_tts(settings: Settings) -> TTS:
         options=settings.engine,
     )
     for spec in settings.voices:
+        if spec.source is None and spec.name.casefold() in in_library:
+            continue
         for name, source in _expand(spec.name, spec.source, settings):
             tts.load(name, source=source)
     for folder in settings.voice_dirs:
         found, _bad = aivm_voices_in_dir(folder, taken=tts.registered)  # bad files are logged
         for name, source in found:
             tts.load(name, source=source)
+    taken = {n.casefold() for n in tts.registered}
+    for name, source in library:
+        if name.casefold() in taken:
+            _LOGGER.error("Library voice %s left out: it is also a configured voice", name)
+            continue
+        tts.load(name, source=source)
     return tts
 
 
@@ -91,12 +123,8 @@ def prepare_tts(
     after the configured ones. One request and out (``say``): `watch_dictionaries` False
     loads the dictionaries once, `skip_failed` False raises the first voice that cannot be
     loaded (and the library is not loaded)."""
-    tts = build_tts(settings)
-    if skip_failed:  # the server: the library's voices too, after the configured ones
-        from .library.manager import library_registrations
-
-        for name, source in library_registrations(settings, tts.registered):
-            tts.load(name, source=source)
+    # the server: the library's voices too, after the configured ones
+    tts = build_tts(settings, _library_registrations(settings) if skip_failed else None)
     if watch_dictionaries and settings.user_dicts:
         tts.watch_user_dictionaries(settings.user_dicts)
     elif settings.user_dicts:
@@ -158,12 +186,21 @@ def attach_library(settings: Settings, tts: TTS, catalog: VoiceCatalog) -> Libra
     """The voice library over the server's `tts` and `catalog` (`catalog.library`, where
     the page finds it), its jobs and watcher started; None when ``--no-library``. Call on
     the server's event loop; `Library.close` stops it."""
-    from .library.manager import Library, library_folder
+    from .library.manager import Library
+    from .library.options import LibraryConfig
 
     folder = library_folder(settings)
     if folder is None:
         return None
-    library = Library(settings, tts, catalog, folder)
+    config = LibraryConfig(
+        folder=folder,
+        cache_dir=settings.cache_dir,
+        options=settings.library,
+        warmup=settings.warmup,
+        drain_timeout=settings.drain_timeout,
+    )
+    catalog.follow(lambda: tts.speakers)  # the engine's map is the one list of served voices
+    library = Library(config, tts, catalog)
     catalog.library = library
     library.start()
     return library

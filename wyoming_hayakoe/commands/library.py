@@ -34,41 +34,34 @@ import os
 import shutil
 import sys
 from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 
 from engine.aivm.manifest import AivmFileError, read_metadata
-from engine.aivm.naming import model_slug
 from engine.progress import StderrProgress
+from engine.sources.cache import CacheDir
 from engine.sources.redact import redact
 
 from ..flags import SettingsError
-from ..library.hub import HubError, HubModel, download, fetch_model
-from ..library.install_file import (
-    change_state,
-    check_file_memory,
-    check_hub_architecture,
-    check_hub_memory,
-    check_name,
-    entry_for_file,
-    library_file,
-    remove_with_cache,
-    safe_name,
-)
-from ..library.jobs import JobFailed
-from ..library.memory import MemoryRefused
+from ..library.errors import Code, LibraryError
+from ..library.fetch import partial_file
+from ..library.files import remove_with_cache
+from ..library.install import Plan, install
+from ..library.jobs import JobState
+from ..library.naming import check_name
 from ..library.options import (
     AIVISHUB_API,
     LibrarySettings,
     add_library_arguments,
     library_settings_from_args,
 )
-from ..library.sources import Requested, SourceRefused, parse_request
+from ..library.sources import parse_request
 from ..library.state import (
-    PARTIAL_DIR,
     STATE_FILE,
     LibraryEntry,
     LibraryState,
     StateError,
+    change_state,
     read_state,
 )
 from ..logs import setup_logging
@@ -226,64 +219,103 @@ def _is_file_source(source: str) -> bool:
     )
 
 
-def _partial(folder: Path, stem: str, suffix: str) -> Path:
-    partial = folder / PARTIAL_DIR
-    partial.mkdir(parents=True, exist_ok=True)
-    return partial / f"cli-{os.getpid()}-{safe_name(stem)}{suffix}"
+class _Folder:
+    """`install.Host` on a stopped server's folder: the state file is the list; a file needs
+    nothing more once verified, a Hugging Face voice is fetched into the cache."""
+
+    def __init__(self, folder: Path, cache_dir: Path | None) -> None:
+        self._folder = folder
+        self._cache_dir = cache_dir
+        self._lock = asyncio.Lock()
+
+    @property
+    def folder(self) -> Path:
+        return self._folder
+
+    @property
+    def cache_dir(self) -> CacheDir:
+        return self._cache_dir
+
+    def changing(self) -> AbstractAsyncContextManager[None]:
+        return self._lock
+
+    def entries(self) -> LibraryState:
+        return read_state(self._folder)
+
+    def configured(self) -> Sequence[str]:
+        return ()  # a stopped server: its configuration is not known here
+
+    async def load(
+        self, pairs: list[tuple[str, str]], replace: LibraryEntry | None, report: object
+    ) -> None:
+        for name, source in pairs:
+            if Path(source.split("#", 1)[0]).parent != self._folder:
+                await asyncio.to_thread(self._fetch_voice, name, source)
+
+    def _fetch_voice(self, name: str, source: str) -> None:
+        from engine import EngineOptions
+        from engine.download import fetch_voice
+        from engine.sources import parse_source
+
+        offline = EngineOptions.from_env().offline
+        fetch_voice(parse_source(source, cache_dir=self._cache_dir, offline=offline), name, "cpu")
+
+    async def unload(self, entry: LibraryEntry, voices: Sequence[str]) -> None:
+        return None
+
+    def committed(self, entry: LibraryEntry) -> None:
+        return None
 
 
-def _refuse_taken(state: LibraryState, name: str) -> None:
-    """`Failed` when `name` is installed already, or is a voice of an installed file."""
-    entry = state.find(name)
-    if entry is not None:
-        also = "" if entry.name.casefold() == name.casefold() else f" (it serves {name})"
-        raise Failed(f"the library already has {entry.name}{also}: remove it or give another name")
+class _Progress:
+    """The CLI's `jobs.Report`: download progress on stderr."""
+
+    def __init__(self, out: Callable[[str], None]) -> None:
+        self._out = out
+        self._line: Callable[[int, int | None], None] | None = None
+        self.label = "the voice"
+
+    def fetching(self, what: str) -> None:
+        self.label = what
+
+    def move(self, state: JobState) -> None:
+        if state is JobState.DOWNLOADING:
+            self._line = _download_progress(self.label, self._out)
+
+    def progress(self, done: int, total: int | None) -> None:
+        if self._line is not None:
+            self._line(done, total)
 
 
-def _install_file(
-    file: Path, folder: Path, cache_dir: Path | None, *, kind: str, source: str, name: str | None
+def _run_install(
+    plan: Plan,
+    settings: LibrarySettings,
+    folder: Path,
+    cache_dir: Path | None,
+    upload: tuple[Path, str] | None = None,
 ) -> LibraryEntry:
-    """`file` (a checked copy under the folder's partial folder) moved into the library and
-    listed in its state file, unless its name or a voice of it is already there."""
-    meta = read_metadata(file)
-    manifest = meta.manifest
-    check_file_memory(manifest, file)
-    base = name or model_slug(manifest)
-    final = library_file(folder, base, manifest, file.suffix)
-    from engine.aivm.loader import voices_of_file
-
-    names = tuple(n for n, _ in voices_of_file(str(file), base, cache_dir=cache_dir, offline=True))
-    made: list[LibraryEntry] = []
-
-    def change(state: LibraryState) -> LibraryState:
-        _refuse_taken(state, base)
-        taken = {v.casefold() for v in state.voices()}
-        clash = [n for n in names if n.casefold() in taken]
-        if clash:
-            raise JobFailed(f"a voice named {clash[0]} is already in the library: give --name")
-        os.replace(file, final)
-        made.append(entry_for_file(base, names, source, kind, final, manifest))
-        return state.with_entry(made[0])
-
-    try:
-        change_state(folder, change)
-    except BaseException:
-        if made:  # moved in, but the state file was not written
-            final.unlink(missing_ok=True)
-        raise
-    return made[0]
+    entry = asyncio.run(
+        install(plan, _Folder(folder, cache_dir), _Progress(StderrProgress()), settings, upload)
+    )
+    if entry is None:  # only an update finds nothing newer
+        raise Failed(f"{plan.source}: nothing to install")
+    return entry
 
 
-def _add_file(path: Path, folder: Path, cache_dir: Path | None, name: str | None) -> LibraryEntry:
+def _add_file(
+    path: Path, settings: LibrarySettings, folder: Path, cache_dir: Path | None, name: str | None
+) -> LibraryEntry:
     if not path.is_file():
         raise Failed(f"{path}: no such file")
-    read_metadata(path)  # an unreadable file is named as the user gave it, before any copy
-    copy = _partial(folder, path.stem, path.suffix.lower())
+    try:  # an unreadable file is named as the user gave it, before any copy
+        read_metadata(path)
+    except AivmFileError as exc:
+        raise LibraryError(Code.FILE_INVALID, str(exc), "file") from None
+    copy = partial_file(folder, path.name)
     try:
         shutil.copyfile(path, copy)
-        return _install_file(
-            copy, folder, cache_dir, kind="upload", source=f"upload:{path.name}", name=name
-        )
+        plan = Plan("upload", f"upload:{path.name}", name)
+        return _run_install(plan, settings, folder, cache_dir, (copy, str(path)))
     finally:
         copy.unlink(missing_ok=True)
 
@@ -305,100 +337,22 @@ def _download_progress(name: str, out: Callable[[str], None]) -> Callable[[int, 
     return progress
 
 
-async def _fetch_from_hub(
-    requested: Requested, settings: LibrarySettings, dest_for: Callable[[HubModel], Path]
-) -> tuple[HubModel, Path]:
-    model = await fetch_model(
-        settings.aivishub_api,
-        requested.uuid,
-        connect=settings.connect_timeout,
-        read=settings.read_timeout,
-    )
-    check_hub_architecture(model)
-    check_hub_memory(model)
-    dest = dest_for(model)
-    await download(
-        settings.aivishub_api,
-        model,
-        dest,
-        connect=settings.connect_timeout,
-        read=settings.read_timeout,
-        progress=_download_progress(model.name, StderrProgress()),
-        cancelled=lambda: False,
-    )
-    return model, dest
-
-
-def _add_hub(
-    requested: Requested, settings: LibrarySettings, folder: Path, cache_dir: Path | None
-) -> LibraryEntry:
-    state = read_state(folder)
-    if requested.name is not None:
-        _refuse_taken(state, requested.name)
-    same = [e for e in state.entries if e.uuid == requested.uuid]
-    if requested.name is None and same:
-        raise Failed(
-            f"the library already has {same[0].name} (AivisHub model {requested.uuid}): "
-            "remove it first, or give another name (--name)"
-        )
-    dests: list[Path] = []
-
-    def dest_for(model: HubModel) -> Path:
-        dests.append(_partial(folder, f"{model.uuid}-{model.version}", ".aivmx"))
-        return dests[0]
-
-    try:
-        _, dest = asyncio.run(_fetch_from_hub(requested, settings, dest_for))
-        return _install_file(
-            dest, folder, cache_dir, kind="aivishub", source=requested.source, name=requested.name
-        )
-    finally:
-        for dest in dests:
-            dest.unlink(missing_ok=True)
-
-
-def _add_hf(requested: Requested, folder: Path, cache_dir: Path | None) -> LibraryEntry:
-    from engine import EngineOptions
-    from engine.download import fetch_voice
-    from engine.sources import parse_source
-
-    name = requested.name or ""
-    _refuse_taken(read_state(folder), name)
-    source = parse_source(
-        requested.load_source, cache_dir=cache_dir, offline=EngineOptions.from_env().offline
-    )
-    fetch_voice(source, name, "cpu")
-    entry = LibraryEntry(
-        name=name,
-        voices=(name,),
-        source=requested.source,
-        kind="hf",
-        load_source=requested.load_source,
-    )
-
-    def change(state: LibraryState) -> LibraryState:
-        _refuse_taken(state, name)
-        return state.with_entry(entry)
-
-    change_state(folder, change)
-    return entry
-
-
 def _add(args: argparse.Namespace, settings: LibrarySettings, folder: Path) -> LibraryEntry:
     try:
-        name = check_name(args.name)
-    except JobFailed as exc:
-        raise UsageError(str(exc)) from None
-    source = str(args.source).strip()
-    if _is_file_source(source):
-        return _add_file(Path(source).expanduser(), folder, args.cache_dir, name)
-    try:
+        name = check_name(args.name) if args.name is not None else None
+        source = str(args.source).strip()
+        if _is_file_source(source):
+            return _add_file(Path(source).expanduser(), settings, folder, args.cache_dir, name)
         requested = parse_request(source, name)
-    except SourceRefused as exc:
-        raise UsageError(f"{exc}, or a .aivmx/.aivm file") from None
-    if requested.kind == "aivishub":
-        return _add_hub(requested, settings, folder, args.cache_dir)
-    return _add_hf(requested, folder, args.cache_dir)
+    except LibraryError as exc:
+        if exc.code in (Code.NAME_INVALID, Code.SOURCE_INVALID):
+            extra = ", or a .aivmx/.aivm file" if exc.code is Code.SOURCE_INVALID else ""
+            raise UsageError(f"{exc}{extra}") from None
+        raise
+    plan = Plan(
+        requested.kind, requested.source, requested.name, requested.uuid, requested.load_source
+    )
+    return _run_install(plan, settings, folder, args.cache_dir)
 
 
 # -- remove -------------------------------------------------------------------------------
@@ -473,7 +427,7 @@ def main(argv: Sequence[str]) -> int:
     except UsageError as exc:
         print(f"library: {exc}", file=sys.stderr)
         return 2
-    except (Failed, JobFailed, HubError, AivmFileError, MemoryRefused, StateError) as exc:
+    except (Failed, LibraryError, StateError) as exc:
         print(f"library: {redact(str(exc))}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

@@ -5,10 +5,13 @@ checked as it streams.
 Facts (AivisSpeech Engine's client): ``GET {api}/aivm-models/{uuid}`` answers JSON with
 ``name``, ``user``, ``speakers`` and ``model_files`` (``model_type`` AIVM/AIVMX, ``version``,
 ``file_size``, ``checksum``, ``license_type``, ``creators``, ``model_architecture``);
-``GET {api}/aivm-models/{uuid}/download?model_type=AIVMX`` answers the file (redirects
-followed). Three tries, none after a 403 or 404; a connect timeout (10 s) and a read
-timeout. A cancelled download stops within `CANCEL_POLL_S` even while the hub sends
-nothing; a disk that fills (or a file size limit) ends it with one sentence, not a retry.
+``GET {api}/aivm-models/{uuid}/download?model_type=AIVMX`` answers the file. Redirects are
+followed only to the API's own host and port, or over https within the hub's domain family
+(`HUB_DOMAIN`); any other is refused. Three tries, none after a 403 or 404; a connect
+timeout (10 s) and a read timeout. A download stops as soon as it passes the size the hub
+declared, or `max_bytes` when it declares none. Cancelling the caller's task stops a try,
+a retry's wait, everything at once; a disk that fills (or a file size limit) ends it with one
+sentence, not a retry.
 """
 
 from __future__ import annotations
@@ -20,33 +23,35 @@ import hashlib
 import logging
 import re
 import uuid as uuidlib
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
+from urllib.parse import urljoin, urlparse
 
 import aiohttp
+
+from .errors import Code, LibraryError
 
 __all__ = ["HUB_HOST", "HubError", "HubModel", "download", "fetch_model", "hub_uuid"]
 
 _LOGGER = logging.getLogger(__name__)
 
 HUB_HOST = "hub.aivis-project.com"
+HUB_DOMAIN = "aivis-project.com"
+"""Redirects from the hub are followed over https within this domain (and its subdomains)."""
+MAX_REDIRECTS = 5
 TRIES = 3
-CANCEL_POLL_S = 0.1
-"""How often a download asks whether its job was cancelled while it waits for the hub."""
 _CHUNK = 1 << 16
 _DISK_FULL = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
 _UUID = re.compile(r"^[0-9a-f]{8}-?(?:[0-9a-f]{4}-?){3}[0-9a-f]{12}$", re.IGNORECASE)
 
 
-class HubError(RuntimeError):
+class HubError(LibraryError):
     """A hub request failed; the message is one sentence naming the cause."""
 
-
-class Cancelled(Exception):
-    """The job was cancelled while downloading."""
+    def __init__(self, message: str, code: Code = Code.HUB_ERROR) -> None:
+        super().__init__(code, message, "source")
 
 
 def hub_uuid(text: str) -> str | None:
@@ -114,10 +119,12 @@ async def _retrying(what: str, attempt: Callable[[], Any]) -> Any:
                 raise HubError(f"AivisHub refused {what} (403)") from exc
             last = HubError(f"AivisHub answered {exc.status} for {what}")
         except (TimeoutError, asyncio.TimeoutError) as exc:
-            last = HubError(f"AivisHub did not answer in time for {what}")
+            last = HubError(f"AivisHub did not answer in time for {what}", Code.HUB_UNREACHABLE)
             last.__cause__ = exc
         except aiohttp.ClientError as exc:
-            last = HubError(f"AivisHub could not be reached for {what} ({exc})")
+            last = HubError(
+                f"AivisHub could not be reached for {what} ({exc})", Code.HUB_UNREACHABLE
+            )
         _LOGGER.warning("%s (try %d of %d)", last, n + 1, TRIES)
         if n + 1 < TRIES:
             await asyncio.sleep(0.5 * (n + 1))
@@ -141,6 +148,40 @@ async def fetch_model(api: str, uuid: str, *, connect: float, read: float) -> Hu
     return result
 
 
+def _redirect_allowed(api: str, target: str) -> bool:
+    """A redirect is followed to the API's own scheme, host and port, or over https to a
+    host of the hub's domain family."""
+    base, url = urlparse(api), urlparse(target)
+    if (url.scheme, url.hostname, url.port) == (base.scheme, base.hostname, base.port):
+        return True
+    host = (url.hostname or "").lower()
+    return url.scheme == "https" and (host == HUB_DOMAIN or host.endswith("." + HUB_DOMAIN))
+
+
+@contextlib.asynccontextmanager
+async def _get_file(
+    session: aiohttp.ClientSession, api: str, uuid: str
+) -> AsyncIterator[aiohttp.ClientResponse]:
+    """The file's response, redirects followed by `_redirect_allowed` alone."""
+    url = f"{api}/aivm-models/{uuid}/download?model_type=AIVMX"
+    for _ in range(MAX_REDIRECTS + 1):
+        async with session.get(url, allow_redirects=False) as r:
+            if r.status in (301, 302, 303, 307, 308):
+                target = urljoin(url, r.headers.get("Location", ""))
+                if not _redirect_allowed(api, target):
+                    host = urlparse(target).hostname or target
+                    raise _Mismatch(
+                        f"AivisHub sent the file of model {uuid} to {host}, which is not "
+                        f"AivisHub's; it is not fetched"
+                    )
+                url = target
+                continue
+            r.raise_for_status()
+            yield r
+            return
+    raise _Mismatch(f"AivisHub redirected the file of model {uuid} more than {MAX_REDIRECTS} times")
+
+
 async def download(
     api: str,
     model: HubModel,
@@ -149,32 +190,38 @@ async def download(
     connect: float,
     read: float,
     progress: Callable[[int, int | None], None],
-    cancelled: Callable[[], bool],
+    max_bytes: int,
 ) -> None:
     """The model's `.aivmx` into `dest` (replaced on each try), checked against the hub's
-    size and SHA-256; `HubError` (the file removed) when it does not match."""
+    size and SHA-256 as it streams: stopped at the first byte past the declared size, or past
+    `max_bytes` when none is declared; `HubError` (the file removed) when it does not match.
+    Cancelling the calling task stops it at once (the file removed)."""
+    limit = model.file_size if model.file_size is not None else max_bytes
 
     async def attempt() -> None:
         digest = hashlib.sha256()
         done = 0
-        async with aiohttp.ClientSession(timeout=_timeout(connect, read)) as session:
-            url = f"{api}/aivm-models/{model.uuid}/download"
-            async with session.get(url, params={"model_type": "AIVMX"}, raise_for_status=True) as r:
-                total = model.file_size or r.content_length
-                progress(0, total)
-                try:
-                    with dest.open("wb") as f:
-                        async for chunk in r.content.iter_chunked(_CHUNK):
-                            if cancelled():
-                                raise Cancelled
-                            f.write(chunk)
-                            digest.update(chunk)
-                            done += len(chunk)
-                            progress(done, total)
-                except OSError as exc:
-                    if exc.errno not in _DISK_FULL:
-                        raise
-                    raise _Mismatch(_disk_full(model, dest, done, total, exc)) from None
+        async with (
+            aiohttp.ClientSession(timeout=_timeout(connect, read)) as session,
+            _get_file(session, api, model.uuid) as r,
+        ):
+            total = model.file_size or r.content_length
+            if total is not None and total > limit:
+                raise _Mismatch(_too_large(model, total, limit), Code.TOO_LARGE)
+            progress(0, total)
+            try:
+                with dest.open("wb") as f:
+                    async for chunk in r.content.iter_chunked(_CHUNK):
+                        done += len(chunk)
+                        if done > limit:
+                            raise _Mismatch(_too_large(model, done, limit), Code.TOO_LARGE)
+                        f.write(chunk)
+                        digest.update(chunk)
+                        progress(done, total)
+            except OSError as exc:
+                if exc.errno not in _DISK_FULL:
+                    raise
+                raise _Mismatch(_disk_full(model, dest, done, total, exc), Code.DISK_FULL) from None
         if model.file_size is not None and done != model.file_size:
             raise _Mismatch(
                 f"the download of {model.name} has {done} bytes, AivisHub says "
@@ -186,10 +233,10 @@ async def download(
             )
 
     try:
-        await _until_cancelled(_retrying(f"the file of model {model.uuid}", attempt), cancelled)
+        await _retrying(f"the file of model {model.uuid}", attempt)
     except _Mismatch as exc:
         dest.unlink(missing_ok=True)
-        raise HubError(str(exc)) from None
+        raise HubError(str(exc), exc.code) from None
     except BaseException:
         dest.unlink(missing_ok=True)
         raise
@@ -198,23 +245,14 @@ async def download(
 class _Mismatch(Exception):
     """Not retried: the hub's file is not what it says."""
 
+    def __init__(self, message: str, code: Code = Code.HUB_ERROR) -> None:
+        super().__init__(message)
+        self.code = code
 
-async def _until_cancelled(work: Any, cancelled: Callable[[], bool]) -> None:
-    """Await `work`; `Cancelled` as soon as `cancelled()` says so, even while it waits for a
-    hub that sends nothing (its file closed before this returns, so the caller can remove
-    it). Cancelling the caller cancels `work` too."""
-    task = asyncio.ensure_future(work)
-    try:
-        while not task.done():
-            await asyncio.wait({task}, timeout=CANCEL_POLL_S)
-            if not task.done() and cancelled():
-                raise Cancelled
-        task.result()
-    finally:
-        if not task.done():
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+
+def _too_large(model: HubModel, size: int, limit: int) -> str:
+    declared = "the size AivisHub declared (file_size)" if model.file_size else "the limit"
+    return f"the download of {model.name} passed {declared}: {size} bytes of {limit}; stopped"
 
 
 def _disk_full(model: HubModel, dest: Path, done: int, total: int | None, exc: OSError) -> str:

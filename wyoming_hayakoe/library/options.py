@@ -12,6 +12,7 @@ __all__ = [
     "AIVISHUB_API",
     "DEFAULT_MAX_UPLOAD_MB",
     "DEFAULT_UPDATE_CHECK_HOURS",
+    "LibraryConfig",
     "LibrarySettings",
     "add_library_arguments",
     "library_settings_from_args",
@@ -49,6 +50,19 @@ class LibrarySettings:
         from engine.sources import cache_root
 
         return cache_root(cache_dir) / "library"
+
+
+@dataclass(frozen=True)
+class LibraryConfig:
+    """What a running `manager.Library` needs of the server's settings, and no more."""
+
+    folder: Path
+    cache_dir: Path | None
+    options: LibrarySettings
+    warmup: bool = False
+    """Warm a new voice up before it is listed."""
+    drain_timeout: float = 30.0
+    """Seconds a removed or replaced voice's requests are waited for."""
 
 
 def add_library_arguments(p: argparse.ArgumentParser) -> None:

@@ -1,8 +1,8 @@
 """The library's one small state file, ``library.json`` in the library folder: which voices
-are installed, from where, as which file. Written atomically (a temporary file, then
-`os.replace`) under a lock file, so replicas sharing the folder never read half a file and
-never lose each other's changes; `signature` lets them notice a change (as
-`engine.text.userdict_watch` does for dictionaries)."""
+are installed, from where, as which file. Written atomically
+(`engine.sources.base.write_json_atomic`) under a lock file, so replicas sharing the folder
+never read half a file and never lose each other's changes; `signature` lets them notice a
+change (as `engine.text.userdict_watch` does for dictionaries)."""
 
 from __future__ import annotations
 
@@ -11,12 +11,12 @@ import dataclasses
 import fcntl
 import json
 import logging
-import os
-import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from engine.sources.base import write_json_atomic
 
 __all__ = [
     "PARTIAL_DIR",
@@ -24,6 +24,7 @@ __all__ = [
     "LibraryEntry",
     "LibraryState",
     "StateError",
+    "change_state",
     "locked",
     "read_state",
     "signature",
@@ -101,6 +102,11 @@ class LibraryState:
                 return entry
         return None
 
+    def with_uuid(self, uuid: str) -> list[LibraryEntry]:
+        """The entries of the AivisHub model `uuid` (a model may be installed under two
+        names)."""
+        return [e for e in self.entries if uuid and e.uuid == uuid]
+
     def voices(self) -> list[str]:
         return [v for e in self.entries for v in e.voices]
 
@@ -132,23 +138,18 @@ def read_state(folder: Path) -> LibraryState:
 
 def write_state(folder: Path, state: LibraryState) -> None:
     """Replace the state file at once (a reader sees the old one or the new one)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(
-        {"version": _VERSION, "voices": [e.as_json() for e in state.entries]},
-        ensure_ascii=False,
-        indent=2,
-    )
-    fd, tmp = tempfile.mkstemp(prefix=".library-", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text + "\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, folder / STATE_FILE)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    data = {"version": _VERSION, "voices": [e.as_json() for e in state.entries]}
+    write_json_atomic(folder / STATE_FILE, data)
+
+
+def change_state(folder: Path, change: Callable[[LibraryState], LibraryState]) -> LibraryState:
+    """Read, change and write the state file under its lock (one writer at a time across
+    processes); a state file that cannot be read raises `StateError` and is left as it is.
+    Returns the state written."""
+    with locked(folder):
+        state = change(read_state(folder))
+        write_state(folder, state)
+    return state
 
 
 @contextlib.contextmanager

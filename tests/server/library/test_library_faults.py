@@ -82,7 +82,7 @@ async def _downloading(page: Page, job_id: str, timeout: float = 60) -> dict:
         _, job = await page.get(f"/api/library/jobs/{job_id}")
         if job["state"] == "downloading" and job["bytes"] > 0:
             return job
-        assert job["state"] in ("queued", "downloading"), job
+        assert job["state"] in ("queued", "contacting", "downloading"), job
         assert time.monotonic() < end, f"job {job_id} never downloaded: {job}"
         await asyncio.sleep(0.05)
 

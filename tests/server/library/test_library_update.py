@@ -86,6 +86,17 @@ async def _entry(page: Page, query: str = "") -> dict[str, Any]:
     return entry
 
 
+async def _checked(page: Page, done: Any, timeout: float = 30) -> dict[str, Any]:
+    """The entry once ``?check=1`` shows what `done` waits for (the page's checks are
+    throttled to one every few seconds: asked again until then, bounded)."""
+    end = time.monotonic() + timeout
+    while True:
+        entry = await _entry(page, "?check=1")
+        if done(entry) or time.monotonic() > end:
+            return entry
+        await asyncio.sleep(0.25)
+
+
 async def _job(page: Page, job_id: str) -> dict[str, Any]:
     status, job = await page.get(f"/api/library/jobs/{job_id}")
     assert status == 200, job
@@ -168,7 +179,7 @@ async def test_update_is_made_ready_beside_the_old_and_a_broken_one_changes_noth
             gate = asyncio.Event()
             v2 = hub.add(HubModel(v2_file, hold=gate))
             assert v2.uuid == v1.uuid
-            entry = await _entry(page, "?check=1")
+            entry = await _checked(page, lambda e: e["latest_version"] == "1.1.0")
             assert entry["update_available"] is True and entry["latest_version"] == "1.1.0"
             assert entry["version"] == "1.0.0"
 
@@ -222,7 +233,7 @@ async def test_update_is_made_ready_beside_the_old_and_a_broken_one_changes_noth
                 (truncated, "1.3.0", ("1.3.0",)),
             ):
                 hub.add(HubModel(bad, uuid=v1.uuid, version=version))
-                entry = await _entry(page, "?check=1")
+                entry = await _checked(page, lambda e, v=version: e["latest_version"] == v)
                 assert entry["update_available"] is True and entry["latest_version"] == version
                 job = await page.finished(
                     *await page.post("/api/library/update", {"name": VOICE}), timeout=WAIT_S
@@ -240,7 +251,7 @@ async def test_update_is_made_ready_beside_the_old_and_a_broken_one_changes_noth
             # a hub that does not answer: no update shown, one warning for the check
             await hub.stop()
             lines = len(prog.lines)
-            entry = await _entry(page, "?check=1")
+            entry = await _checked(page, lambda e: e["latest_version"] is None)
             assert entry["update_available"] is False and entry["latest_version"] is None
             warnings = [line for line in prog.lines[lines:] if "WARNING" in line]
             assert len(warnings) == 1 and "update check" in warnings[0], warnings
