@@ -20,7 +20,7 @@ from .install import Plan, install
 from .jobs import Job, JobQueue, JobState
 from .naming import check_name
 from .semver import is_newer
-from .serving import Serving
+from .serving import Serving, VoiceUse
 from .sources import OFFICIAL_VOICES, parse_request
 from .sync import follow, watch
 from .updates import CHECK_WAIT_S, UpdateChecker
@@ -28,7 +28,6 @@ from .updates import CHECK_WAIT_S, UpdateChecker
 if TYPE_CHECKING:
     from engine import TTS
 
-    from ..info import VoiceCatalog
     from .options import LibraryConfig
 
 __all__ = ["CHECK_WAIT_S", "Library"]
@@ -39,7 +38,7 @@ _UPLOAD_SUFFIXES = (".aivmx", ".aivm")
 
 
 class Library:
-    def __init__(self, config: LibraryConfig, tts: TTS, catalog: VoiceCatalog) -> None:
+    def __init__(self, config: LibraryConfig, tts: TTS, catalog: VoiceUse) -> None:
         self.config = config
         self.options = config.options
         self.folder = config.folder

@@ -13,7 +13,7 @@ import logging
 from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from engine.aivm.loader import voices_of_file
 from engine.aivm.manifest import AivmFileError
@@ -28,11 +28,18 @@ from .state import LibraryEntry, LibraryState, StateError, change_state, read_st
 if TYPE_CHECKING:
     from engine import TTS
 
-    from ..info import VoiceCatalog
 
-__all__ = ["Serving", "registrations", "startup_registrations"]
+__all__ = ["Serving", "VoiceUse", "registrations", "startup_registrations"]
 
 _LOGGER = logging.getLogger(__name__)
+
+
+class VoiceUse(Protocol):
+    """What the library asks of the server's catalog (`info.VoiceCatalog`)."""
+
+    def in_use(self, names: Sequence[str]) -> str | None:
+        """Why `names` cannot be removed (the default voice, a preset's), or None."""
+        ...
 
 
 def registrations(entry: LibraryEntry, folder: Path, cache_dir: CacheDir) -> list[tuple[str, str]]:
@@ -76,7 +83,7 @@ def startup_registrations(
 
 
 class Serving:
-    def __init__(self, config: LibraryConfig, tts: TTS, catalog: VoiceCatalog) -> None:
+    def __init__(self, config: LibraryConfig, tts: TTS, catalog: VoiceUse) -> None:
         self.config = config
         self.tts = tts
         self.catalog = catalog

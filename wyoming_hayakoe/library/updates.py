@@ -8,7 +8,7 @@ import asyncio
 import contextvars
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from . import hub as _hub
 from .hub import HubModel, fetch_model
@@ -100,17 +100,7 @@ class UpdateChecker:
               for u in uuids),
             return_exceptions=True,
         )  # fmt: skip
-        failed: list[str] = []
-        for uuid, answer in zip(uuids, answers, strict=True):
-            if isinstance(answer, HubModel) and answer.version:
-                self.latest[uuid] = answer.version
-                continue
-            self.latest.pop(uuid, None)
-            if isinstance(answer, BaseException) and not isinstance(answer, Exception):
-                raise answer  # cancelled
-            names = ", ".join(e.name for e in entries if e.uuid == uuid)
-            cause = answer if isinstance(answer, Exception) else "no version given"
-            failed.append(f"{names} ({cause})")
+        failed = self._take(uuids, answers, entries)
         if failed:
             _LOGGER.warning(
                 "AivisHub update check: no answer for %s; no update is shown for %s",
@@ -124,3 +114,20 @@ class UpdateChecker:
         ]
         if newer:
             _LOGGER.info("AivisHub has newer versions: %s", ", ".join(newer))
+
+    def _take(
+        self, uuids: list[str], answers: Sequence[object], entries: list[LibraryEntry]
+    ) -> list[str]:
+        """The hub's answers kept; the models it did not answer for, named."""
+        failed: list[str] = []
+        for uuid, answer in zip(uuids, answers, strict=True):
+            if isinstance(answer, HubModel) and answer.version:
+                self.latest[uuid] = answer.version
+                continue
+            self.latest.pop(uuid, None)
+            if isinstance(answer, BaseException) and not isinstance(answer, Exception):
+                raise answer  # cancelled
+            names = ", ".join(e.name for e in entries if e.uuid == uuid)
+            cause = answer if isinstance(answer, Exception) else "no version given"
+            failed.append(f"{names} ({cause})")
+        return failed
