@@ -19,6 +19,7 @@ NAMES = (
     "measure_traces",
     "first_clause",
     "int8_kernels",
+    "auto_load",
 )
 PARTS = {name: f"benchmarks.engine.{name}" for name in NAMES}
 

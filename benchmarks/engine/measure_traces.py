@@ -47,7 +47,8 @@ def trace(root: Path, name: str, runtime: str, order: str, runs: int) -> list[fl
     """RSS (MB) before the first timed run and after each (see the module text)."""
     from engine import EngineOptions
     from engine.bert import load_bert
-    from engine.int8.measure import WARMUP_TEXT, Candidate, _rss_mb
+    from engine.int8.measure import WARMUP_TEXT, Candidate
+    from engine.int8.timing import rss_mb
     from engine.layout import onnx_folder_files, speaker_prefix
     from engine.neural.build import split_synthesizer, voice_spec
     from engine.synth.common import NoiseSource, SynthInputs, SynthParams
@@ -77,10 +78,10 @@ def trace(root: Path, name: str, runtime: str, order: str, runs: int) -> list[fl
             synth.synthesize(x, params, NoiseSource(1, i))
 
     run(0)
-    out = [_rss_mb() or 0.0]
+    out = [rss_mb() or 0.0]
     for k in range(1, runs + 1):
         run(k)
-        out.append(_rss_mb() or 0.0)
+        out.append(rss_mb() or 0.0)
     return [round(m, 1) for m in out]
 
 

@@ -19,12 +19,19 @@ makes the graphs of one voice at a time while the voice serves in fp32:
   (or exits: every worker is closed at interpreter exit) never ends with a signal.
   Finished steps stay in the cache: the next start resumes from them (`engine.int8.make`).
 
+A speed measurement (`precision="auto"`, `engine.int8.measure`) that could not finish
+decides nothing: the voice runs the gate's verdict, and the worker measures again later at a
+quiet moment (no request in flight and the load per CPU under `QUIET_LOAD`, or once the wait
+has lasted as long again), after `RETRY_FIRST_S`, doubling up to `RETRY_MAX_S`; each try is
+logged, and `Int8Upgrade.measurement` says what is owed and when the next try is.
+
 Each voice's progress is an `Int8Upgrade` (state, report, events to wait on).
 """
 
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import logging
 import os
 import queue
@@ -36,9 +43,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from ..options import usable_cpus
 from .control import Cancelled, Int8Control
 from .gate import FidelityReport
-from .plan import Int8Job, Int8Target, rejudged
+from .plan import Int8Job, Int8Target, PrecisionChoice, rejudged
+from .timing import load_per_cpu
 
 __all__ = ["BackgroundInt8", "Int8Upgrade", "lower_thread_priority", "restore_priority"]
 
@@ -53,6 +62,13 @@ EXIT_TIMEOUT_S = 600.0
 interpreter finalizes can abort the process, so exit waits for it (a starved thread that
 could not be raised back to normal priority needs more than a second to reach its next
 check); the wait is logged."""
+
+RETRY_FIRST_S = 60.0
+"""A measurement that could not finish is tried again after this, doubling per try."""
+RETRY_MAX_S = 3600.0
+QUIET_LOAD = 0.5
+"""The 1-minute load average per CPU under which the machine counts as quiet."""
+QUIET_POLL_S = 1.0
 
 QUEUED = "queued"
 MAKING = "making"
@@ -89,6 +105,15 @@ class Int8Upgrade:
     """How long making the graphs took."""
     paused_s: float = 0.0
     """Of which, seconds paused while requests ran."""
+    measurement: str = ""
+    """What is owed of the speed measurement (`auto`): empty when none is, else why the
+    last try could not finish and when the next is (`next_measure_at`)."""
+    next_measure_at: float | None = None
+    """When the measurement is tried again (seconds since the epoch), None when not."""
+    measure_tries: int = 0
+    """Speed measurements that could not finish so far."""
+    measured: threading.Event = field(default_factory=threading.Event)
+    """Set when a complete measurement decided (or none was owed)."""
     ready: threading.Event = field(default_factory=threading.Event)
     """Set when the int8 synthesizer is built and waits for a request boundary."""
     done: threading.Event = field(default_factory=threading.Event)
@@ -140,6 +165,17 @@ def restore_priority(niceness: int) -> int:
 
 _Task = tuple[Sequence[Switchable], Int8Job, Int8Target, Int8Upgrade]
 
+
+@dataclass
+class _Retry:
+    """A measurement to take again: the task (its job holding the graphs and what the voice
+    serves), when it is due (monotonic), and the wait after which it runs quiet or not."""
+
+    task: _Task
+    due: float
+    wait: float
+
+
 _LIVE: weakref.WeakSet[BackgroundInt8] = weakref.WeakSet()
 
 
@@ -154,8 +190,10 @@ class BackgroundInt8:
 
     `threads`: ONNX Runtime threads of the quantization's sessions; `niceness`: the OS
     priority of its thread (0 leaves it); `busy`: True while a request is in flight (the
-    work pauses; default: never); `calibration` / `heldout` replace the shipped sentence
-    sets and `progress` sees every progress line (tests)."""
+    work pauses; default: never); `retry_s`: the first wait before a measurement that could
+    not finish is taken again; `quiet_load`: the load per CPU under which it may run;
+    `calibration` / `heldout` replace the shipped sentence sets and `progress` sees every
+    progress line (tests)."""
 
     def __init__(
         self,
@@ -166,8 +204,13 @@ class BackgroundInt8:
         calibration: Sequence[str] | None = None,
         heldout: Sequence[str] | None = None,
         progress: Callable[[str], None] | None = None,
+        retry_s: float = RETRY_FIRST_S,
+        quiet_load: float = QUIET_LOAD,
     ) -> None:
         self.threads = max(1, int(threads))
+        self.retry_s = retry_s
+        self.quiet_load = quiet_load
+        self._retries: list[_Retry] = []
         self.niceness = niceness
         self.busy = busy
         self._calibration = list(calibration) if calibration is not None else None
@@ -266,6 +309,7 @@ class BackgroundInt8:
             try:
                 speakers, job, target, upgrade = self._jobs.get(timeout=0.2)
             except queue.Empty:
+                self._retry_due()
                 continue
             try:
                 self._upgrade(speakers, job, target, upgrade)
@@ -338,6 +382,7 @@ class BackgroundInt8:
             return
         graphs = made["graphs"]
         upgrade.report = graphs.report
+        job = dataclasses.replace(job, graphs=graphs)
         try:  # the gate's verdict, then (auto) the measurement, at normal priority
             choice = job.choose(graphs, control=control, heldout=self._heldout, progress=self._say)
         except Cancelled:
@@ -345,8 +390,6 @@ class BackgroundInt8:
             return
         finally:
             self._control = None
-        upgrade.reason = choice.reason
-        serving = job.serving
         passed = rejudged(graphs.report, job.thresholds).passed
         if choice.precision != "int8" and not (passed or job.precision == "int8"):
             _LOGGER.warning(
@@ -356,28 +399,99 @@ class BackgroundInt8:
                 upgrade.seconds,
                 graphs.report.summary() if choice.measurement else choice.reason,
             )
+        self._apply((speakers, job, target, upgrade), choice)
+
+    def _apply(self, task: _Task, choice: PrecisionChoice) -> None:
+        """Run `choice` from the next request boundary (or keep what runs when it is the
+        same), then schedule the measurement again when one is still owed."""
+        speakers, job, target, upgrade = task
+        upgrade.reason = choice.reason
+        serving = job.serving
         if serving is not None and serving.candidate == choice.candidate:
             _LOGGER.info("Voice %s keeps running %s: %s", job.name, choice.short, choice.reason)
             target.keep(choice)
-            upgrade._finish(choice.precision)
-            return
-        synth = job.build(choice)
-        upgrade.state = SWITCHING
-        upgrade.ready.set()
-        if not _at_boundaries(list(speakers), lambda: target.use(synth, choice), self._closed):
-            upgrade._finish(CANCELLED, "closed before the switch")
-            return
-        _LOGGER.info(
-            "Voice %s switched from %s to %s between requests (graphs made in %.0f s, "
-            "%.0f s of it paused for requests): %s",
-            job.name,
-            serving.short if serving is not None else "fp32",
-            choice.short,
-            upgrade.seconds,
-            upgrade.paused_s,
-            choice.reason,
-        )
+        else:
+            synth = job.build(choice)
+            upgrade.state = SWITCHING
+            upgrade.ready.set()
+            if not _at_boundaries(list(speakers), lambda: target.use(synth, choice), self._closed):
+                upgrade._finish(CANCELLED, "closed before the switch")
+                return
+            _LOGGER.info(
+                "Voice %s switched from %s to %s between requests (graphs made in %.0f s, "
+                "%.0f s of it paused for requests): %s",
+                job.name,
+                serving.short if serving is not None else "fp32",
+                choice.short,
+                upgrade.seconds or 0.0,
+                upgrade.paused_s,
+                choice.reason,
+            )
         upgrade._finish(choice.precision)
+        self._owed((speakers, dataclasses.replace(job, serving=choice), target, upgrade), choice)
+
+    def _owed(self, task: _Task, choice: PrecisionChoice) -> None:
+        """Schedule the measurement again when `choice` says one is owed (with a backoff);
+        else mark the voice measured."""
+        upgrade = task[3]
+        if not choice.unmeasured:
+            upgrade.measurement, upgrade.next_measure_at = "", None
+            upgrade.measured.set()
+            return
+        upgrade.measure_tries += 1
+        wait = min(RETRY_MAX_S, self.retry_s * 2 ** (upgrade.measure_tries - 1))
+        upgrade.next_measure_at = time.time() + wait
+        upgrade.measurement = (
+            f"{choice.unmeasured}; measuring again in {wait:.0f} s at a quiet moment "
+            f"(try {upgrade.measure_tries + 1})"
+        )
+        _LOGGER.warning(
+            "Voice %s runs %s by its fidelity gate for now: the speed measurement could not "
+            "finish (%s); measuring again in %.0f s, when no request runs and the load is "
+            "under %.2f per CPU",
+            task[1].name,
+            choice.short,
+            choice.unmeasured,
+            wait,
+            self.quiet_load,
+        )
+        with self._lock:
+            self._retries.append(_Retry(task, time.monotonic() + wait, wait))
+
+    def _quiet(self) -> bool:
+        if self.busy is not None and self.busy():
+            return False
+        load = load_per_cpu(usable_cpus())
+        return load is None or load < self.quiet_load
+
+    def _retry_due(self) -> None:
+        """Take the first measurement due again, once the machine is quiet (or the wait
+        for quiet has lasted as long as the backoff)."""
+        now = time.monotonic()
+        with self._lock:
+            due = [r for r in self._retries if r.due <= now]
+            if not due or self._closed.is_set():
+                return
+            retry = due[0]
+            if not self._quiet() and now < retry.due + retry.wait:
+                return
+            self._retries.remove(retry)
+            control = self._control = Int8Control(self.busy)
+        _, job, _, upgrade = retry.task
+        self._say(f"{job.name}: measuring its speed again (try {upgrade.measure_tries + 1})")
+        try:
+            choice = job.choose(
+                job.graphs, control=control, heldout=self._heldout, progress=self._say
+            )
+        except Cancelled:
+            return
+        except Exception as exc:  # noqa: BLE001 - the voice keeps what it runs
+            _LOGGER.exception("Voice %s: measuring its speed failed", job.name)
+            upgrade.measurement = f"measuring failed ({exc})"
+            return
+        finally:
+            self._control = None
+        self._apply(retry.task, choice)
 
 
 def _at_boundaries(

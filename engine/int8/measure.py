@@ -10,13 +10,14 @@ that serves, once:
    machine offers; the reference is fp32 on ONNX Runtime. `runtime` "auto" times ONNX
    Runtime only (OpenVINO compiles per input length: measured never a server's choice, and
    minutes to find out); "openvino" times OpenVINO's precisions against the reference;
-2. **timing** of each candidate (int8 on ONNX Runtime first), alternated with the reference
-   in the same run (`ROUNDS` pairs; the ratio is median candidate / median reference), on
-   the voice's own warm-up sentences (`WARMUP_TEXT`), front graph and whole decoder, with
-   the threads the voice serves with; every run has input lengths of its own, each a little
-   shorter than the last (a runtime that prepares kernels per shape pays for it, as it would
-   on new sentences; an arena sized by the first run does not grow); a run that a request
-   overlapped (`busy`) is taken again;
+2. **timing** of every candidate against the reference, interleaved in short slices on
+   the same inputs (`engine.int8.timing`: one timing sentence of the voice's warm-up text
+   (`WARMUP_TEXT`) per slice, front graph and whole decoder, with the threads the voice
+   serves with; the order rotated round by round; each round a little shorter than the
+   last, so a runtime that prepares kernels per shape pays for it as it would on new
+   sentences, and an arena sized by the first round does not grow); the figure is the
+   median of the paired ratios (candidate slice / reference slice of the same round), so
+   a busy machine slows both sides alike; a round a request overlapped does not count;
 3. **the gate** for each candidate faster than the reference (a slower one cannot be
    chosen): the held-out sentences of the int8 gate (every style) through the reference
    and through the candidate, the same inputs and noise, judged by the same thresholds
@@ -25,14 +26,23 @@ that serves, once:
    (durations moved) fails;
 4. **the choice**: the lowest ratio among those that passed (the reference is 1.00). A
    faster candidate whose resident memory keeps growing by more than `MEMORY_GROWTH_MB`
-   per timed run once settled (`settled_growth_mb`) is left out too: a server running it
-   would grow. A candidate not begun within `BUDGET_S` is left out, with that reason.
+   per timed slice once settled (`settled_growth_mb`) is left out too: a server running it
+   would grow.
+
+A measurement that cannot finish decides nothing: a candidate left with too few pairs
+when `BUDGET_S` is spent (time paused for requests not counted), or not built within it,
+makes the measurement **incomplete** (`Measurement.complete` False, `chosen` None). It is
+kept, with its figures, age and load, for the status to show, but it is never read as a
+choice: the voice runs the gate's verdict until a complete measurement exists, and the
+server tries again later at a quiet moment (`engine.int8.background`).
 
 The result (`Measurement`: every candidate's gate figures and ratio, the choice) is kept as
 `speed.json` in the voice's int8 cache folder, stamped with what it depends on (CPU,
 threads, runtime versions, the graphs' files and stamp, the thresholds): a second process
-or a restart on the same machine reads it and measures nothing; another machine, runtime
-version or set of graphs measures again.
+or a restart on the same machine reads a complete one and measures nothing; another
+machine, runtime version or set of graphs measures again. Every measurement says when it
+was taken (`taken_at`) and the load per CPU before and after (`loads`), so a verdict can be
+questioned; `wyoming-hayakoe quantize --measure` takes it again.
 """
 
 from __future__ import annotations
@@ -58,6 +68,7 @@ from .control import Int8Control
 from .gate import FidelityReport, GateThresholds, SentenceFidelity, compare, judge
 from .kernels import cpuinfo_value, read_cpuinfo
 from .recipe import HELDOUT_FILE, STAMP_FILE, QuantSettings, read_sentences
+from .timing import MAX_PAIRS, MIN_PAIRS, Slices, interleave, load_per_cpu
 
 if TYPE_CHECKING:
     from ..synth.common import Latent, NoiseSource, SynthInputs, SynthParams
@@ -83,12 +94,10 @@ __all__ = [
 _LOGGER = logging.getLogger(__name__)
 
 SPEED_FILE = "speed.json"
-FORMAT = 3
+FORMAT = 4
 """Bump when what is measured changes: stored measurements are then taken again (3: new
-input lengths now shorter run by run, memory judged once settled, a time budget)."""
-ROUNDS = 3
-"""Timed runs of each candidate (each next to one of the reference)."""
-RETRIES = 3
+input lengths now shorter run by run, memory judged once settled, a time budget; 4:
+interleaved slices, paired ratios, incomplete measurements kept but never chosen)."""
 MEMORY_GROWTH_MB = 16.0
 """A candidate whose resident memory keeps growing by more than this per timed run once
 settled (`settled_growth_mb`: each run new input lengths, the first run's growth not
@@ -96,15 +105,12 @@ counted) is left out: measured, OpenVINO's CPU plugin keeps ~55-186 MB per new d
 input length of the full-size voice, so a server would grow without bound. ONNX Runtime's
 arena grows only while the lengths grow, and the timed lengths shrink run by run."""
 SETTLE_RUNS = 1
-"""Timed runs whose memory growth is not judged (an arena's first blocks)."""
-BUDGET_S = 30.0
-"""The measurement's time budget (gates, sessions, timing): a candidate not begun within it
-is left out with that reason. With `runtime` "auto" only ONNX Runtime is timed (fp32 and
-int8, whose gate report is stored), which takes ~15 s on the full-size voice on 2 cores."""
-SLOWER_CUTOFF = 1.5
-"""A candidate whose first timed run takes this many times the reference's is not timed
-again (it cannot win)."""
-"""A timed run overlapped by a request is taken again at most this many times."""
+"""Timed slices whose memory growth is not judged (an arena's first blocks)."""
+BUDGET_S = 60.0
+"""The measurement's time budget (sessions, timing; time paused while requests run not
+counted): a candidate with fewer than `engine.int8.timing.MIN_PAIRS` pairs when it is
+spent makes the measurement incomplete. The full-size voice on 2 x86 cores needs ~10 s
+idle; a board several times slower still fits with a core busy."""
 WARMUP_TEXT = "こんにちは。今日はいい天気ですね、少し散歩に出かけましょう。"
 """The voice's warm-up sentences (`TTS.prepare(warmup=True)` speaks them too): about three
 seconds of audio, the timing's input."""
@@ -185,7 +191,8 @@ class Verdict(Choice):
     MEMORY = "memory"
     """Its memory grew with new input lengths once settled, so not chosen."""
     BUDGET = "budget"
-    """Not begun within the time budget (`BUDGET_S`)."""
+    """Too few timed pairs (or not built) within the time budget (`BUDGET_S`): no figure,
+    and the measurement is incomplete."""
     ERROR = "error"
     """Could not be built."""
 
@@ -208,13 +215,17 @@ class Trial:
     logmel_db_mean: float | None = None
     mcd_db_mean: float | None = None
     seconds: list[float] = field(default_factory=list)
-    """Its timed runs (one run: every timing sentence, front graph and decoder)."""
+    """Its timed slices (one slice: one timing sentence, front graph and decoder)."""
     reference_seconds: list[float] = field(default_factory=list)
-    """The reference's runs next to them."""
+    """The reference's slices, each of the same round as the one at its index."""
     ratio: float | None = None
-    """median(seconds) / median(reference_seconds); None when not timed (not built)."""
+    """The median of the paired ratios (seconds[i] / reference_seconds[i]); None when not
+    timed."""
+    spread: float | None = None
+    """The paired ratios' interquartile range over their median (`engine.int8.timing`)."""
     memory_mb_per_run: float | None = None
-    """Resident memory added per timed run (new input lengths each), MB (Linux)."""
+    """Resident memory added per timed slice once settled (new input lengths each), MB
+    (Linux)."""
 
     def __post_init__(self) -> None:
         self.gate = parse_choice(Verdict, self.gate, "Trial.gate")
@@ -231,47 +242,45 @@ class Measurement:
     voice: str
     stamp: JsonObject
     trials: list[Trial]
-    chosen: Candidate
+    chosen: Candidate | None
+    """The fastest that passed; None when the measurement is incomplete."""
     threads: int
     seconds: float
     """Wall time the measurement took (gates, sessions, timing)."""
+    complete: bool = True
+    """False when a candidate got no figure within the budget: kept to be shown, never
+    read as a choice."""
+    taken_at: float = 0.0
+    """When it was taken (seconds since the epoch)."""
+    loads: list[float | None] = field(default_factory=list)
+    """The 1-minute load average per CPU before and after it (what else the machine did)."""
+    paused_s: float = 0.0
+    """Of `seconds`, how long it waited for requests to end."""
 
     def trial(self, candidate: Candidate) -> Trial | None:
         return next((t for t in self.trials if t.candidate == candidate), None)
 
     def summary(self) -> str:
-        """One line: the choice and every candidate's figure."""
-        parts = []
-        for t in sorted(self.trials, key=lambda t: (t.ratio is None, t.ratio or 0.0)):
-            if t.gate == Verdict.REFERENCE:
-                parts.append(f"{t.candidate.label} 1.00×")
-            elif t.gate == Verdict.PASSED:
-                snr = f", SNR min {t.snr_db_min:.1f} dB" if t.snr_db_min is not None else ""
-                parts.append(f"{t.candidate.label} {t.ratio:.2f}×{snr}")
-            elif t.gate == Verdict.MEMORY:
-                parts.append(
-                    f"{t.candidate.label} {t.ratio:.2f}× but left out: memory "
-                    f"+{t.memory_mb_per_run:.0f} MB per new input length"
-                )
-            elif t.gate == Verdict.BUDGET:
-                parts.append(f"{t.candidate.label}: not timed ({t.fidelity})")
-            elif t.gate == Verdict.SLOWER:
-                parts.append(f"{t.candidate.label} {t.ratio:.2f}× (slower)")
-            elif t.gate == Verdict.FAILED:
-                parts.append(
-                    f"{t.candidate.label} {t.ratio:.2f}× but failed the gate "
-                    f"(SNR min {t.snr_db_min:.1f} dB)"
-                )
-            else:
-                parts.append(f"{t.candidate.label}: {t.fidelity}")
+        """One line: the choice (or why there is none) and every candidate's figure."""
+        parts = [_trial_figure(t) for t in sorted(self.trials, key=_by_ratio)]
         ref = self.trial(REFERENCE)
         base = (
             f" = {statistics.median(ref.seconds):.3f} s" if ref is not None and ref.seconds else ""
         )
-        return (
-            f"{self.chosen.label}, fastest measured here ({self.threads} thread(s), time "
-            f"relative to {REFERENCE.label}{base}): " + "; ".join(parts)
+        figures = (
+            f"({self.threads} thread(s), time relative to {REFERENCE.label}{base}, "
+            f"{self.conditions()}): " + "; ".join(parts)
         )
+        if self.chosen is None:
+            return f"no choice, the measurement could not finish {figures}"
+        return f"{self.chosen.label}, fastest measured here {figures}"
+
+    def conditions(self) -> str:
+        """When it was taken and the load per CPU then ("taken 3 min ago at load 1.85")."""
+        age = time.time() - self.taken_at if self.taken_at else None
+        when = f"taken {_age(age)} ago" if age is not None else "taken earlier"
+        loads = [f"{x:.2f}" for x in self.loads if x is not None]
+        return f"{when} at load {'-'.join(loads)} per CPU" if loads else when
 
     def to_dict(self) -> JsonObject:
         return asdict(self)
@@ -288,21 +297,47 @@ class Measurement:
         try:
             raw = json.loads(Path(path).read_text(encoding="utf-8"))
             raw["trials"] = [Trial(**t) for t in raw["trials"]]
-            raw["chosen"] = Candidate(**raw["chosen"])
+            raw["chosen"] = Candidate(**raw["chosen"]) if raw["chosen"] is not None else None
             return cls(**raw)
         except (OSError, ValueError, TypeError, KeyError) as exc:
             raise ValueError(f"{path}: not a speed measurement ({exc})") from exc
 
 
-def _rss_mb() -> float | None:
-    """This process's resident memory (MB; Linux), else None."""
-    try:
-        for line in Path("/proc/self/status").read_text(encoding="utf-8").splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024.0
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
+def _by_ratio(t: Trial) -> tuple[bool, float]:
+    return (t.ratio is None, t.ratio or 0.0)
+
+
+def _trial_figure(t: Trial) -> str:
+    """One candidate's figure in `Measurement.summary`."""
+    label = t.candidate.label
+    spread = f" ±{t.spread / 2:.0%}" if t.spread is not None else ""
+    if t.gate == Verdict.REFERENCE:
+        return f"{label} 1.00×"
+    if t.gate == Verdict.PASSED:
+        snr = f", SNR min {t.snr_db_min:.1f} dB" if t.snr_db_min is not None else ""
+        return f"{label} {t.ratio:.2f}×{spread} ({len(t.seconds)} pairs){snr}"
+    if t.gate == Verdict.MEMORY:
+        return (
+            f"{label} {t.ratio:.2f}× but left out: memory +{t.memory_mb_per_run:.0f} MB "
+            "per new input length"
+        )
+    if t.gate == Verdict.BUDGET:
+        return f"{label}: no figure ({t.fidelity})"
+    if t.gate == Verdict.SLOWER:
+        return f"{label} {t.ratio:.2f}×{spread} (slower)"
+    if t.gate == Verdict.FAILED:
+        return f"{label} {t.ratio:.2f}× but failed the gate (SNR min {t.snr_db_min:.1f} dB)"
+    return f"{label}: {t.fidelity}"
+
+
+def _age(seconds: float) -> str:
+    if seconds < 90:
+        return f"{max(0, round(seconds))} s"
+    if seconds < 90 * 60:
+        return f"{round(seconds / 60)} min"
+    if seconds < 36 * 3600:
+        return f"{round(seconds / 3600)} h"
+    return f"{round(seconds / 86400)} days"
 
 
 def _cpu_model() -> str:
@@ -401,7 +436,7 @@ HeldOut = list[tuple[SentenceLatent, np.ndarray]]
 class MeasureInputs:
     """What one measurement is asked (`measure`'s arguments, settled): the voice, the
     candidates and how to build them, BERT, the stamp to keep, the threads, the stored int8
-    report, the gate's thresholds and held-out sentences, the timed rounds, the budget,
+    report, the gate's thresholds and held-out sentences, the budget,
     the control and where progress lines go."""
 
     voice: VoiceSpec
@@ -413,7 +448,6 @@ class MeasureInputs:
     int8_report: FidelityReport | None
     thresholds: GateThresholds | None
     heldout: tuple[str, ...]
-    rounds: int
     budget_s: float
     control: Int8Control
     say: Callable[[str], None]
@@ -453,8 +487,8 @@ class _Reference:
 
 
 class _Timing:
-    """The timing input (the warm-up sentences, the voice's first style, speaker 0) and
-    one timed run of it."""
+    """The timing input (the warm-up sentences, the voice's first style, speaker 0, the
+    longest sentence first) and one timed slice of it (`engine.int8.timing.Sliceable`)."""
 
     def __init__(self, runs: list[tuple[SynthInputs, NoiseSource]], control: Int8Control) -> None:
         self.runs = runs
@@ -482,32 +516,37 @@ class _Timing:
                 0,
             )
             runs.append((ids, NoiseSource(inputs.seed, k)))
+        runs.sort(key=lambda run: -len(run[0].phone_ids))  # round 0 sizes the arenas
         return cls(runs, inputs.control)
 
-    def run(self, synth: TimedSynth, run: int) -> float:
-        """One timed run: every timing sentence, front graph and whole decoder. `run` > 0
-        shortens the sentences a little (length scale 1 - 1.1 % per run), so that every
-        run has input lengths of its own: a runtime that prepares kernels per input shape
-        (OpenVINO) pays that as it would on a stream of new sentences, not only once, while
-        an arena sized by the first (longest) run has no reason to grow."""
+    def slice(self, runner: object, round_: int) -> float:
+        """One timed slice: one timing sentence (`round_` picks which), front graph and
+        whole decoder. Each round is a little shorter than the last (length scale 1 - 1.1 %
+        per round), so every round has input lengths of its own: a runtime that prepares
+        kernels per input shape (OpenVINO) pays that as it would on a stream of new
+        sentences, not only once, while an arena sized by round 0 (the longest) has no
+        reason to grow."""
         from ..synth.common import SynthParams
 
-        stretched = SynthParams(length_scale=max(0.5, 1.0 - 0.011 * run))
-        for _ in range(RETRIES + 1):
-            self.control.checkpoint()
-            t0 = time.perf_counter()
-            for ids, noise in self.runs:
-                synth.synthesize(ids, stretched, noise)
-            took = time.perf_counter() - t0
-            if not self.control.busy_now():
-                return took
-        return took
+        synth = cast(TimedSynth, runner)
+        stretched = SynthParams(length_scale=max(0.5, 1.0 - 0.011 * round_))
+        ids, noise = self.runs[round_ % len(self.runs)]
+        t0 = time.perf_counter()
+        synth.synthesize(ids, stretched, noise)
+        return time.perf_counter() - t0
+
+    def busy(self) -> bool:
+        return self.control.busy_now()
+
+    def checkpoint(self) -> None:
+        self.control.checkpoint()
 
 
 class Measuring:
     """One measurement under way (see the module doc): its inputs, the reference, the
-    timing, the clock it started on; `run()` judges every candidate in turn, each by
-    `trial` (a `Trial` with its `Verdict`), and makes the `Measurement`."""
+    timing, the clock it started on; `run()` builds every candidate (`_build`), times them
+    all interleaved (`engine.int8.timing.interleave`), judges each (`_judged`, `_verdict`)
+    and makes the `Measurement`."""
 
     def __init__(
         self, inputs: MeasureInputs, reference: _Reference, timing: _Timing, started: float
@@ -516,38 +555,59 @@ class Measuring:
         self.reference = reference
         self.timing = timing
         self.started = started
-        self.runs = 0  # timed runs so far, each with input lengths of its own
 
     def spent(self) -> float:
-        return time.perf_counter() - self.started
+        """Seconds spent so far, time paused for requests not counted."""
+        return time.perf_counter() - self.started - self.inputs.control.paused_s
 
     def run(self) -> Measurement:
         inputs = self.inputs
-        self.timing.run(self.reference.synth, 0)  # first-call costs out of the figures
-        trials = [Trial(REFERENCE.runtime, REFERENCE.precision, Verdict.REFERENCE)]
+        loads = [load_per_cpu(usable_cpus())]
+        trials = [Trial(REFERENCE.runtime, REFERENCE.precision, Verdict.REFERENCE, ratio=1.0)]
         # int8 on ONNX Runtime first: the likeliest choice, and gated already (its report)
         order = sorted(inputs.trying, key=lambda c: c != Candidate(ONNXRUNTIME, "int8"))
-        trials += [self.trial(cand) for cand in order if cand != REFERENCE]
-        ref_trial = trials[0]
-        ref_trial.ratio = 1.0
-        ref_trial.reference_seconds = [s for t in trials[1:] for s in t.reference_seconds]
-        ref_trial.seconds = list(ref_trial.reference_seconds)
+        built: dict[Candidate, TimedSynth] = {}
+        for cand in order:
+            if cand != REFERENCE:
+                trial, synth = self._build(cand)
+                trials.append(trial)
+                if synth is not None:
+                    built[cand] = synth
+        timed = interleave(
+            self.reference.synth,
+            built,
+            self.timing,
+            rounds=range(1, MAX_PAIRS * 2),
+            out_of_time=lambda: self.spent() > inputs.budget_s,
+        )
+        for trial in trials[1:]:
+            if trial.candidate in built:
+                cand = trial.candidate
+                self._judged(cand, built[cand], trial, timed[cand])
+        trials[0].reference_seconds = [s for t in trials[1:] for s in t.reference_seconds]
+        trials[0].seconds = list(trials[0].reference_seconds)
+        complete = all(t.gate != Verdict.BUDGET for t in trials)
         passed = [t for t in trials if t.gate in CHOOSABLE and t.ratio is not None]
-        best = min(passed, key=lambda t: t.ratio or 1.0)
+        best = min(passed, key=lambda t: t.ratio or 1.0).candidate if complete else None
+        loads.append(load_per_cpu(usable_cpus()))
         result = Measurement(
             inputs.voice.name,
             inputs.stamp,
             trials,
-            best.candidate,
+            best,
             int(inputs.threads),
-            round(self.spent(), 2),
+            round(time.perf_counter() - self.started, 2),
+            complete=complete,
+            taken_at=round(time.time(), 1),
+            loads=loads,
+            paused_s=round(inputs.control.paused_s, 2),
         )
         inputs.say(f"{inputs.voice.name}: {result.summary()} (measured in {result.seconds:.1f} s)")
         return result
 
-    def trial(self, cand: Candidate) -> Trial:
-        """One candidate: left out when the budget is spent or it cannot be built; else
-        timed against the reference, then judged (`_verdict`)."""
+    def _build(self, cand: Candidate) -> tuple[Trial, TimedSynth | None]:
+        """A candidate's synthesizer, or its trial left out: the budget spent, or it could
+        not be built."""
         inputs = self.inputs
         trial = Trial(cand.runtime, cand.precision, Verdict.ERROR)
         spent = self.spent()
@@ -555,44 +615,42 @@ class Measuring:
             trial.gate = Verdict.BUDGET
             trial.fidelity = f"the measurement's {inputs.budget_s:.0f} s were spent ({spent:.0f} s)"
             inputs.say(f"{inputs.voice.name}: {cand.label} left out: {trial.fidelity}")
-            return trial
+            return trial, None
         try:
-            synth = cast(TimedSynth, inputs.build(cand))  # a SplitOnnxSynthesizer
+            return trial, cast(TimedSynth, inputs.build(cand))  # a SplitOnnxSynthesizer
         except Exception as exc:  # noqa: BLE001 - this candidate is out, the others stay
             inputs.control.raise_if_cancelled(exc)
             trial.fidelity = f"could not be built ({exc})"
             inputs.say(f"{inputs.voice.name}: {cand.label} left out: {trial.fidelity}")
-            return trial
-        ratio = self._time(cand, synth, trial)
-        trial.gate = self._verdict(cand, synth, trial, ratio)
-        return trial
+            return trial, None
 
-    def _time(self, cand: Candidate, synth: TimedSynth, trial: Trial) -> float:
-        """Timed runs of `synth` alternated with the reference's (into `trial`), at most
-        `rounds` pairs: fewer when clearly slower or when another pair would overrun the
-        budget. The ratio of the medians, and the memory growth once settled."""
-        inputs, reference, timing = self.inputs, self.reference.synth, self.timing
-        timing.run(synth, 0)  # first-call costs
-        rss = [_rss_mb()]
-        for r in range(inputs.rounds):
-            self.runs += 1
-            pair = [(synth, trial.seconds), (reference, trial.reference_seconds)]
-            for runner, into in pair if r % 2 == 0 else pair[::-1]:
-                into.append(timing.run(runner, self.runs))
-            rss.append(_rss_mb())
-            if trial.seconds[-1] > SLOWER_CUTOFF * trial.reference_seconds[-1]:
-                break  # clearly slower: more runs would not change the choice
-            pair_s = trial.seconds[-1] + trial.reference_seconds[-1]
-            if self.spent() + pair_s > inputs.budget_s and len(trial.seconds) >= 2:
-                break  # another pair would overrun the budget: two pairs are a figure
-        ratio = round(
-            statistics.median(trial.seconds) / statistics.median(trial.reference_seconds), 3
+    def _judged(self, cand: Candidate, synth: TimedSynth, trial: Trial, timed: Slices) -> None:
+        """A built candidate's figures from its slices, then its verdict: none (budget)
+        with too few pairs, else `_verdict`."""
+        inputs = self.inputs
+        trial.seconds = [round(x, 5) for x in timed.seconds]
+        trial.reference_seconds = [round(x, 5) for x in timed.reference]
+        ratio, spread = timed.ratio(), timed.spread()
+        trial.ratio = round(ratio, 3) if ratio is not None else None
+        trial.spread = round(spread, 3) if spread is not None else None
+        if timed.rss_steps_mb:
+            steps = [0.0]
+            for step in timed.rss_steps_mb:
+                steps.append(steps[-1] + step)
+            trial.memory_mb_per_run = round(settled_growth_mb(steps), 1)
+        if not timed.enough():
+            trial.gate = Verdict.BUDGET
+            trial.fidelity = (
+                f"{timed.pairs} of {MIN_PAIRS} timed pairs when the measurement's "
+                f"{inputs.budget_s:.0f} s were spent"
+            )
+            inputs.say(f"{inputs.voice.name}: {cand.label}: no figure, {trial.fidelity}")
+            return
+        inputs.say(
+            f"{inputs.voice.name}: {cand.label} {trial.ratio:.2f}× the time of "
+            f"{REFERENCE.label} ({timed.pairs} pairs, spread {trial.spread or 0.0:.0%})"
         )
-        trial.ratio = ratio
-        inputs.say(f"{inputs.voice.name}: {cand.label} {ratio:.2f}× the time of {REFERENCE.label}")
-        if all(m is not None for m in rss):
-            trial.memory_mb_per_run = round(settled_growth_mb([m or 0.0 for m in rss]), 1)
-        return ratio
+        trial.gate = self._verdict(cand, synth, trial, ratio or 1.0)
 
     def _verdict(self, cand: Candidate, synth: TimedSynth, trial: Trial, ratio: float) -> Verdict:
         """A timed candidate's verdict: left out when its memory grows, not gated when
@@ -637,7 +695,6 @@ def measure(
     thresholds: GateThresholds | None = None,
     heldout: Sequence[str] | None = None,
     timing_text: str = WARMUP_TEXT,
-    rounds: int = ROUNDS,
     control: Int8Control | None = None,
     progress: Callable[[str], None] | None = None,
     budget_s: float | None = None,
@@ -657,7 +714,6 @@ def measure(
         int8_report=int8_report,
         thresholds=thresholds,
         heldout=tuple(heldout if heldout is not None else read_sentences(HELDOUT_FILE)),
-        rounds=rounds,
         budget_s=BUDGET_S if budget_s is None else budget_s,
         control=control or Int8Control(),
         say=progress or _log,

@@ -25,7 +25,9 @@ only the verdict may change). Every answer comes with its reason, which the load
 With ``"auto"`` the choice may also be a runtime: where more than one runtime × precision
 passes the gate (`engine.int8.measure`: fp32 and int8 on ONNX Runtime; with `runtime`
 "openvino" also OpenVINO's), the fastest measured on this machine is taken — measured once,
-kept in the cache (`speed.json`), read back by later starts. The library never measures in
+kept in the cache (`speed.json`), read back by later starts. A measurement that could not
+finish decides nothing: the gate's verdict runs, with `unmeasured` saying a measurement is
+owed (the server's background takes it again later). The library never measures in
 `prepare()`: it takes a stored measurement, else the gate's verdict (int8 on ONNX Runtime
 where it passed); with `defer` the measurement is the pending job's last step (the voice
 serves what the gate allows meanwhile, and switches at a request boundary). A precision
@@ -42,6 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, cast
 
+from ..json_types import JsonObject
 from ..options import ONNXRUNTIME, OPENVINO, Choice, Precision, Runtime, parse_choice
 from ..synth.common import SynthBackend
 from .calibrate import FeatureSource, LatentBackend, VoiceSpec
@@ -111,6 +114,10 @@ class PrecisionChoice:
     """"onnxruntime" or "openvino"."""
     measurement: Measurement | None = None
     """The measurement that chose it (`precision="auto"` with more than one candidate)."""
+    unmeasured: str = ""
+    """Why a measurement is still owed (`auto` with more than one candidate, and none
+    complete yet: the last one could not finish); empty when none is owed. The choice is
+    the gate's meanwhile, and the server measures again later."""
 
     @property
     def candidate(self) -> Candidate:
@@ -298,14 +305,17 @@ class Int8Job:
         choice: PrecisionChoice,
         *,
         cached_only: bool = False,
+        again: bool = False,
         control: Int8Control | None = None,
         heldout: Sequence[str] | None = None,
         progress: Callable[[str], None] | None = None,
     ) -> PrecisionChoice | None:
         """`choice` (the gate's) replaced by the fastest runtime × precision measured on
         this machine, under "auto" when there is more than one candidate; `choice` itself
-        when nothing is to be measured. `cached_only`: None instead of measuring when no
-        stored measurement matches."""
+        when nothing is to be measured. A stored measurement is read back when complete;
+        `cached_only`: None instead of measuring when there is none; `again`: measure even
+        when one is stored. A measurement that could not finish decides nothing: `choice`
+        with `unmeasured` saying why."""
         if self.precision != Precision.AUTO:
             return choice
         int8_ok = graphs is not None and rejudged(graphs.report, self.thresholds).passed
@@ -320,36 +330,51 @@ class Int8Job:
             thresholds=self.thresholds,
         )
         path = self.out_dir / SPEED_FILE
-        found = read_measurement(path, stamp)
-        if found is None:
-            if cached_only:
-                return None
-            found = measure(
-                self.spec,
-                trying,
-                functools.partial(self._measured_synth, graphs=graphs),
-                self.bert,
-                stamp=stamp,
-                threads=self.threads,
-                int8_report=rejudged(graphs.report, self.thresholds) if graphs else None,
-                thresholds=self.thresholds,
-                heldout=heldout,
-                control=control,
-                progress=progress,
-            )
-            try:
-                found.save(path)
-            except OSError as exc:
-                _LOGGER.warning(
-                    "Voice %s: cannot keep the measurement in %s: %s", self.name, path, exc
-                )
-        else:
+        found = None if again else read_measurement(path, stamp)
+        if found is not None and found.complete:
             _LOGGER.info("Voice %s: measurement read from %s (taken before)", self.name, path)
-        chosen = found.chosen
+        elif cached_only:
+            return None
+        else:
+            found = self._measure(trying, graphs, stamp, control, heldout, progress)
+        if found.chosen is None:
+            owed = f"measurement owed: {found.summary()}"
+            return dataclasses.replace(choice, reason=f"{choice.reason}; {owed}", unmeasured=owed)
         why = found.summary()
-        if chosen.precision == "int8" or choice.precision == "int8":
+        if found.chosen.precision == "int8" or choice.precision == "int8":
             why = f"{why}; {choice.reason}"
-        return PrecisionChoice(chosen.precision, why, graphs, chosen.runtime, found)
+        return PrecisionChoice(found.chosen.precision, why, graphs, found.chosen.runtime, found)
+
+    def _measure(
+        self,
+        trying: Sequence[Candidate],
+        graphs: Int8Graphs | None,
+        stamp: JsonObject,
+        control: Int8Control | None,
+        heldout: Sequence[str] | None,
+        progress: Callable[[str], None] | None,
+    ) -> Measurement:
+        """Measure now and keep the result in `speed.json` (an incomplete one too: it is
+        shown, never chosen)."""
+        found = measure(
+            self.spec,
+            trying,
+            functools.partial(self._measured_synth, graphs=graphs),
+            self.bert,
+            stamp=stamp,
+            threads=self.threads,
+            int8_report=rejudged(graphs.report, self.thresholds) if graphs else None,
+            thresholds=self.thresholds,
+            heldout=heldout,
+            control=control,
+            progress=progress,
+        )
+        path = self.out_dir / SPEED_FILE
+        try:
+            found.save(path)
+        except OSError as exc:
+            _LOGGER.warning("Voice %s: cannot keep the measurement in %s: %s", self.name, path, exc)
+        return found
 
     def _measured_synth(self, candidate: Candidate, graphs: Int8Graphs | None) -> LatentBackend:
         """The synthesizer a measurement times: `synth_for`'s, which for every candidate is

@@ -166,7 +166,7 @@ class NeuralVoice:
             text += " on OpenVINO"
         choice = self.precision_choice
         measurement = choice.measurement if choice is not None else None
-        if measurement is not None:
+        if measurement is not None and measurement.chosen is not None:
             trial = measurement.trial(measurement.chosen)
             if trial is not None and trial.gate != Verdict.REFERENCE and trial.ratio is not None:
                 text += f", {trial.ratio:.2f}× fp32's time here (measured)"

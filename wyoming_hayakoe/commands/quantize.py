@@ -8,6 +8,12 @@ layout root that the server reads with `--voice NAME=OUT_ROOT` (Docker images ba
 way); without it, into the cache, where the server looks for them at start. Either way the
 server's `--precision auto` then uses int8 for this voice if the gate passed.
 
+It does its work once: graphs already in place (same synthesizer, same recipe) are kept and
+the command returns in seconds; `--force` makes them again. Into the cache, it then takes the
+speed measurement `--precision auto` chooses by, as a server with default options would,
+unless a complete one is stored; `--measure` takes it again (also with OUT_ROOT, where it is
+otherwise skipped: graphs baked for an image are measured on the machine that runs it).
+
 Exit status: 0 when the graphs were written (whatever the verdict; it is printed), 1 when
 they could not be made, 2 for bad arguments or a voice that cannot be found.
 """
@@ -19,11 +25,15 @@ import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from engine import OFFICIAL_SOURCE, layout
 from engine.sources.redact import redact
 
 from ..logs import setup_logging
+
+if TYPE_CHECKING:
+    from engine.neural.quantize import MeasureWhen
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -70,6 +80,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--threads", type=int, default=None, help="ONNX Runtime threads")
     parser.add_argument(
+        "--force",
+        action="store_true",
+        help="make the graphs again even where valid ones are (same synthesizer and recipe)",
+    )
+    parser.add_argument(
+        "--measure",
+        action="store_true",
+        help="take the speed measurement of --precision auto again, even if one is stored",
+    )
+    parser.add_argument(
         "--hf-token-file",
         type=Path,
         default=None,
@@ -112,6 +132,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             method=args.method,
             threads=args.threads,
             progress=progress,
+            force=args.force,
+            measure=_measure_when(args.measure, args.out_root is not None),
         )
     except FileNotFoundError as exc:
         print(f"quantize: {redact(str(exc))}", file=sys.stderr)
@@ -134,6 +156,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not report.passed:
         print("precision auto will run this voice in fp32 (precision int8 forces int8)")
     return 0
+
+
+def _measure_when(again: bool, baked: bool) -> MeasureWhen:
+    """`--measure`: again; else into the cache when owed, baked into OUT_ROOT not at all."""
+    from engine.neural.quantize import MeasureWhen
+
+    if again:
+        return MeasureWhen.AGAIN
+    return MeasureWhen.SKIP if baked else MeasureWhen.OWED
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -366,5 +366,17 @@ def test_quantize_command(layout_root: Path, tmp_path: Path, monkeypatch, capsys
     assert "SNR dB" in printed.out and f"int8 fidelity of {LAYOUT_VOICE}:" in printed.out
     assert (folder / DECODER_FILE).is_file() and (folder / REPORT_FILE).is_file()
     assert "calibration latents" in printed.err  # progress lines
+    stamp = folder / STAMP_FILE
+    made = {f.name: f.stat().st_mtime_ns for f in folder.iterdir() if f.is_file()}
+    # a second run keeps what is made: no calibration, the same files
+    assert main([*argv, "--bert-source", str(layout_root), "--threads", "1"]) == 0
+    again = capsys.readouterr()
+    assert "already made" in again.err and "kept (--force makes them again)" in again.err
+    assert "calibration latents" not in again.err
+    assert {f.name: f.stat().st_mtime_ns for f in folder.iterdir() if f.is_file()} == made
+    # --force makes them again
+    assert main([*argv, "--bert-source", str(layout_root), "--threads", "1", "--force"]) == 0
+    assert "calibration latents" in capsys.readouterr().err
+    assert stamp.stat().st_mtime_ns != made[stamp.name]
     assert main(["quantize", str(layout_root), str(out), "--name", "nobody"]) == 2
     assert "nobody" in capsys.readouterr().err
