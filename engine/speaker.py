@@ -52,6 +52,7 @@ from .audio import AudioResult
 from .fair_lock import FairLock
 from .output import OutputOptions, OutputStage
 from .pacing import SYSTEM_CLOCK, Clock, PacingReport, RequestPacing, SpeedMeter
+from .text.from_phrases import PhrasedText
 from .text.pipeline import Part, TextPipeline
 from .threaded import Failure, iterate_in_thread
 from .voice_backend import RunInfo, SynthesisOptions, SynthesisOverrides, Voice
@@ -477,8 +478,10 @@ class Speaker:
         the request or follow a break), a break as exactly its length of zero samples.
         Deltas read here are told to `pacing` as they arrive when `count_arrivals`."""
         pipeline = TextPipeline(rewrite=self.rewrite, first_clause=self.first_clause)
-        if isinstance(text, str):
-            parts: Iterable[Part] = pipeline.whole(text)
+        if isinstance(text, PhrasedText):  # given as accent phrases: spoken as given
+            parts: Iterable[Part] = [Part(sentences=(text,), chars=len(text))]
+        elif isinstance(text, str):
+            parts = pipeline.whole(text)
         else:
             parts = _parts(text, pipeline, cancel, pacing if count_arrivals else None)
         spoken = False

@@ -37,7 +37,9 @@ from .voices import attach_library, build_catalog, prepare_tts
 from .zeroconf import ZeroconfAdvertiser
 
 if TYPE_CHECKING:
+    from .apis.app import EngineApiServer
     from .web.app import WebServer
+    from .web.dictionary import PageDictionary
 
 __all__ = ["HayakoeServer", "run_server"]
 
@@ -78,6 +80,8 @@ class HayakoeServer:
         self._stdio_task: asyncio.Task[None] | None = None
         self.web: WebServer | None = None
         """The web page (``--http``), started with the server."""
+        self.engine_api: EngineApiServer | None = None
+        """The VOICEVOX / AivisSpeech and OpenAI APIs (``--engine-api-port``)."""
         self.host: str | None = None
         self.port: int | None = None
 
@@ -110,6 +114,18 @@ class HayakoeServer:
 
             self.web = WebServer(state_for(self.settings, self.settings.http, self.context))
             await self.web.start()
+        if self.settings.engine_api is not None:
+            from .apis.app import EngineApiServer, api_state_for  # aiohttp only when on
+
+            self.engine_api = EngineApiServer(
+                api_state_for(
+                    self.settings.engine_api,
+                    self.context,
+                    self._dictionary(),
+                    self.settings.rewrite,
+                )
+            )
+            await self.engine_api.start()
         if self.settings.zeroconf_name and self.port is not None and self.host is not None:
             self._zeroconf = ZeroconfAdvertiser(
                 self.settings.zeroconf_name,
@@ -123,6 +139,17 @@ class HayakoeServer:
             except Exception as exc:  # noqa: BLE001 - serving matters more than discovery
                 _LOGGER.error("Zeroconf registration failed: %s", exc)
                 self._zeroconf = None
+
+    def _dictionary(self) -> PageDictionary:
+        """The page's dictionary (the one the engine APIs edit too): the page's own object
+        when it runs, else one on ``--http-dict`` (none: read-only, no file to edit)."""
+        if self.web is not None:
+            return self.web.state.dictionary
+        from .web.dictionary import PageDictionary
+
+        http = self.settings.http
+        path = http.dictionary if http is not None else None
+        return PageDictionary(path, [p for p in self.settings.user_dicts if p != path])
 
     async def wait_closed(self) -> None:
         """Block until the stdio peer leaves (stdio) or forever (tcp/unix)."""
@@ -169,6 +196,9 @@ class HayakoeServer:
         if self.web is not None:
             await self.web.stop()
             self.web = None
+        if self.engine_api is not None:
+            await self.engine_api.stop()
+            self.engine_api = None
         await self._withdraw()
         if self._server is not None:
             self._server.close()

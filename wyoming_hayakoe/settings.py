@@ -16,6 +16,11 @@ from urllib.parse import urlparse
 from engine import EMBEDDED_VOICE_NAME, OFFICIAL_SOURCE, EngineOptions, __version__
 from engine.speaker import DEFAULT_STREAM_QUIET
 
+from .apis.options import (
+    EngineApiSettings,
+    add_engine_api_arguments,
+    engine_api_settings_from_args,
+)
 from .flags import (
     OutputDefaults,
     SettingsError,
@@ -108,6 +113,8 @@ class Settings:
     log_format: str = LOG_FORMAT
     http: HttpSettings | None = None
     """The web page (`wyoming_hayakoe.web`); None: off."""
+    engine_api: EngineApiSettings | None = None
+    """The VOICEVOX / AivisSpeech and OpenAI APIs (`wyoming_hayakoe.apis`); None: off."""
     library: LibrarySettings = LibrarySettings()
     """The voice library (`wyoming_hayakoe.library`): its folder, the hub, the upload limit."""
     engine: EngineOptions = EngineOptions()
@@ -279,6 +286,7 @@ def build_parser() -> argparse.ArgumentParser:
         "(default: %(default)s)",
     )
     add_http_arguments(p)
+    add_engine_api_arguments(p)
     add_library_arguments(p)
     p.add_argument("--debug", action="store_true", help="log DEBUG messages")
     p.add_argument(
@@ -380,6 +388,7 @@ def settings_from_args(
         debug=args.debug,
         log_format=args.log_format,
         http=http,
+        engine_api=engine_api_settings_from_args(args),
         library=library_settings_from_args(args),
         **{**voice_fields(args, env), "user_dicts": tuple(user_dicts)},
     )

@@ -231,8 +231,14 @@ class NeuralVoice:
     # -- rendering -------------------------------------------------------------------
     def _analyses(self, sentences: Sequence[str]) -> list[Analysis]:
         from ..text import analyze
+        from ..text.from_phrases import PhrasedText, analysis_of_phrases
 
-        return [analyze(s).with_blanks() for s in sentences]
+        return [
+            (
+                analysis_of_phrases(s.phrases) if isinstance(s, PhrasedText) else analyze(s)
+            ).with_blanks()
+            for s in sentences
+        ]
 
     def render(
         self,

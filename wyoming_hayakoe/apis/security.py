@@ -1,0 +1,84 @@
+"""Who may use the engine APIs: the page's rules (`wyoming_hayakoe.web.security`).
+
+1. No token: the ``Host`` header names the bound address, ``localhost``, a loopback address
+   or an allowed name (a name rebound to 127.0.0.1 by a web page reaches nothing): 403.
+2. A token: ``Authorization: Bearer T`` (OpenAI clients send their API key so): 401.
+3. A write from a browser is same-origin: ``Origin`` (when sent) names an allowed host on
+   the port asked, ``Sec-Fetch-Site`` (when sent) is ``same-origin``: 403 otherwise. Clients
+   that are not browsers send neither.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+from collections.abc import Awaitable, Callable
+from urllib.parse import urlsplit
+
+from aiohttp import web
+from aiohttp.typedefs import Middleware
+
+from ..web.options import HttpSettings
+from ..web.security import host_allowed, split_host
+from .errors import Refused
+from .options import EngineApiSettings
+
+__all__ = ["security_middleware"]
+
+_LOGGER = logging.getLogger(__name__)
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def _token_ok(request: web.Request, token: str) -> bool:
+    given = request.headers.get("Authorization", "")
+    if not given.startswith("Bearer "):
+        return False
+    return hmac.compare_digest(given[7:].strip().encode(), token.encode())
+
+
+def _origin_ok(request: web.Request, names: HttpSettings, token: str | None) -> bool:
+    site = request.headers.get("Sec-Fetch-Site")
+    if site is not None and site not in ("same-origin", "none"):
+        return False
+    origin = request.headers.get("Origin")
+    if origin is None:
+        return True
+    parts = urlsplit(origin)
+    if token is not None:
+        return parts.netloc.lower() == request.host.lower()
+    try:
+        origin_port = parts.port or {"http": 80, "https": 443}.get(parts.scheme)
+    except ValueError:
+        return False
+    given = split_host(request.headers.get("Host", ""))
+    port = given[1] if given is not None and given[1] is not None else 80
+    host = (parts.hostname or "").rstrip(".")
+    return bool(host) and host_allowed(host, names) and origin_port == port
+
+
+def security_middleware(api: EngineApiSettings) -> Middleware:
+    names = HttpSettings(host=api.host, port=api.port, allowed_hosts=api.allowed_hosts)
+
+    @web.middleware
+    async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+        if api.token is None:
+            found = split_host(request.headers.get("Host", ""))
+            if found is None or not host_allowed(found[0], names):
+                _LOGGER.warning(
+                    "Engine API: refused %s %s for host %r",
+                    request.method,
+                    request.path,
+                    request.headers.get("Host", "")[:100],
+                )
+                raise Refused(403, "this API answers only to its own address or localhost")
+        elif not _token_ok(request, api.token):
+            raise Refused(401, "token required (Authorization: Bearer TOKEN)")
+        if request.method not in ("GET", "HEAD", "OPTIONS") and not _origin_ok(
+            request, names, api.token
+        ):
+            _LOGGER.warning("Engine API: refused a cross-site %s", request.path)
+            raise Refused(403, "cross-site request refused")
+        return await handler(request)
+
+    return middleware

@@ -1,0 +1,475 @@
+"""The VOICEVOX / AivisSpeech engine API's routes (`app.build_api_app` mounts them).
+
+Served: ``GET /version``, ``/core_versions``, ``/engine_manifest``, ``/speakers``,
+``/speaker_info``, ``/supported_devices``, ``/is_initialized_speaker``, ``/presets``,
+``/user_dict``; ``POST /initialize_speaker``, ``/audio_query``, ``/accent_phrases``,
+``/mora_data`` (and ``/mora_length``, ``/mora_pitch``), ``/synthesis``, ``/multi_synthesis``,
+``/connect_waves``, ``/validate_kana``, ``/user_dict_word`` (add; ``PUT``/``DELETE
+/user_dict_word/{uuid}``), ``/import_user_dict``. The other endpoints VOICEVOX or
+AivisSpeech serve answer 501 naming themselves (`NOT_SERVED`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import io
+import logging
+import uuid
+import zipfile
+from typing import Any
+
+import numpy as np
+from aiohttp import web
+
+from engine import __version__
+from engine.text.accents import AccentPhrase
+from engine.text.from_phrases import PhrasedText
+from engine.text.pipeline import TextPipeline
+from engine.text.userdict import UserDictionaryError, UserWord
+
+from ..resolve import UnknownNameError
+from .audio_formats import read_wav, wav_bytes
+from .errors import Invalid, Refused, json_answer, read_json
+from .kana import KanaError, parse_kana
+from .queries import phrase_json, phrases_from_json, query_json, scales_from_json
+from .state import API_STATE, ApiState
+
+__all__ = ["NOT_SERVED", "add_voicevox_routes"]
+
+_LOGGER = logging.getLogger(__name__)
+
+_DICT_NAMESPACE = uuid.UUID("0b1f7f8e-5d2c-4c0e-8f7a-3f5b2a9d6c41")
+_WORD_TYPES = {"PROPER_NOUN": "proper_noun", "COMMON_NOUN": "noun"}
+
+NOT_SERVED = (
+    ("POST", "/sing_frame_audio_query"),
+    ("POST", "/sing_frame_volume"),
+    ("POST", "/frame_synthesis"),
+    ("POST", "/synthesis_morphing"),
+    ("POST", "/morphable_targets"),
+    ("POST", "/cancellable_synthesis"),
+    ("GET", "/singers"),
+    ("GET", "/singer_info"),
+    ("GET", "/downloadable_libraries"),
+    ("GET", "/installed_libraries"),
+    ("POST", "/install_library/{library_uuid}"),
+    ("POST", "/uninstall_library/{library_uuid}"),
+    ("POST", "/add_preset"),
+    ("POST", "/update_preset"),
+    ("POST", "/delete_preset"),
+    ("GET", "/aivm_models"),
+    ("POST", "/aivm_models/install"),
+    ("GET", "/setting"),
+    ("POST", "/setting"),
+)
+
+
+def _state(request: web.Request) -> ApiState:
+    return request.app[API_STATE]
+
+
+# -- engine and speakers -------------------------------------------------------------------
+
+
+async def version(request: web.Request) -> web.Response:
+    return json_answer(__version__)
+
+
+async def core_versions(request: web.Request) -> web.Response:
+    return json_answer([__version__])
+
+
+async def engine_manifest(request: web.Request) -> web.Response:
+    return json_answer(
+        {
+            "manifest_version": "0.13.1",
+            "name": "wyoming-hayakoe",
+            "brand_name": "wyoming-hayakoe",
+            "uuid": "2a2a6b58-5f0d-4bb5-9c1f-4e0b9a0f7c11",
+            "version": __version__,
+            "url": "https://github.com/wyoming-hayakoe/wyoming-hayakoe",
+            "icon": "",
+            "default_sampling_rate": 44100,
+            "frame_rate": 86.1328125,
+            "terms_of_service": "",
+            "update_infos": [],
+            "dependency_licenses": [],
+            "supported_features": {
+                "adjust_mora_pitch": False,
+                "adjust_phoneme_length": False,
+                "adjust_speed_scale": True,
+                "adjust_pitch_scale": False,
+                "adjust_intonation_scale": True,
+                "adjust_volume_scale": True,
+                "adjust_pause_length": False,
+                "interrogative_upspeak": False,
+                "synthesis_morphing": False,
+                "sing": False,
+                "manage_library": False,
+                "return_resource_url": False,
+                "apply_katakana_english": True,
+            },
+        }
+    )
+
+
+async def speakers(request: web.Request) -> web.Response:
+    state = _state(request)
+    table = state.styles()
+    out = []
+    for name, speaker in state.catalog.speakers.items():
+        entries = table.of_voice(name)
+        if not entries:
+            continue
+        out.append(
+            {
+                "name": name,
+                "speaker_uuid": entries[0].speaker_uuid,
+                "styles": [{"name": e.style, "id": e.id, "type": "talk"} for e in entries],
+                "version": speaker.version or __version__,
+                "supported_features": {"permitted_synthesis_morphing": "NOTHING"},
+            }
+        )
+    return json_answer(out)
+
+
+async def speaker_info(request: web.Request) -> web.Response:
+    state = _state(request)
+    wanted = request.query.get("speaker_uuid")
+    if wanted is None:
+        raise Invalid(("query", "speaker_uuid"), "Field required", "missing")
+    for entry in state.styles().entries:
+        if entry.speaker_uuid == wanted:
+            speaker = state.catalog.speakers[entry.voice]
+            policy = getattr(speaker.voice, "license", None) or speaker.attribution_url
+            infos: list[dict[str, Any]] = [
+                {
+                    "id": e.id,
+                    "icon": "",
+                    "portrait": None,
+                    "voice_samples": [],
+                    "voice_sample_transcripts": [],
+                }
+                for e in state.styles().of_voice(entry.voice)
+            ]
+            return json_answer({"policy": policy, "portrait": "", "style_infos": infos})
+    raise Refused(404, f"no speaker has the UUID {wanted}")
+
+
+async def supported_devices(request: web.Request) -> web.Response:
+    return json_answer({"cpu": True, "cuda": False, "dml": False})
+
+
+async def is_initialized_speaker(request: web.Request) -> web.Response:
+    _state(request).style(request.query.get("speaker"))
+    return json_answer(True)
+
+
+async def initialize_speaker(request: web.Request) -> web.Response:
+    _state(request).style(request.query.get("speaker"))
+    return web.Response(status=204)
+
+
+async def presets(request: web.Request) -> web.Response:
+    return json_answer([])
+
+
+# -- readings ------------------------------------------------------------------------------
+
+
+async def _phrases_of(state: ApiState, text: str) -> list[AccentPhrase]:
+    def read() -> list[AccentPhrase]:  # the pipeline the speakers use, read not spoken
+        return list(TextPipeline(rewrite=state.rewrite, first_clause=0).readings(text).phrases)
+
+    return await asyncio.to_thread(read)
+
+
+def _kana_phrases(text: str) -> list[AccentPhrase]:
+    try:
+        return parse_kana(text)
+    except KanaError as exc:
+        raise Refused(400, f"text: {exc}") from None
+
+
+async def audio_query(request: web.Request) -> web.Response:
+    state = _state(request)
+    entry = state.style(request.query.get("speaker"))
+    text = state.text(request.query.get("text"), ("query", "text"))
+    phrases = await _phrases_of(state, text)
+    rate = state.catalog.speakers[entry.voice].sample_rate
+    return json_answer(query_json(phrases, text, rate))
+
+
+async def accent_phrases(request: web.Request) -> web.Response:
+    state = _state(request)
+    state.style(request.query.get("speaker"))
+    text = state.text(request.query.get("text"), ("query", "text"))
+    if request.query.get("is_kana", "false").lower() == "true":
+        phrases = _kana_phrases(text)
+    else:
+        phrases = await _phrases_of(state, text)
+    return json_answer([phrase_json(p) for p in phrases])
+
+
+async def mora_data(request: web.Request) -> web.Response:
+    _state(request).style(request.query.get("speaker"))
+    phrases = phrases_from_json(await read_json(request), ("body",))
+    return json_answer([phrase_json(p) for p in phrases])
+
+
+async def validate_kana(request: web.Request) -> web.Response:
+    text = request.query.get("text")
+    if text is None:
+        raise Invalid(("query", "text"), "Field required", "missing")
+    _kana_phrases(text)
+    return json_answer(True)
+
+
+# -- synthesis -----------------------------------------------------------------------------
+
+
+async def _synthesize(state: ApiState, style_raw: object, query: object) -> bytes:
+    if not isinstance(query, dict):
+        raise Invalid(("body",), "Input should be a valid dictionary", "dict_type")
+    phrases = phrases_from_json(query.get("accent_phrases"))
+    scales = scales_from_json(query)
+    entry = state.style(style_raw)
+    try:
+        resolved = state.resolve(entry.voice, entry.style)
+    except UnknownNameError as exc:  # removed between the lookup and now
+        raise Refused(404, str(exc)) from None
+    speaker = resolved.speaker
+    options = {**resolved.options, **scales.overrides(resolved.options)}
+    output = scales.output(resolved.output)
+    ticket = state.admit(speaker.name)
+    try:
+        if phrases:
+            audio = await speaker.agenerate(
+                PhrasedText(phrases), output=output, style=resolved.style, **options
+            )
+            samples, rate = audio.data, audio.sr
+        else:
+            rate = output.rate_for(speaker.sample_rate)
+            samples = np.zeros(round((scales.pre + scales.post) * rate), np.int16)
+    except ValueError as exc:  # an option the voice cannot take (pitch on a neural voice)
+        loc = ("body", "pitchScale") if "pitch" in str(exc) else ("body",)
+        raise Invalid(loc, str(exc)) from None
+    finally:
+        ticket.release()
+    return wav_bytes(samples, rate, scales.stereo)
+
+
+async def synthesis(request: web.Request) -> web.Response:
+    state = _state(request)
+    wav = await _synthesize(state, request.query.get("speaker"), await read_json(request))
+    return web.Response(body=wav, content_type="audio/wav")
+
+
+async def multi_synthesis(request: web.Request) -> web.Response:
+    state = _state(request)
+    queries = await read_json(request)
+    if not isinstance(queries, list):
+        raise Invalid(("body",), "Input should be a valid list", "list_type")
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED) as archive:
+        for i, query in enumerate(queries, 1):
+            wav = await _synthesize(state, request.query.get("speaker"), query)
+            archive.writestr(f"{i:03d}.wav", wav)
+    return web.Response(body=buffer.getvalue(), content_type="application/zip")
+
+
+async def connect_waves(request: web.Request) -> web.Response:
+    waves = await read_json(request)
+    if not isinstance(waves, list) or not waves:
+        raise Invalid(("body",), "a list of base64 WAV files", "list_type")
+    rate_seen: tuple[int, int] | None = None
+    parts = []
+    for i, item in enumerate(waves):
+        try:
+            rate, channels, samples = read_wav(base64.b64decode(str(item), validate=True))
+        except ValueError as exc:
+            raise Invalid(("body", i), str(exc)) from None
+        if rate_seen is not None and rate_seen != (rate, channels):
+            raise Invalid(("body", i), "every WAV must have the first one's rate and channels")
+        rate_seen = (rate, channels)
+        parts.append(samples)
+    assert rate_seen is not None
+    joined = np.concatenate(parts)
+    if rate_seen[1] == 2:
+        joined = joined[::2]
+    return web.Response(
+        body=wav_bytes(joined, rate_seen[0], rate_seen[1] == 2), content_type="audio/wav"
+    )
+
+
+# -- user dictionary -----------------------------------------------------------------------
+
+
+def _word_uuid(surface: str) -> str:
+    return str(uuid.uuid5(_DICT_NAMESPACE, surface))
+
+
+def _word_json(word: UserWord) -> dict[str, Any]:
+    from engine.text.userdict import count_morae
+
+    return {
+        "surface": word.surface,
+        "priority": word.priority,
+        "context_id": 1348,
+        "part_of_speech": "名詞",
+        "part_of_speech_detail_1": "固有名詞" if word.pos == "proper_noun" else "一般",
+        "part_of_speech_detail_2": "一般",
+        "part_of_speech_detail_3": "*",
+        "inflectional_type": "*",
+        "inflectional_form": "*",
+        "stem": "*",
+        "yomi": word.reading,
+        "pronunciation": word.reading,
+        "accent_type": word.accent if word.accent is not None else 0,
+        "mora_count": count_morae(word.reading),
+        "accent_associative_rule": "*",
+    }
+
+
+async def user_dict(request: web.Request) -> web.Response:
+    state = _state(request)
+    words, _ = await asyncio.to_thread(state.dictionary.read)
+    return json_answer({_word_uuid(w.surface): _word_json(w) for w in words})
+
+
+def _word_from_query(query: Any, loc: str = "query") -> UserWord:
+    surface = query.get("surface")
+    reading = query.get("pronunciation")
+    if not surface:
+        raise Invalid((loc, "surface"), "Field required", "missing")
+    if not reading:
+        raise Invalid((loc, "pronunciation"), "Field required", "missing")
+    try:
+        accent = int(query.get("accent_type"))
+        priority = int(query.get("priority", 5))
+    except (TypeError, ValueError):
+        raise Invalid(
+            (loc, "accent_type"), "Input should be a valid integer", "int_parsing"
+        ) from None
+    word_type = str(query.get("word_type") or "PROPER_NOUN")
+    pos = _WORD_TYPES.get(word_type)
+    if pos is None:
+        raise Invalid(
+            (loc, "word_type"), f"one of {', '.join(_WORD_TYPES)} here, got {word_type!r}"
+        )
+    try:
+        return UserWord.make(str(surface), str(reading), accent, priority, pos, where="word")
+    except UserDictionaryError as exc:
+        field = "accent_type" if "accent" in str(exc) else "pronunciation"
+        field = "priority" if "priority" in str(exc) else field
+        raise Invalid((loc, field), str(exc)) from None
+
+
+async def user_dict_add(request: web.Request) -> web.Response:
+    state = _state(request)
+    word = _word_from_query(request.query)
+
+    def change(table: dict[str, UserWord]) -> None:
+        table[word.surface] = word
+
+    await _edit(state, change)
+    return json_answer(_word_uuid(word.surface))
+
+
+async def _edit(state: ApiState, change: Any) -> Any:
+    from ..web.dictionary import FieldError
+
+    try:
+        return await state.dictionary.edit(change)
+    except FieldError as exc:
+        raise Refused(422 if exc.field != "dictionary" else 503, str(exc)) from None
+
+
+def _surface_of(words: list[UserWord], word_uuid: str) -> str:
+    for w in words:
+        if _word_uuid(w.surface) == word_uuid:
+            return w.surface
+    raise Refused(422, f"no word has the UUID {word_uuid}")
+
+
+async def user_dict_put(request: web.Request) -> web.Response:
+    state = _state(request)
+    word = _word_from_query(request.query)
+    words, _ = await asyncio.to_thread(state.dictionary.read)
+    old = _surface_of(words, request.match_info["word_uuid"])
+
+    def change(table: dict[str, UserWord]) -> None:
+        table.pop(old, None)
+        table[word.surface] = word
+
+    await _edit(state, change)
+    return web.Response(status=204)
+
+
+async def user_dict_delete(request: web.Request) -> web.Response:
+    state = _state(request)
+    words, _ = await asyncio.to_thread(state.dictionary.read)
+    old = _surface_of(words, request.match_info["word_uuid"])
+
+    def change(table: dict[str, UserWord]) -> None:
+        table.pop(old, None)
+
+    await _edit(state, change)
+    return web.Response(status=204)
+
+
+async def import_user_dict(request: web.Request) -> web.Response:
+    state = _state(request)
+    data = await read_json(request)
+    if not isinstance(data, dict):
+        raise Invalid(("body",), "Input should be a valid dictionary", "dict_type")
+    override = request.query.get("override", "false").lower() == "true"
+    words = []
+    for key, raw in data.items():
+        if not isinstance(raw, dict):
+            raise Invalid(("body", key), "Input should be a valid dictionary", "dict_type")
+        words.append(_word_from_query({**raw, "word_type": "PROPER_NOUN"}, "body"))
+
+    def change(table: dict[str, UserWord]) -> None:
+        for w in words:
+            if override or w.surface not in table:
+                table[w.surface] = w
+
+    await _edit(state, change)
+    return web.Response(status=204)
+
+
+def _not_served(method: str, path: str) -> Any:
+    async def handler(request: web.Request) -> web.Response:
+        raise Refused(501, f"{method} {path} is not served by this engine (wyoming-hayakoe)")
+
+    return handler
+
+
+def add_voicevox_routes(app: web.Application) -> None:
+    r = app.router
+    r.add_get("/version", version)
+    r.add_get("/core_versions", core_versions)
+    r.add_get("/engine_manifest", engine_manifest)
+    r.add_get("/speakers", speakers)
+    r.add_get("/speaker_info", speaker_info)
+    r.add_get("/supported_devices", supported_devices)
+    r.add_get("/is_initialized_speaker", is_initialized_speaker)
+    r.add_post("/initialize_speaker", initialize_speaker)
+    r.add_get("/presets", presets)
+    r.add_post("/audio_query", audio_query)
+    r.add_post("/accent_phrases", accent_phrases)
+    for path in ("/mora_data", "/mora_length", "/mora_pitch"):
+        r.add_post(path, mora_data)
+    r.add_post("/validate_kana", validate_kana)
+    r.add_post("/synthesis", synthesis)
+    r.add_post("/multi_synthesis", multi_synthesis)
+    r.add_post("/connect_waves", connect_waves)
+    r.add_get("/user_dict", user_dict)
+    r.add_post("/user_dict_word", user_dict_add)
+    r.add_put("/user_dict_word/{word_uuid}", user_dict_put)
+    r.add_delete("/user_dict_word/{word_uuid}", user_dict_delete)
+    r.add_post("/import_user_dict", import_user_dict)
+    for method, path in NOT_SERVED:
+        r.add_route(method, path, _not_served(method, path))
