@@ -16,7 +16,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -134,7 +134,12 @@ class TTS:
         self._bert: BertBackend | None = None
         self._background = background
         self._models: ModelPool | None = None
-        self._changes = threading.Lock()  # add / remove, one at a time
+        # the served list changes in one short step under `_changes` (never held while a
+        # voice is built); `_builds`: one build at a time (the BERT made once, the model
+        # pool's entries); taken alone or inside `_changes`, never the other way round
+        self._changes = threading.Lock()
+        self._builds = threading.Lock()
+        self._pending: set[str] = set()  # names being built by `add` / `replace`
         # long work's progress on stderr (times counted from here), unless asked not to
         self._stderr_progress = StderrProgress() if self.options.progress else None
 
@@ -383,19 +388,35 @@ class TTS:
         """Add voices to a prepared `TTS` while its other voices serve: `voices` are
         ``(name, source)`` pairs, all the speakers of one file, which come together or not at
         all. Every heavy cost (download, sessions, derived graphs, `warmup`) is paid before
-        any of them is listed in `speakers`; int8 graphs still to be made are made in the
-        background as `prepare` does. A name already registered raises `ValueError`; a
+        any of them is listed in `speakers`, outside the lock that guards that list (a
+        `remove`, another `add`'s listing, a reader never wait for a build); then they are
+        listed in one step. int8 graphs still to be made are made in the background as
+        `prepare` does. A name already registered or being added raises `ValueError`; a
         voice that cannot be built raises, and none of `voices` is listed. Returns the new
         speakers, in order. Thread-safe against other adds and removes."""
         pairs = _pairs(voices, "TTS.add")
         with self._changes:
-            taken = [n for n, _ in pairs if n in self._registered or n in self._speakers]
+            taken = [n for n, _ in pairs if self._taken(n)]
             if taken:
                 raise ValueError(f"TTS.add: voice {taken[0]!r} is already loaded")
+            self._pending.update(n for n, _ in pairs)
+        try:
             built, jobs = self._build_speakers(pairs, warmup)
-            self._list(pairs, built, jobs, ())
-            _LOGGER.info("Voices added: %s", ", ".join(built))
-            return list(built.values())
+            try:
+                with self._changes:
+                    self._list(pairs, built, jobs, ())
+            except BaseException:
+                self._forget(built.values())
+                raise
+        finally:
+            with self._changes:
+                self._pending.difference_update(n for n, _ in pairs)
+        _LOGGER.info("Voices added: %s", ", ".join(built))
+        return list(built.values())
+
+    def _taken(self, name: str) -> bool:
+        """`name` is registered, served or being built (under `_changes`)."""
+        return name in self._registered or name in self._speakers or name in self._pending
 
     def replace(
         self,
@@ -408,44 +429,71 @@ class TTS:
     ) -> list[Speaker]:
         """Replace the prepared voices `old` by `voices` (a new version of one file) while
         every voice serves, the new ones under the same names or others. The new speakers
-        are built beside the old ones, every heavy cost paid as `add` pays it; one that cannot
-        be built raises and the old voices stay as they were. Then, in one step, the new take
-        the old ones' place in `speakers`, and `swap(new speakers by name)` is called inside
-        that step so a caller's own map of voices changes with it (a `swap` that raises
-        undoes the step: the old voices stay, the new are freed). Then requests already using
-        the old voices finish (up to `timeout` seconds) and the old are freed as `remove`
-        frees them. Unknown `old` names raise `KeyError`, a name of `voices` loaded and not in
-        `old` raises `ValueError`, before anything is built. Returns the new speakers."""
+        are built beside the old ones, every heavy cost paid as `add` pays it (outside the
+        lock of the served list); one that cannot be built raises and the old voices stay
+        as they were. Then, in one step, the new take the old ones' place in `speakers`, and
+        `swap(new speakers by name)` is called inside that step so a caller's own map of
+        voices changes with it (a `swap` that raises undoes the step: the old voices stay,
+        the new are freed). Then requests already using the old voices finish (up to
+        `timeout` seconds) and the old are freed as `remove` frees them. Unknown `old` names
+        raise `KeyError` (also when one was removed while the new were built: nothing
+        changes), a name of `voices` loaded and not in `old` raises `ValueError`, before
+        anything is built. Returns the new speakers."""
         pairs = _pairs(voices, "TTS.replace")
+        leaving = set(old)
         with self._changes:
-            missing = [n for n in old if n not in self._speakers]
-            if missing:
-                raise KeyError(f"TTS.replace: voice {missing[0]!r} is not loaded")
-            leaving = set(old)
-            taken = [
-                n
-                for n, _ in pairs
-                if n not in leaving and (n in self._registered or n in self._speakers)
-            ]
-            if taken:
-                raise ValueError(f"TTS.replace: voice {taken[0]!r} is already loaded")
+            self._check_replace(old, pairs)
+            fresh = {n for n, _ in pairs if n not in leaving}
+            self._pending.update(fresh)
+        try:
             built, jobs = self._build_speakers(pairs, warmup)
-            gone = {n: self._speakers[n] for n in old}
-            before = (dict(self._registered), self._speakers)
-            self._list(pairs, built, {}, old)
-            if swap is not None:
-                try:
-                    swap(dict(built))
-                except BaseException:
-                    self._registered, self._speakers = before
-                    if self._models is not None:
-                        self._models.discard([s.voice for s in built.values()])
-                    raise
-            del before  # the old speakers are held by `gone` alone
-            self._submit(jobs)
-            _LOGGER.info("Voices replaced: %s by %s", ", ".join(old), ", ".join(built))
+            try:
+                with self._changes:
+                    gone = self._swap_in(old, pairs, built, jobs, swap)
+            except BaseException:
+                self._forget(built.values())
+                raise
+        finally:
+            with self._changes:
+                self._pending.difference_update(fresh)
+        _LOGGER.info("Voices replaced: %s by %s", ", ".join(old), ", ".join(built))
         self._retire(gone, timeout)
         return list(built.values())
+
+    def _check_replace(self, old: Sequence[str], pairs: list[tuple[str, str | None]]) -> None:
+        """`replace`'s refusals (under `_changes`): `old` not all served, a new name taken."""
+        missing = [n for n in old if n not in self._speakers]
+        if missing:
+            raise KeyError(f"TTS.replace: voice {missing[0]!r} is not loaded")
+        taken = [n for n, _ in pairs if n not in set(old) and self._taken(n)]
+        if taken:
+            raise ValueError(f"TTS.replace: voice {taken[0]!r} is already loaded")
+
+    def _swap_in(
+        self,
+        old: Sequence[str],
+        pairs: list[tuple[str, str | None]],
+        built: dict[str, Speaker],
+        jobs: dict[str, tuple[Int8Job, list[Speaker]]],
+        swap: Callable[[dict[str, Speaker]], None] | None,
+    ) -> dict[str, Speaker]:
+        """`built` listed in place of `old` and `swap` told, in one step (under `_changes`);
+        the old speakers, now unlisted. Raises, changing nothing, when an old voice left
+        meanwhile or `swap` raises."""
+        missing = [n for n in old if n not in self._speakers]
+        if missing:
+            raise KeyError(f"TTS.replace: voice {missing[0]!r} was removed meanwhile")
+        gone = {n: self._speakers[n] for n in old}
+        before = (dict(self._registered), self._speakers)
+        self._list(pairs, built, {}, old)
+        if swap is not None:
+            try:
+                swap(dict(built))
+            except BaseException:
+                self._registered, self._speakers = before
+                raise
+        self._submit(jobs)
+        return gone
 
     def remove(self, names: Sequence[str], *, timeout: float = 30.0) -> list[str]:
         """Remove prepared voices while the others serve (all the speakers of one file
@@ -470,28 +518,39 @@ class TTS:
         self, pairs: list[tuple[str, str | None]], warmup: bool
     ) -> tuple[dict[str, Speaker], dict[str, tuple[Int8Job, list[Speaker]]]]:
         """Speakers for `pairs`, not listed yet, and the int8 jobs they wait for by model
-        (under `_changes`); on a failure those built are forgotten and it raises."""
+        (under `_builds` alone: the served list is not locked meanwhile); on a failure those
+        built are forgotten and it raises."""
         built: dict[str, Speaker] = {}
         jobs: dict[str, tuple[Int8Job, list[Speaker]]] = {}
-        try:
-            for name, source in pairs:
-                voice, plan, key = self._build_voice(_Registration(name, source), compile=False)
-                speaker = Speaker(
-                    voice,
-                    rewrite=self.rewrite,
-                    playback_guard=self.options.playback_guard != "off",
-                    first_clause=self.options.first_clause,
-                )
-                built[name] = speaker
-                if warmup:
-                    speaker.generate(_WARMUP_TEXT)
-                if plan is not None and plan.job is not None and key not in self._queued:
-                    jobs.setdefault(key, (plan.job, []))[1].append(speaker)
-        except BaseException:
-            if self._models is not None:
-                self._models.discard([s.voice for s in built.values()])
-            raise
+        with self._builds:
+            try:
+                for name, source in pairs:
+                    reg = _Registration(name, source)
+                    voice, plan, key = self._build_voice(reg, compile=False)
+                    speaker = Speaker(
+                        voice,
+                        rewrite=self.rewrite,
+                        playback_guard=self.options.playback_guard != "off",
+                        first_clause=self.options.first_clause,
+                    )
+                    built[name] = speaker
+                    if warmup:
+                        speaker.generate(_WARMUP_TEXT)
+                    if plan is not None and plan.job is not None:
+                        jobs.setdefault(key, (plan.job, []))[1].append(speaker)
+            except BaseException:
+                if self._models is not None:
+                    self._models.discard([s.voice for s in built.values()])
+                raise
         return built, jobs
+
+    def _forget(self, speakers: Iterable[Speaker]) -> list[str]:
+        """Speakers never listed or no longer listed taken out of the model pool; the keys
+        of the models dropped with them (takes `_builds`: not while a build runs)."""
+        with self._builds:
+            if self._models is None:
+                return []
+            return self._models.discard([s.voice for s in speakers])
 
     def _list(
         self,
@@ -501,7 +560,8 @@ class TTS:
         old: Sequence[str],
     ) -> None:
         """`built` listed in `speakers` in place of `old`, in one step (a new dict: readers
-        never see one change); `jobs` handed to the background (under `_changes`)."""
+        never see one change); `jobs` handed to the background, but for a model whose job
+        went there meanwhile (under `_changes`)."""
         registered = {n: r for n, r in self._registered.items() if n not in old}
         for name, source in pairs:
             registered[name] = _Registration(name, source)
@@ -512,8 +572,10 @@ class TTS:
 
     def _submit(self, jobs: dict[str, tuple[Int8Job, list[Speaker]]]) -> None:
         """Each model's job to the background, with its voices (the pool's target), which
-        switch together."""
+        switch together; a model already queued keeps its one job."""
         for key, (job, speakers) in jobs.items():
+            if key in self._queued:
+                continue
             if self._models is None:  # only a neural voice has a job, built into the pool
                 raise RuntimeError(f"voice {key}: an int8 job without its model")
             target = self._models.target(key)
@@ -523,10 +585,9 @@ class TTS:
     def _retire(self, gone: dict[str, Speaker], timeout: float) -> None:
         """Speakers no longer listed: their requests waited for, their models freed."""
         _wait_idle(gone, timeout)
+        dropped = self._forget(gone.values())
         with self._changes:
-            if self._models is not None:
-                for key in self._models.discard([s.voice for s in gone.values()]):
-                    self._queued.discard(key)
+            self._queued.difference_update(dropped)
         gone.clear()
         import gc
 

@@ -144,7 +144,11 @@ class VoiceCatalog:
         speakers = self.speakers if speakers is None else speakers
         return VoiceNames(
             {name: tuple(speaker.styles) for name, speaker in speakers.items()},
-            {p.name: PresetTarget(p.voice, p.style) for p in self.presets.values()},
+            {
+                p.name: PresetTarget(p.voice, p.style)
+                for p in self.presets.values()
+                if p.voice in speakers  # a preset of a voice no longer served is unknown
+            },
         )
 
     def voice_names(self) -> list[str]:
@@ -259,14 +263,16 @@ def build_info(catalog: VoiceCatalog, *, streaming: bool) -> Info:
                 )
             )
     for preset in catalog.presets.values():
-        speaker = speakers.get(preset.voice, preset.speaker)  # the voice's version now
+        served = speakers.get(preset.voice)  # the voice's version now
+        if served is None:  # its voice is not served (left by a replica's remove)
+            continue
         voices.append(
             TtsVoice(
                 name=preset.name,
                 description=preset.description,
-                attribution=Attribution(name=speaker.attribution_name, url=speaker.attribution_url),
+                attribution=Attribution(name=served.attribution_name, url=served.attribution_url),
                 installed=True,
-                version=speaker.version or __version__,
+                version=served.version or __version__,
                 languages=[LANGUAGE],
                 speakers=None,
             )

@@ -151,8 +151,8 @@ class PresetVoice:
 
     name: str
     voice: str
-    """The loaded voice that speaks it (its key among the speakers)."""
-    speaker: Speaker
+    """The voice that speaks it (its key among the served speakers), a name resolved
+    against them when a request uses it: it may be a voice of the library."""
     style: str
     options: Mapping[str, Any] = field(default_factory=dict)
     """Synthesis options (server-wide ones already merged in)."""
@@ -232,7 +232,6 @@ def resolve_presets(
         resolved[preset.name] = PresetVoice(
             name=preset.name,
             voice=found.voice,
-            speaker=speaker,
             style=style,
             options={**synthesis.as_options(), **preset.synthesis.as_options()},
             output=out,

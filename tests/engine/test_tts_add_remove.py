@@ -80,3 +80,50 @@ def test_a_voice_that_cannot_be_built_lists_nothing(
     assert set(tts.speakers) == {"openjtalk-mei"}
     assert "one" not in tts.registered
     tts.close()
+
+
+def test_a_build_holds_no_lock_of_the_served_list(
+    aivm_files, layout_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While `add` builds a voice (held here until the test lets it go on), the served list
+    is not locked: another voice is unlisted by `remove` at once, the same name added again
+    is refused at once (it is being built), and the built voice is listed in one step."""
+    tts = _tts(layout_root, tmp_path / "cache")
+    tts.load("openjtalk-mei").prepare()
+    tts.add(voices_of_file(str(aivm_files.multi), "duo"))
+    building, go = threading.Event(), threading.Event()
+    build = tts._build_voice
+
+    def held(*args: object, **kwargs: object) -> object:
+        building.set()
+        assert go.wait(120), "never let go on"
+        return build(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(tts, "_build_voice", held)
+    one = voices_of_file(str(aivm_files.one), "one")
+    added: list[object] = []
+    adder = threading.Thread(target=lambda: added.append(tts.add(one)))
+    adder.start()
+    try:
+        assert building.wait(60)
+        removed: list[list[str]] = []
+        remover = threading.Thread(
+            target=lambda: removed.append(tts.remove(["duo-alice", "duo-bob"], timeout=60))
+        )
+        remover.start()
+        deadline = time.monotonic() + 30
+        while "duo-bob" in tts.speakers:  # unlisted while the build is still held
+            assert time.monotonic() < deadline, "remove waited for another voice's build"
+            time.sleep(0.01)
+        with pytest.raises(ValueError, match="one"):
+            tts.add(one)  # being built: refused at once, not queued behind the build
+        assert set(tts.speakers) == {"openjtalk-mei"}  # nothing of the build listed yet
+    finally:
+        go.set()
+        adder.join(120)
+    remover.join(120)
+    assert removed == [["duo-alice", "duo-bob"]]
+    assert len(added) == 1
+    assert set(tts.speakers) == {"openjtalk-mei", one[0][0]}
+    assert len(tts.speakers[one[0][0]].generate("はい。").data) > 0
+    tts.close()

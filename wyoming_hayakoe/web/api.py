@@ -219,7 +219,7 @@ async def voices(request: web.Request) -> web.Response:
     presets = [
         {
             "name": p.name,
-            "voice": p.speaker.name,
+            "voice": p.voice,
             "style": p.style,
             "description": p.description,
         }
