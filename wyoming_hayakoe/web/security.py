@@ -150,62 +150,73 @@ def _origin_ok(request: web.Request, http: HttpSettings) -> bool:
 def security_middleware(http: HttpSettings) -> Middleware:
     @web.middleware
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-        if http.ingress and request.remote not in http.allowed_peers:
-            _LOGGER.warning("Web page: refused %s (not the ingress proxy)", request.remote)
-            return _refuse(
-                request, 403, "forbidden", "only Home Assistant's ingress proxy is served"
-            )
-        if http.token is None and not http.ingress and not _host_ok(request, http):
-            _LOGGER.warning(
-                "Web page: refused %s %s for host %r (not this page's address; "
-                "--http-allowed-host adds a name)",
-                request.method,
-                request.path,
-                request.headers.get("Host", "")[:100],
-            )
-            return _refuse(
-                request,
-                403,
-                "forbidden_host",
-                "this page answers only to its own address, localhost or a name given with "
-                "--http-allowed-host",
-            )
-        if http.token is not None:
-            bearer = request.headers.get("Authorization", "")
-            given = bearer[7:] if bearer.startswith("Bearer ") else None
-            query = request.query.get("token")
-            if query is not None and request.method == "GET" and _same_token(query, http.token):
-                # first visit with ?token=: keep it in a cookie, drop it from the address
-                response = web.HTTPFound(request.path.rsplit("/", 1)[-1] or "./")
-                response.set_cookie(
-                    TOKEN_COOKIE, http.token, httponly=True, samesite="Strict", path="/"
-                )
-                raise response
-            if not (
-                _same_token(given, http.token)
-                or _same_token(request.cookies.get(TOKEN_COOKIE), http.token)
-            ):
-                return _refuse(
-                    request, 401, "forbidden", "token required (open the page with ?token=...)"
-                )
-        if request.method not in ("GET", "HEAD"):
-            if request.method != "POST":
-                return _refuse(request, 405, "method_not_allowed", "only GET and POST")
-            if not _origin_ok(request, http):
-                _LOGGER.warning(
-                    "Web page: refused a cross-site %s from origin %s",
-                    request.path,
-                    request.headers.get("Origin"),
-                )
-                return _refuse(request, 403, "forbidden", "cross-site request refused")
-            upload = request.path == _UPLOAD_PATH and request.content_type == "multipart/form-data"
-            if request.content_type not in _WRITE_TYPES and not upload:
-                return _refuse(
-                    request, 415, "bad_request", "send application/json (or text/csv to import)"
-                )
+        for check in (_peer_refusal, _token_refusal, _write_refusal):
+            refusal = check(request, http)
+            if refusal is not None:
+                return refusal
         return await handler(request)
 
     return middleware
+
+
+def _peer_refusal(request: web.Request, http: HttpSettings) -> web.Response | None:
+    """Ingress: a peer that is not the proxy; no token: a `Host` that is not this page's."""
+    if http.ingress and request.remote not in http.allowed_peers:
+        _LOGGER.warning("Web page: refused %s (not the ingress proxy)", request.remote)
+        return _refuse(request, 403, "forbidden", "only Home Assistant's ingress proxy is served")
+    if http.token is None and not http.ingress and not _host_ok(request, http):
+        _LOGGER.warning(
+            "Web page: refused %s %s for host %r (not this page's address; "
+            "--http-allowed-host adds a name)",
+            request.method,
+            request.path,
+            request.headers.get("Host", "")[:100],
+        )
+        return _refuse(
+            request,
+            403,
+            "forbidden_host",
+            "this page answers only to its own address, localhost or a name given with "
+            "--http-allowed-host",
+        )
+    return None
+
+
+def _token_refusal(request: web.Request, http: HttpSettings) -> web.Response | None:
+    """With a token: a request without it (a first visit with ``?token=`` is sent on to
+    the page with the token in a cookie)."""
+    if http.token is None:
+        return None
+    bearer = request.headers.get("Authorization", "")
+    given = bearer[7:] if bearer.startswith("Bearer ") else None
+    query = request.query.get("token")
+    if query is not None and request.method == "GET" and _same_token(query, http.token):
+        # first visit with ?token=: keep it in a cookie, drop it from the address
+        response = web.HTTPFound(request.path.rsplit("/", 1)[-1] or "./")
+        response.set_cookie(TOKEN_COOKIE, http.token, httponly=True, samesite="Strict", path="/")
+        raise response
+    if _same_token(given, http.token) or _same_token(request.cookies.get(TOKEN_COOKIE), http.token):
+        return None
+    return _refuse(request, 401, "forbidden", "token required (open the page with ?token=...)")
+
+
+def _write_refusal(request: web.Request, http: HttpSettings) -> web.Response | None:
+    """A write: only POST, from this page's origin, with a body type the page sends."""
+    if request.method in ("GET", "HEAD"):
+        return None
+    if request.method != "POST":
+        return _refuse(request, 405, "method_not_allowed", "only GET and POST")
+    if not _origin_ok(request, http):
+        _LOGGER.warning(
+            "Web page: refused a cross-site %s from origin %s",
+            request.path,
+            request.headers.get("Origin"),
+        )
+        return _refuse(request, 403, "forbidden", "cross-site request refused")
+    upload = request.path == _UPLOAD_PATH and request.content_type == "multipart/form-data"
+    if request.content_type not in _WRITE_TYPES and not upload:
+        return _refuse(request, 415, "bad_request", "send application/json (or text/csv to import)")
+    return None
 
 
 async def add_security_headers(request: web.Request, response: web.StreamResponse) -> None:
