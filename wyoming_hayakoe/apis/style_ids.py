@@ -63,8 +63,12 @@ def _aivm_ids(speaker: Speaker) -> tuple[str, dict[str, int]] | None:
     """(speaker UUID, style → local ID) of an AivisHub voice, read from its file's
     manifest (the header only); None for other voices."""
     from engine.aivm.manifest import AivmFileError, is_aivm_path, read_metadata
+    from engine.neural.voice import NeuralVoice
 
-    source = str(getattr(speaker.voice, "source", "") or "")
+    voice = speaker.voice
+    if not isinstance(voice, NeuralVoice):
+        return None
+    source = str(voice.source or "")
     if not source or not is_aivm_path(source) or not Path(source).is_file():
         return None
     try:
@@ -72,7 +76,7 @@ def _aivm_ids(speaker: Speaker) -> tuple[str, dict[str, int]] | None:
     except (AivmFileError, OSError):
         return None
     speakers = meta.manifest.speakers
-    local = getattr(speaker.voice, "speaker_id", None)
+    local = voice.speaker_id
     chosen = next((s for s in speakers if s.local_id == local), speakers[0] if speakers else None)
     if chosen is None:
         return None

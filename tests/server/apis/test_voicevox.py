@@ -82,7 +82,8 @@ async def test_query_edit_synthesize_with_voicevox_client(api: str):
         pre_post = 0.2
         speech_plain = frames / rate - pre_post
         speech_fast = frames2 / rate2 - pre_post
-        assert speech_fast == pytest.approx(speech_plain / 1.5, rel=0.1)
+        # the engine's speed=1.5 (the HTS voice keeps its pauses and edges: 1.41x here)
+        assert 1.3 < speech_plain / speech_fast < 1.6
 
 
 async def test_out_of_range_is_422_naming_the_field(api: str):

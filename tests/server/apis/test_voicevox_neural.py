@@ -1,0 +1,96 @@
+"""The VOICEVOX API on neural voices from AivisHub files (small random-weight test files
+made by the real tools): AivisSpeech's style IDs, AudioQuery edits in the audio, speed."""
+
+from __future__ import annotations
+
+import copy
+import io
+import wave
+from pathlib import Path
+
+import aiohttp
+import numpy as np
+import pytest
+
+from engine import TTS, EngineOptions
+from engine.aivm import read_metadata
+from wyoming_hayakoe.apis.options import EngineApiSettings
+from wyoming_hayakoe.apis.style_ids import aivis_style_id
+
+pytestmark = pytest.mark.timeout(600)
+
+
+@pytest.fixture(scope="module")
+def aivis_tts(aivm_files, layout_root: Path, tmp_path_factory: pytest.TempPathFactory):
+    tts = TTS(
+        "cpu",
+        cache_dir=tmp_path_factory.mktemp("cache"),
+        bert_source=str(layout_root),
+        options=EngineOptions(threads=1, precision="fp32"),
+    )
+    tts.load("one", source=str(aivm_files.one))
+    tts.load("bob", source=f"{aivm_files.multi}#speaker=1")
+    yield tts.prepare()
+    tts.close()
+
+
+@pytest.fixture
+async def api(start_server, aivis_tts):
+    server = await start_server(dict(aivis_tts.speakers), engine_api=EngineApiSettings(port=0))
+    assert server.engine_api is not None
+    return f"http://127.0.0.1:{server.engine_api.port}"
+
+
+def _seconds(data: bytes) -> float:
+    """From the first to the last sample above 2 % of the peak (the sentence's own edges
+    are margins of fixed length, not speech)."""
+    with wave.open(io.BytesIO(data)) as w:
+        rate = w.getframerate()
+        samples = np.abs(np.frombuffer(w.readframes(w.getnframes()), np.int16).astype(float))
+    loud = np.flatnonzero(samples > 0.02 * samples.max())
+    return (loud[-1] - loud[0]) / rate
+
+
+async def test_style_ids_are_aivisspeech_ids(api: str, aivm_files):
+    async with aiohttp.ClientSession() as s, s.get(f"{api}/speakers") as r:
+        speakers = {sp["name"]: sp for sp in await r.json()}
+    for name, path, index in (("one", aivm_files.one, 0), ("bob", aivm_files.multi, 1)):
+        manifest_speaker = read_metadata(path).manifest.speakers[index]
+        listed = speakers[name]
+        assert listed["speaker_uuid"] == manifest_speaker.uuid
+        expected = {
+            st.name: aivis_style_id(manifest_speaker.uuid, st.local_id)
+            for st in manifest_speaker.styles
+        }
+        assert {st["name"]: st["id"] for st in listed["styles"]} == expected
+
+
+async def test_edited_accent_and_speed_in_the_audio(api: str):
+    async with aiohttp.ClientSession() as s:
+        async with s.get(f"{api}/speakers") as r:
+            style = {sp["name"]: sp for sp in await r.json()}["one"]["styles"][0]["id"]
+        params = {"text": "今日は元気ですか。", "speaker": style}
+        async with s.post(f"{api}/audio_query", params=params) as r:
+            query = await r.json()
+        query["prePhonemeLength"] = query["postPhonemeLength"] = 0.0
+
+        async def synth(q: dict) -> bytes:
+            async with s.post(f"{api}/synthesis", params={"speaker": style}, json=q) as r:
+                assert r.status == 200, await r.text()
+                return await r.read()
+
+        plain = await synth(query)
+        assert await synth(query) == plain  # the same query, the same audio
+        edited = copy.deepcopy(query)
+        phrase = edited["accent_phrases"][0]
+        phrase["accent"] = 1 if phrase["accent"] != 1 else len(phrase["moras"])
+        assert await synth(edited) != plain
+        fast = copy.deepcopy(query)
+        fast["speedScale"] = 1.5
+        # speed is the synthesizer's length scale; this test voice's phones last 2-3 frames,
+        # which the model rounds up to whole frames, so 1.5x is 1.3-1.5x shorter here
+        assert 1.25 < _seconds(plain) / _seconds(await synth(fast)) < 1.6
+        query["pitchScale"] = 0.1
+        async with s.post(f"{api}/synthesis", params={"speaker": style}, json=query) as r:
+            assert r.status == 422
+            assert (await r.json())["detail"][0]["loc"] == ["body", "pitchScale"]
