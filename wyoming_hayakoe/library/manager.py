@@ -14,6 +14,7 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .bert import BertCheck
 from .errors import Code, LibraryError
 from .fetch import partial_file
 from .install import Plan, install
@@ -45,6 +46,8 @@ class Library:
         self.serving = Serving(config, tts, catalog)
         self.updates = UpdateChecker(self.options, lambda: list(self.serving.entries().entries))
         self.queue = JobQueue(self._run)
+        self.bert = BertCheck(tts)
+        """Refuses installs at once when the first neural voice could not load (offline)."""
         self._plans: dict[str, tuple[Plan, tuple[Path, str] | None]] = {}
         self._tasks: list[asyncio.Task[None]] = []
 
@@ -124,6 +127,7 @@ class Library:
     # -- requests ------------------------------------------------------------------------
     def install(self, source: object, name: object = None) -> Job:
         """An install from AivisHub or Hugging Face (checked here, before any work)."""
+        self.bert.check()
         if not isinstance(source, str):
             raise LibraryError(
                 Code.SOURCE_INVALID, "source: give an AivisHub page, a UUID or a voice name",
@@ -138,7 +142,9 @@ class Library:
 
     def upload_room(self) -> int:
         """Bytes the next upload may take: `--library-max-upload`, less what queued uploads
-        hold (``queue_full`` when no room or no place in the queue is left)."""
+        hold (``queue_full`` when no room or no place in the queue is left; ``bert_missing``
+        before any byte of the file is read when no neural voice could load)."""
+        self.bert.check()
         self.queue.admit()
         room = self.options.max_upload - self.queue.pending_bytes()
         if room <= 0:

@@ -1,0 +1,64 @@
+"""What a library voice needs besides its own file: the shared BERT (defect 16 of issue 46).
+
+Every voice the library installs is a neural voice, and the first one a server loads needs
+the shared BERT model (about 500 MB), fetched from ``--bert-source`` into the cache. Online,
+the first install fetches it while it loads. Offline (``--offline``) it can only come from
+the cache, so an install is refused at once, before any byte is fetched or uploaded, with a
+sentence that says what is missing and how to get it (``bert_missing``), instead of failing
+after the download."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from engine.download import fetch_bert
+from engine.sources import parse_source, redact
+from engine.sources.cache import cache_root
+
+from .errors import Code, LibraryError
+
+if TYPE_CHECKING:
+    from engine import TTS
+
+__all__ = ["BertCheck"]
+
+_LOGGER = logging.getLogger(__name__)
+
+
+class BertCheck:
+    """Whether `tts` can load a neural voice now; once it can, it is not asked again."""
+
+    def __init__(self, tts: TTS) -> None:
+        self._tts = tts
+        self._ready = False
+
+    def missing(self) -> str | None:
+        """None when a neural voice can be loaded (online, a neural voice served, or the
+        BERT in the cache or a local folder); else the sentence that says why not."""
+        tts = self._tts
+        if self._ready or not tts.options.offline:
+            return None
+        if any(s.run_info is not None for s in tts.speakers.values()):  # a neural voice
+            self._ready = True
+            return None
+        try:
+            source = parse_source(tts.bert_source, cache_dir=tts.cache_dir, offline=True)
+            fetch_bert(source, tts.device)
+        except Exception as exc:  # noqa: BLE001 - whatever it is, the BERT cannot be had
+            _LOGGER.debug("BERT not at hand offline: %s", exc)
+            where, root = redact(tts.bert_source), cache_root(tts.cache_dir)
+            return (
+                f"the first neural voice needs the shared BERT model (about 500 MB, from "
+                f"{where}), which is not in the cache ({root}) and the server is offline "
+                "(--offline): start it once online, or fetch it first with "
+                f"`wyoming-hayakoe download --cache-dir {root} --bert-source {where}`"
+            )
+        self._ready = True
+        return None
+
+    def check(self) -> None:
+        """`LibraryError` ``bert_missing`` when `missing` says why an install cannot work."""
+        why = self.missing()
+        if why is not None:
+            raise LibraryError(Code.BERT_MISSING, why)
