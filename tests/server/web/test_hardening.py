@@ -31,6 +31,9 @@ API_WRITES = [
     "/api/reading",
     "/api/dictionary",
     "/api/dictionary/delete",
+    "/api/library/install",
+    "/api/library/remove",
+    "/api/library/update",
 ]
 
 
