@@ -23,6 +23,8 @@ import numpy as np
 from aiohttp import web
 
 from engine import __version__
+from engine.aivm.manifest import is_aivm_path
+from engine.neural.voice import NeuralVoice
 from engine.text.accents import AccentPhrase
 from engine.text.from_phrases import PhrasedText
 from engine.text.pipeline import TextPipeline
@@ -33,6 +35,7 @@ from .audio_formats import read_wav, wav_bytes
 from .errors import Invalid, Refused, json_answer, read_json
 from .kana import KanaError, parse_kana
 from .queries import phrase_json, phrases_from_json, query_json, scales_from_json
+from .speaker_media import SpeakerMedia, StyleMedia, speaker_media
 from .state import API_STATE, ApiState
 
 __all__ = ["NOT_SERVED", "add_voicevox_routes"]
@@ -139,22 +142,31 @@ async def speaker_info(request: web.Request) -> web.Response:
     wanted = request.query.get("speaker_uuid")
     if wanted is None:
         raise Invalid(("query", "speaker_uuid"), "Field required", "missing")
-    for entry in state.styles().entries:
-        if entry.speaker_uuid == wanted:
-            speaker = state.catalog.speakers[entry.voice]
-            policy = getattr(speaker.voice, "license", None) or speaker.attribution_url
-            infos: list[dict[str, Any]] = [
-                {
-                    "id": e.id,
-                    "icon": "",
-                    "portrait": None,
-                    "voice_samples": [],
-                    "voice_sample_transcripts": [],
-                }
-                for e in state.styles().of_voice(entry.voice)
-            ]
-            return json_answer({"policy": policy, "portrait": "", "style_infos": infos})
-    raise Refused(404, f"no speaker has the UUID {wanted}")
+    table = state.styles()
+    entry = next((e for e in table.entries if e.speaker_uuid == wanted), None)
+    if entry is None:
+        raise Refused(404, f"no speaker has the UUID {wanted}")
+    speaker = state.catalog.speakers[entry.voice]
+    voice = speaker.voice
+    media = SpeakerMedia()
+    policy = speaker.attribution_url
+    if isinstance(voice, NeuralVoice):
+        policy = voice.license or policy
+        if is_aivm_path(voice.source):
+            media = await asyncio.to_thread(speaker_media, voice.source, wanted)
+    infos = []
+    for e in table.of_voice(entry.voice):
+        style = media.styles.get(e.style, StyleMedia(icon=media.portrait))
+        infos.append(
+            {
+                "id": e.id,
+                "icon": style.icon,
+                "portrait": None,
+                "voice_samples": list(style.samples),
+                "voice_sample_transcripts": list(style.transcripts),
+            }
+        )
+    return json_answer({"policy": policy, "portrait": media.portrait, "style_infos": infos})
 
 
 async def supported_devices(request: web.Request) -> web.Response:

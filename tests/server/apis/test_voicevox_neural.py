@@ -94,3 +94,23 @@ async def test_edited_accent_and_speed_in_the_audio(api: str):
         async with s.post(f"{api}/synthesis", params={"speaker": style}, json=query) as r:
             assert r.status == 422
             assert (await r.json())["detail"][0]["loc"] == ["body", "pitchScale"]
+
+
+async def test_speaker_info_from_the_file(api: str, aivm_files):
+    import base64
+
+    meta = read_metadata(aivm_files.one)
+    uuid = meta.manifest.speakers[0].uuid
+    async with aiohttp.ClientSession() as s:
+        async with s.get(f"{api}/speaker_info", params={"speaker_uuid": uuid}) as r:
+            assert r.status == 200
+            info = await r.json()
+        async with s.get(f"{api}/speakers") as r:
+            ids = [st["id"] for sp in await r.json() if sp["name"] == "one" for st in sp["styles"]]
+        async with s.get(f"{api}/speaker_info", params={"speaker_uuid": "nobody"}) as r:
+            assert r.status == 404
+    assert info["policy"] == meta.manifest.license
+    assert [st["id"] for st in info["style_infos"]] == ids
+    for text in [info["portrait"], *(st["icon"] for st in info["style_infos"])]:
+        base64.b64decode(text, validate=True)  # base64 without the data: prefix (or empty)
+    assert info["portrait"]  # aivmlib writes a speaker icon into every file
