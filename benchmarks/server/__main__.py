@@ -9,7 +9,15 @@ from benchmarks.lib import cli
 
 PARTS = {
     name: f"benchmarks.server.{name.replace('-', '_')}"
-    for name in ("first-audio", "llm-pace", "slow-board", "rss", "soak", "library-load")
+    for name in (
+        "first-audio",
+        "llm-pace",
+        "slow-board",
+        "rss",
+        "soak",
+        "library-load",
+        "engine-api",
+    )
 }
 
 
