@@ -27,7 +27,7 @@ import numpy as np
 
 from ..json_types import JsonObject
 from ..layout import CONFIG_FILE, STYLE_VECTORS_FILE, SYNTHESIZER_FILE
-from .manifest import AivmFileError, AivmMetadata, read_safetensors_header
+from .manifest import AivmFileError, AivmMetadata, read_metadata, read_safetensors_header
 
 if TYPE_CHECKING:
     from ..sources.cache import CacheDir
@@ -188,3 +188,18 @@ def cache_entries(meta: AivmMetadata, cache_dir: CacheDir = None) -> list[Path]:
             for sub in (DERIVED_SUBDIR, INT8_SUBDIR):
                 todo.extend(sorted((root / sub).glob(f"*-{digest}")))
     return found
+
+
+def forget_cache(file: Path, cache_dir: CacheDir = None) -> list[Path]:
+    """Remove every folder the cache holds for AivisHub file `file` (`cache_entries`: its
+    voice folder and what was derived from its graphs), the file itself left alone; the
+    public way to forget a voice's cache before its file is deleted. A file that cannot be
+    read has nothing found for it. Returns the folders removed."""
+    try:
+        entries = cache_entries(read_metadata(file), cache_dir)
+    except (OSError, AivmFileError) as exc:
+        _LOGGER.debug("%s: no cache to forget (%s)", file, exc)
+        return []
+    for folder in entries:
+        shutil.rmtree(folder, ignore_errors=True)
+    return entries

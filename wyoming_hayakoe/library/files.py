@@ -13,12 +13,10 @@ import contextlib
 import fcntl
 import logging
 import os
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
-from engine.aivm.manifest import AivmFileError, read_metadata
-from engine.aivm.store import cache_entries
+from engine.aivm.store import forget_cache
 from engine.sources.cache import CacheDir
 
 from .state import PARTIAL_DIR, LibraryState, locked
@@ -35,12 +33,7 @@ def remove_with_cache(path: Path, cache_dir: CacheDir) -> None:
     """`path` and what the engine derived from it in the cache (its voice folder, split,
     optimised and int8 graphs: found by the file's path, so another file of the same model
     keeps its own)."""
-    try:
-        entries = cache_entries(read_metadata(path), cache_dir)
-    except (OSError, AivmFileError):
-        entries = []
-    for folder in entries:
-        shutil.rmtree(folder, ignore_errors=True)
+    forget_cache(path, cache_dir)  # before the file: its manifest says where the cache is
     path.unlink(missing_ok=True)
 
 

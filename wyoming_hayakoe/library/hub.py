@@ -31,6 +31,8 @@ from urllib.parse import urljoin, urlparse
 
 import aiohttp
 
+from engine.sources import is_disk_full
+
 from .errors import Code, LibraryError
 
 __all__ = ["HUB_HOST", "HubError", "HubModel", "download", "fetch_model", "hub_uuid"]
@@ -43,7 +45,6 @@ HUB_DOMAIN = "aivis-project.com"
 MAX_REDIRECTS = 5
 TRIES = 3
 _CHUNK = 1 << 16
-_DISK_FULL = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
 _UUID = re.compile(r"^[0-9a-f]{8}-?(?:[0-9a-f]{4}-?){3}[0-9a-f]{12}$", re.IGNORECASE)
 
 
@@ -219,7 +220,7 @@ async def download(
                         digest.update(chunk)
                         progress(done, total)
             except OSError as exc:
-                if exc.errno not in _DISK_FULL:
+                if not is_disk_full(exc):
                     raise
                 raise _Mismatch(_disk_full(model, dest, done, total, exc), Code.DISK_FULL) from None
         if model.file_size is not None and done != model.file_size:

@@ -17,7 +17,6 @@ check → fetch → verify → load → commit.
 from __future__ import annotations
 
 import asyncio
-import errno
 import importlib.util
 import logging
 import os
@@ -31,6 +30,7 @@ from typing import Protocol
 from engine.aivm.loader import voices_of_file
 from engine.aivm.manifest import AivmFileError, AivmManifest, read_metadata
 from engine.aivm.naming import model_slug
+from engine.sources import is_disk_full
 from engine.sources.cache import CacheDir
 
 from .errors import Code, LibraryError
@@ -345,13 +345,12 @@ def _load_failure(
     if not isinstance(exc, Exception) or isinstance(exc, LibraryError):
         return exc
     cause = " ".join(str(exc).split()) or type(exc).__name__
-    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+    if is_disk_full(exc):
         from engine.sources.cache import cache_root
 
         where = cache_root(host.cache_dir)
-        return LibraryError(
-            Code.DISK_FULL, f"{m.name} cannot be prepared: {where} is full ({exc.strerror})"
-        )
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else cause
+        return LibraryError(Code.DISK_FULL, f"{m.name} cannot be prepared: {where} is full ({why})")
     if replace is not None:
         return LibraryError(
             Code.LOAD_FAILED,

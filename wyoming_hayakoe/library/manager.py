@@ -14,6 +14,8 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from engine.sources import is_disk_full
+
 from .bert import BertCheck
 from .errors import Code, LibraryError
 from .fetch import partial_file
@@ -225,8 +227,6 @@ class Library:
 
 
 def _os_failure(exc: OSError, folder: Path) -> LibraryError:
-    import errno
-
-    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+    if is_disk_full(exc):
         return LibraryError(Code.DISK_FULL, f"the disk holding {folder} is full")
     return LibraryError(Code.INTERNAL, f"{exc.filename or folder}: {exc.strerror or exc}")

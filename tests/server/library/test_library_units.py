@@ -179,6 +179,58 @@ def test_defect1_removing_one_install_keeps_the_other_install_of_its_model(
     assert kept and all(k.exists() for k in kept)
 
 
+def test_the_engine_forgets_a_files_cache_and_keeps_the_file(aivm_files, tmp_path: Path) -> None:
+    """`engine.aivm.store.forget_cache` (the library's one way to drop a voice's cache):
+    the voice folder and a graph derived from it go, the file and another file's cache
+    stay; a file that cannot be read forgets nothing."""
+    from engine.aivm.manifest import read_metadata
+    from engine.aivm.store import folder_for, forget_cache
+    from engine.sources.cache import DERIVED_SUBDIR, cache_root, path_digest
+
+    cache = tmp_path / "cache"
+    one, other = tmp_path / "one.aivmx", tmp_path / "other.aivmx"
+    shutil.copy(aivm_files.one, one)
+    shutil.copy(aivm_files.one, other)
+    own, kept = folder_for(read_metadata(one), cache), folder_for(read_metadata(other), cache)
+    for folder in (own, kept):
+        folder.mkdir(parents=True)
+        (folder / "synthesizer.onnx").write_bytes(b"graph")
+    derived = cache_root(cache) / DERIVED_SUBDIR / f"split-{path_digest(own / 'synthesizer.onnx')}"
+    derived.mkdir(parents=True)
+    assert sorted(forget_cache(one, cache)) == sorted([own, derived])
+    assert not own.exists() and not derived.exists()
+    assert one.exists() and kept.exists()
+    broken = tmp_path / "broken.aivmx"
+    broken.write_bytes(b"not a voice")
+    assert forget_cache(broken, cache) == []
+
+
+def test_a_full_disk_is_classified_by_the_engine_also_as_a_cause(aivm_files) -> None:
+    """A failure whose cause is ENOSPC or EFBIG (the engine's `is_disk_full`) is the
+    library's ``disk_full``, not a failed load."""
+    import errno
+
+    from engine.aivm.manifest import read_metadata
+    from wyoming_hayakoe.library.install import _load_failure
+
+    m = read_metadata(aivm_files.one).manifest
+    for code in (errno.ENOSPC, errno.EFBIG):
+        try:
+            try:
+                raise OSError(code, os.strerror(code))
+            except OSError as inner:
+                raise RuntimeError("the session could not be saved") from inner
+        except RuntimeError as exc:
+            failure = _load_failure(exc, m, None, _NoHost())
+        assert isinstance(failure, LibraryError) and failure.code is Code.DISK_FULL, failure
+    plain = _load_failure(RuntimeError("bad graph"), m, None, _NoHost())
+    assert isinstance(plain, LibraryError) and plain.code is Code.LOAD_FAILED
+
+
+class _NoHost:
+    cache_dir = None
+
+
 # -- the hub client (defect 9) -----------------------------------------------------------
 
 
