@@ -479,7 +479,7 @@ class Speaker:
         Deltas read here are told to `pacing` as they arrive when `count_arrivals`."""
         pipeline = TextPipeline(rewrite=self.rewrite, first_clause=self.first_clause)
         if isinstance(text, PhrasedText):  # given as accent phrases: spoken as given
-            parts: Iterable[Part] = [Part(sentences=(text,), chars=len(text))]
+            parts: Iterable[Part] = [Part(sentences=tuple(text.sentences()), chars=len(text))]
         elif isinstance(text, str):
             parts = pipeline.whole(text)
         else:

@@ -16,7 +16,7 @@ may move an accent nucleus, change a mora or add a pause, and asks for that to b
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from .accents import AccentPhrase
 from .analysis import Analysis
@@ -39,12 +39,15 @@ def mora_phones(mora: str) -> tuple[str, ...]:
 
 
 class PhrasedText(str):
-    """A sentence given as accent phrases: the string is its reading (katakana, ``、`` at a
-    pause, ``？`` after a question); `phrases` is what a voice that can speaks."""
+    """Speech given as accent phrases: the string is its reading (katakana, ``、`` at a
+    pause, ``。`` at a sentence's end, ``？`` after a question); `phrases` is what a voice
+    that can speaks. `ends`: the indexes of the phrases that end a sentence (besides the
+    last); `sentences` splits there, and `Speaker` renders them as a text's sentences."""
 
     phrases: tuple[AccentPhrase, ...]
+    ends: frozenset[int]
 
-    def __new__(cls, phrases: Sequence[AccentPhrase]) -> PhrasedText:
+    def __new__(cls, phrases: Sequence[AccentPhrase], ends: Iterable[int] = ()) -> PhrasedText:
         for phrase in phrases:
             for mora in phrase.morae:
                 mora_phones(mora)  # every mora known, or ValueError now
@@ -52,12 +55,26 @@ class PhrasedText(str):
                 raise ValueError(
                     f"accent {phrase.accent} outside 1..{len(phrase.morae)} for {phrase.reading!r}"
                 )
+        stops = frozenset(i for i in ends if 0 <= i < len(phrases) - 1)
         reading = "".join(
-            p.reading + ("？" if p.question else "、" if p.pause_after else "") for p in phrases
+            p.reading
+            + ("？" if p.question else "。" if i in stops else "、" if p.pause_after else "")
+            for i, p in enumerate(phrases)
         )
         made = super().__new__(cls, reading)
         made.phrases = tuple(phrases)
+        made.ends = stops
         return made
+
+    def sentences(self) -> list[PhrasedText]:
+        """One `PhrasedText` per sentence (split after each of `ends`)."""
+        out: list[PhrasedText] = []
+        start = 0
+        for end in sorted(self.ends):
+            out.append(PhrasedText(self.phrases[start : end + 1]))
+            start = end + 1
+        out.append(PhrasedText(self.phrases[start:]))
+        return [s for s in out if s.phrases] or [self]
 
 
 def analysis_of_phrases(phrases: Sequence[AccentPhrase]) -> Analysis:

@@ -16,13 +16,13 @@ The scales map onto the engine's options (`Scales.overrides`, `Scales.output`).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from engine import OutputOptions
 from engine.text.accents import AccentPhrase
-from engine.text.from_phrases import mora_phones
+from engine.text.from_phrases import PhrasedText, mora_phones
 from engine.text.mora import MORA_TO_PHONES
 
 from .errors import Invalid
@@ -33,6 +33,7 @@ __all__ = [
     "mora_json",
     "phrase_json",
     "phrases_from_json",
+    "phrases_json",
     "query_json",
     "scales_from_json",
 ]
@@ -44,6 +45,8 @@ _CONSONANT_S = 0.06
 _VOWEL_S = 0.1
 _PAUSE_S = 0.3
 _HIGH, _LOW = 5.8, 5.4
+
+_SENTENCE_ENDS = ("。", ".", "．", "！", "!")
 
 _KANA: dict[tuple[str, ...], str] = {}
 for _kana, _phones in MORA_TO_PHONES.items():
@@ -70,11 +73,13 @@ def mora_json(mora: str, high: bool) -> dict[str, Any]:
     }
 
 
-def phrase_json(phrase: AccentPhrase) -> dict[str, Any]:
+def phrase_json(phrase: AccentPhrase, sentence_end: bool = False) -> dict[str, Any]:
+    """One phrase; a pause after it is a ``pause_mora`` (``、``; ``。`` where a sentence
+    ends: the voice renders the sentences as it renders a text's)."""
     pause = None
-    if phrase.pause_after and not phrase.question:
+    if (phrase.pause_after or sentence_end) and not phrase.question:
         pause = {
-            "text": "、",
+            "text": "。" if sentence_end else "、",
             "consonant": None,
             "consonant_length": None,
             "vowel": "pau",
@@ -205,10 +210,12 @@ def _mora(raw: object, loc: tuple[str | int, ...]) -> str:
 
 def phrases_from_json(
     raw: object, loc: tuple[str | int, ...] = ("body", "accent_phrases")
-) -> list[AccentPhrase]:
+) -> PhrasedText:
+    """The phrases to speak; a ``pause_mora`` whose text is ``。`` ends a sentence."""
     if not isinstance(raw, list):
         raise Invalid(loc, "Input should be a valid list", "list_type")
     phrases: list[AccentPhrase] = []
+    ends: list[int] = []
     for i, item in enumerate(raw):
         at = (*loc, i)
         if not isinstance(item, Mapping):
@@ -225,15 +232,22 @@ def phrases_from_json(
         question = item.get("is_interrogative", False)
         if not isinstance(question, bool):
             raise Invalid((*at, "is_interrogative"), "Input should be a valid boolean", "bool_type")
-        pause = item.get("pause_mora") is not None
+        pause_mora = item.get("pause_mora")
+        pause = pause_mora is not None
+        if isinstance(pause_mora, Mapping) and pause_mora.get("text") in _SENTENCE_ENDS:
+            ends.append(i)
         phrases.append(AccentPhrase(morae, accent, pause_after=pause, question=question))
-    return phrases
+    return PhrasedText(phrases, ends)
 
 
-def query_json(phrases: Sequence[AccentPhrase], text: str, rate: int) -> dict[str, Any]:
+def phrases_json(spoken: PhrasedText) -> list[dict[str, Any]]:
+    return [phrase_json(p, i in spoken.ends) for i, p in enumerate(spoken.phrases)]
+
+
+def query_json(spoken: PhrasedText, text: str, rate: int) -> dict[str, Any]:
     """An AudioQuery with the defaults (AivisSpeech's fields; the voice's own rate)."""
     return {
-        "accent_phrases": [phrase_json(p) for p in phrases],
+        "accent_phrases": phrases_json(spoken),
         "speedScale": 1.0,
         "intonationScale": 1.0,
         "tempoDynamicsScale": 1.0,

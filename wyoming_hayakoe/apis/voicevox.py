@@ -26,6 +26,7 @@ from engine import __version__
 from engine.aivm.manifest import is_aivm_path
 from engine.neural.voice import NeuralVoice
 from engine.text.accents import AccentPhrase
+from engine.text.accents import accent_phrases as read_accents
 from engine.text.from_phrases import PhrasedText
 from engine.text.pipeline import TextPipeline
 from engine.text.userdict import UserDictionaryError, UserWord
@@ -34,7 +35,7 @@ from ..resolve import UnknownNameError
 from .audio_formats import read_wav, wav_bytes
 from .errors import Invalid, Refused, json_answer, read_json
 from .kana import KanaError, parse_kana
-from .queries import phrase_json, phrases_from_json, query_json, scales_from_json
+from .queries import phrases_from_json, phrases_json, query_json, scales_from_json
 from .speaker_media import SpeakerMedia, StyleMedia, speaker_media
 from .state import API_STATE, ApiState
 
@@ -190,16 +191,27 @@ async def presets(request: web.Request) -> web.Response:
 # -- readings ------------------------------------------------------------------------------
 
 
-async def _phrases_of(state: ApiState, text: str) -> list[AccentPhrase]:
-    def read() -> list[AccentPhrase]:  # the pipeline the speakers use, read not spoken
-        return list(TextPipeline(rewrite=state.rewrite, first_clause=0).readings(text).phrases)
+async def _phrases_of(state: ApiState, text: str) -> PhrasedText:
+    """What Wyoming would say: the pipeline's sentences (rewritten, split) read by accent
+    phrase, each sentence's end marked."""
+
+    def read() -> PhrasedText:
+        readings = TextPipeline(rewrite=state.rewrite, first_clause=0).readings(text)
+        phrases: list[AccentPhrase] = []
+        ends: list[int] = []
+        for sentence in readings.sentences:
+            found = read_accents(sentence)
+            if found:
+                phrases.extend(found)
+                ends.append(len(phrases) - 1)
+        return PhrasedText(phrases, ends)
 
     return await asyncio.to_thread(read)
 
 
-def _kana_phrases(text: str) -> list[AccentPhrase]:
+def _kana_phrases(text: str) -> PhrasedText:
     try:
-        return parse_kana(text)
+        return PhrasedText(parse_kana(text))
     except KanaError as exc:
         raise Refused(400, f"text: {exc}") from None
 
@@ -208,9 +220,9 @@ async def audio_query(request: web.Request) -> web.Response:
     state = _state(request)
     entry = state.style(request.query.get("speaker"))
     text = state.text(request.query.get("text"), ("query", "text"))
-    phrases = await _phrases_of(state, text)
+    spoken = await _phrases_of(state, text)
     rate = state.catalog.speakers[entry.voice].sample_rate
-    return json_answer(query_json(phrases, text, rate))
+    return json_answer(query_json(spoken, text, rate))
 
 
 async def accent_phrases(request: web.Request) -> web.Response:
@@ -218,16 +230,16 @@ async def accent_phrases(request: web.Request) -> web.Response:
     state.style(request.query.get("speaker"))
     text = state.text(request.query.get("text"), ("query", "text"))
     if request.query.get("is_kana", "false").lower() == "true":
-        phrases = _kana_phrases(text)
+        spoken = _kana_phrases(text)
     else:
-        phrases = await _phrases_of(state, text)
-    return json_answer([phrase_json(p) for p in phrases])
+        spoken = await _phrases_of(state, text)
+    return json_answer(phrases_json(spoken))
 
 
 async def mora_data(request: web.Request) -> web.Response:
     _state(request).style(request.query.get("speaker"))
-    phrases = phrases_from_json(await read_json(request), ("body",))
-    return json_answer([phrase_json(p) for p in phrases])
+    spoken = phrases_from_json(await read_json(request), ("body",))
+    return json_answer(phrases_json(spoken))
 
 
 async def validate_kana(request: web.Request) -> web.Response:
@@ -244,7 +256,7 @@ async def validate_kana(request: web.Request) -> web.Response:
 async def _synthesize(state: ApiState, style_raw: object, query: object) -> bytes:
     if not isinstance(query, dict):
         raise Invalid(("body",), "Input should be a valid dictionary", "dict_type")
-    phrases = phrases_from_json(query.get("accent_phrases"))
+    spoken = phrases_from_json(query.get("accent_phrases"))
     scales = scales_from_json(query)
     entry = state.style(style_raw)
     try:
@@ -256,10 +268,8 @@ async def _synthesize(state: ApiState, style_raw: object, query: object) -> byte
     output = scales.output(resolved.output)
     ticket = state.admit(speaker.name)
     try:
-        if phrases:
-            audio = await speaker.agenerate(
-                PhrasedText(phrases), output=output, style=resolved.style, **options
-            )
+        if spoken.phrases:
+            audio = await speaker.agenerate(spoken, output=output, style=resolved.style, **options)
             samples, rate = audio.data, audio.sr
         else:
             rate = output.rate_for(speaker.sample_rate)

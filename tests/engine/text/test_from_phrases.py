@@ -52,3 +52,12 @@ def test_bad_mora_and_accent_refused():
     with pytest.raises(ValueError, match="accent"):
         PhrasedText([AccentPhrase(("コ", "ン"), 3)])
     assert mora_phones("キョ") == ("ky", "o")
+
+
+def test_sentences_split_after_their_ends():
+    phrases = accent_phrases("今日は晴れ") + accent_phrases("明日は雨")
+    spoken = PhrasedText(phrases, ends=[1])
+    assert str(spoken) == "キョオワハレ。アシタワアメ"
+    first, second = spoken.sentences()
+    assert first.phrases == tuple(phrases[:2]) and second.phrases == tuple(phrases[2:])
+    assert PhrasedText(phrases).sentences() == [PhrasedText(phrases)]

@@ -118,6 +118,26 @@ async def test_out_of_range_is_422_naming_the_field(api: str):
             assert r.status == 403
 
 
+async def test_query_reads_as_wyoming_speaks(api: str):
+    """Numbers and Latin words rewritten, every mora katakana, sentence ends as ``。``
+    pauses (the voice renders them as a text's sentences), and the query speaks."""
+    async with aiohttp.ClientSession() as s:
+        async with s.get(f"{api}/speakers") as r:
+            style = (await r.json())[0]["styles"][0]["id"]
+        params = {"text": "今日は3月5日です。Wi-Fiは遅い。", "speaker": style}
+        async with s.post(f"{api}/audio_query", params=params) as r:
+            query = await r.json()
+        phrases = query["accent_phrases"]
+        reading = "".join(m["text"] for p in phrases for m in p["moras"])
+        assert "サンガツ" in reading and "ワイファイ" in reading
+        pauses = [p["pause_mora"]["text"] for p in phrases if p["pause_mora"]]
+        assert pauses == ["。"]  # between the two sentences; none after the last
+        async with s.post(f"{api}/synthesis", params={"speaker": style}, json=query) as r:
+            assert r.status == 200
+            rate, _, frames = _wav(await r.read())
+            assert frames > rate
+
+
 async def test_kana_and_mora_data(api: str):
     async with aiohttp.ClientSession() as s:
         async with s.get(f"{api}/speakers") as r:
