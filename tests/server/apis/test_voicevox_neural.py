@@ -114,3 +114,34 @@ async def test_speaker_info_from_the_file(api: str, aivm_files):
     for text in [info["portrait"], *(st["icon"] for st in info["style_infos"])]:
         base64.b64decode(text, validate=True)  # base64 without the data: prefix (or empty)
     assert info["portrait"]  # aivmlib writes a speaker icon into every file
+
+
+async def test_a_voice_removed_during_a_request_finishes_it(start_server, aivis_tts, aivm_files):
+    """OpenAI's streamed speech in a voice that the library removes meanwhile: the request
+    ends with all its audio, then the voice is gone from both APIs."""
+    import asyncio
+
+    server = await start_server(
+        dict(aivis_tts.speakers), engine_api=EngineApiSettings(port=0), default_voice="one"
+    )
+    server.context.catalog.follow(lambda: aivis_tts.speakers)
+    assert server.engine_api is not None
+    base = f"http://127.0.0.1:{server.engine_api.port}"
+    text = "今日は晴れです。" * 6
+    body = {"model": "tts-1", "voice": "bob", "input": text, "response_format": "pcm"}
+    try:
+        async with aiohttp.ClientSession() as s:
+            async with s.post(f"{base}/v1/audio/speech", json=body) as r:
+                assert r.status == 200
+                first = await r.content.readany()
+                removing = asyncio.create_task(asyncio.to_thread(aivis_tts.remove, ["bob"]))
+                rest = await r.read()
+                assert await removing == ["bob"]
+            assert len(first) + len(rest) > 24000 * 2  # more than a second of 24 kHz audio
+            async with s.post(f"{base}/v1/audio/speech", json=body) as r:
+                assert r.status == 400 and "bob" in (await r.json())["error"]["message"]
+            async with s.get(f"{base}/speakers") as r:
+                assert "bob" not in [sp["name"] for sp in await r.json()]
+    finally:
+        if "bob" not in aivis_tts.speakers:
+            aivis_tts.add([("bob", f"{aivm_files.multi}#speaker=1")])
