@@ -35,6 +35,8 @@ class ApiState:
 
     def style(self, raw: object, loc: tuple[str, ...] = ("query", "speaker")) -> StyleEntry:
         """The style a ``speaker`` (style ID) names; 422 naming it otherwise."""
+        if raw is None:
+            raise Invalid(loc, "Field required", "missing")
         try:
             sid = int(str(raw))
         except ValueError:

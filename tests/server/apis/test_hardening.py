@@ -70,6 +70,8 @@ async def test_voicevox_refusals_are_fastapi_shaped(start_server, case):
             assert r.headers["Content-Type"] == "application/json"
             detail = (await r.json())["detail"]
             assert detail[0]["loc"] == loc and detail[0]["msg"] and detail[0]["type"]
+            if params.get("speaker") is None and path == "/audio_query":
+                assert detail[0]["type"] == "missing"
         async with s.post(f"{base}/audio_query", params={"speaker": sid, "text": "あ"}) as r:
             assert r.status == 200  # the server goes on
 
