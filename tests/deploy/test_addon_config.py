@@ -56,6 +56,7 @@ OPTION_FLAGS = {
     "user_words": "--user-dict",  # written to /data/user_words.json
     "bert_source": "--bert-source",
     "hf_token": "--hf-token",  # passed as $HF_TOKEN, which the server reads in its place
+    "engine_api_token": "--engine-api-token-file",  # a file under /data, never argv
     "debug_logging": "--debug",
 }
 

@@ -130,7 +130,8 @@ def _flatten(settings: Settings) -> dict:
 
 def _changed(a: Settings, b: Settings) -> set[str]:
     fa, fb = _flatten(a), _flatten(b)
-    return {k for k in fa if fa[k] != fb[k]}
+    missing = object()  # a section None in one and set in the other (engine_api)
+    return {k for k in fa.keys() | fb.keys() if fa.get(k, missing) != fb.get(k, missing)}
 
 
 @pytest.fixture()
@@ -237,6 +238,16 @@ CASES = {
         "hf_not_a_real_token",
         lambda s, r: s.hf_token == "hf_not_a_real_token",
         {"hf_token"},
+    ),
+    "engine_api_token": (
+        "api_not_a_real_token",
+        lambda s, r: (
+            s.engine_api is not None
+            and (s.engine_api.host, s.engine_api.port, s.engine_api.token)
+            == ("0.0.0.0", 10101, "api_not_a_real_token")
+            and "api_not_a_real_token" not in r.argv
+        ),
+        {"engine_api", *(f"engine_api.{f}" for f in ("host", "port", "token", "allowed_hosts"))},
     ),
     "debug_logging": (True, lambda s, r: s.debug is True, {"debug"}),
     "volume": (
