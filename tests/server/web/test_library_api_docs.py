@@ -1,7 +1,8 @@
 """docs/web.md's "HTTP API of the library" examples, run as written (bash and curl) against
 the real program with a stand-in AivisHub behind `--aivishub-api`: install by page URL with
-its job followed to the end, a cancel refused once the job has ended, an upload, an update
-that finds no newer version, a remove; the library's listing agrees afterwards."""
+its job followed to the end, a cancel refused once the job has ended (then dismissed), an
+upload, an update that finds no newer version, a remove; the library's listing agrees
+afterwards."""
 
 from __future__ import annotations
 
@@ -76,10 +77,15 @@ async def test_the_documented_curl_calls_work(aivm_files, layout_root: Path, tmp
             assert ended[2].startswith("ready "), output  # the update: no newer version
             refused = json.loads(next(line for line in lines if '"field": "job"' in line))
             assert "has ended" in refused["error"], refused
+            assert refused["code"] == "job_ended", refused
+            dismissed = json.loads(next(line for line in lines if '"dismissed"' in line))
             assert json.loads(lines[-1]) == {"removed": ["mai"]}
             async with aiohttp.ClientSession() as s, s.get(page + "/api/library") as r:
                 listing = await r.json()
             installed = {e["name"]: e for e in listing["installed"]}
+            assert dismissed["dismissed"] not in {j["id"] for j in listing["jobs"]}, listing
+            assert len(listing["jobs"]) == 2, listing  # the upload and the update
+            assert installed["mine"]["served"] is True and installed["mine"]["problem"] is None
             assert set(installed) == {"mine"}, listing
             assert installed["mine"]["voices"] == ["mine-alice", "mine-bob"]
             assert installed["mine"]["source"] == "upload:voice.aivmx"
