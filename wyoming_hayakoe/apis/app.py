@@ -12,7 +12,7 @@ from ..web.dictionary import PageDictionary
 from .errors import MAX_BODY, errors_middleware
 from .openai import add_openai_routes
 from .options import EngineApiSettings
-from .security import security_middleware
+from .security import add_cors_headers, security_middleware
 from .state import API_STATE, ApiState
 from .voicevox import add_voicevox_routes
 
@@ -28,6 +28,7 @@ def build_api_app(state: ApiState) -> web.Application:
         client_max_size=MAX_BODY,
     )
     app[API_STATE] = state
+    app.on_response_prepare.append(add_cors_headers)
     add_voicevox_routes(app)
     add_openai_routes(app)
     return app

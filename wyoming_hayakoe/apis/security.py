@@ -6,11 +6,18 @@
 3. A write from a browser is same-origin: ``Origin`` (when sent) names an allowed host on
    the port asked, ``Sec-Fetch-Site`` (when sent) is ``same-origin``: 403 otherwise. Clients
    that are not browsers send neither.
+4. Local apps, as AivisSpeech Engine's default CORS mode allows them: a page served from
+   this machine (``http://localhost:3000``, ``http://127.0.0.1:…``, an ``app://`` Electron
+   page, e.g. an AITuber app) may call the APIs from the browser: its writes pass 3., its
+   preflight ``OPTIONS`` is answered without the token, and answers carry
+   ``Access-Control-Allow-Origin`` for it (`add_cors_headers`). A page from elsewhere gets
+   no such header, so the browser keeps the answer from it.
 """
 
 from __future__ import annotations
 
 import hmac
+import ipaddress
 import logging
 from collections.abc import Awaitable, Callable
 from urllib.parse import urlsplit
@@ -23,7 +30,7 @@ from ..web.security import host_allowed, split_host
 from .errors import Refused
 from .options import EngineApiSettings
 
-__all__ = ["security_middleware"]
+__all__ = ["add_cors_headers", "local_app", "security_middleware"]
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -37,7 +44,27 @@ def _token_ok(request: web.Request, token: str) -> bool:
     return hmac.compare_digest(given[7:].strip().encode(), token.encode())
 
 
+def local_app(origin: str | None) -> bool:
+    """Whether `origin` is a page of this machine (see the module text, 4.)."""
+    if not origin:
+        return False
+    parts = urlsplit(origin)
+    if parts.scheme == "app":
+        return True
+    if parts.scheme not in ("http", "https"):
+        return False
+    host = (parts.hostname or "").rstrip(".")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 def _origin_ok(request: web.Request, names: HttpSettings, token: str | None) -> bool:
+    if local_app(request.headers.get("Origin")):
+        return True
     site = request.headers.get("Sec-Fetch-Site")
     if site is not None and site not in ("same-origin", "none"):
         return False
@@ -62,6 +89,8 @@ def security_middleware(api: EngineApiSettings) -> Middleware:
 
     @web.middleware
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+        if request.method == "OPTIONS" and local_app(request.headers.get("Origin")):
+            return web.Response(status=204)  # a local app's preflight (headers: add_cors_headers)
         if api.token is None:
             found = split_host(request.headers.get("Host", ""))
             if found is None or not host_allowed(found[0], names):
@@ -82,3 +111,17 @@ def security_middleware(api: EngineApiSettings) -> Middleware:
         return await handler(request)
 
     return middleware
+
+
+async def add_cors_headers(request: web.Request, response: web.StreamResponse) -> None:
+    """`on_response_prepare`: a local app's page may read the answer (module text, 4.)."""
+    origin = request.headers.get("Origin")
+    if not local_app(origin):
+        return
+    assert origin is not None
+    response.headers["Access-Control-Allow-Origin"] = origin
+    response.headers["Vary"] = "Origin"
+    if request.method == "OPTIONS":
+        response.headers["Access-Control-Allow-Methods"] = "GET, POST, PUT, DELETE, OPTIONS"
+        response.headers["Access-Control-Allow-Headers"] = "Authorization, Content-Type"
+        response.headers["Access-Control-Max-Age"] = "600"

@@ -123,3 +123,32 @@ def test_settings_refuse_an_open_bind_without_a_token(capsys):
         10101,
     )
     assert parse_settings([]).engine_api is None
+
+
+async def test_local_apps_may_call_from_the_browser_others_may_not(start_server):
+    """A page on this machine (an AITuber app on localhost:3000) gets CORS answers, as from
+    AivisSpeech Engine; a page from elsewhere gets none and its writes are refused."""
+    base = await _base(start_server, token="s3cret")
+    local = {"Origin": "http://localhost:3000", "Sec-Fetch-Site": "same-site"}
+    async with aiohttp.ClientSession() as s:
+        preflight = {**local, "Access-Control-Request-Method": "POST"}
+        async with s.options(f"{base}/audio_query", headers=preflight) as r:
+            assert r.status == 204
+            assert r.headers["Access-Control-Allow-Origin"] == "http://localhost:3000"
+            assert "Authorization" in r.headers["Access-Control-Allow-Headers"]
+        auth = {"Authorization": "Bearer s3cret"}
+        async with s.get(f"{base}/speakers", headers={**local, **auth}) as r:
+            assert r.status == 200
+            assert r.headers["Access-Control-Allow-Origin"] == "http://localhost:3000"
+            sid = (await r.json())[0]["styles"][0]["id"]
+        params = {"speaker": sid, "text": "はい"}
+        async with s.post(f"{base}/audio_query", params=params, headers={**local, **auth}) as r:
+            assert r.status == 200
+        elsewhere = {"Origin": "https://evil.example", "Sec-Fetch-Site": "cross-site", **auth}
+        async with s.post(f"{base}/audio_query", params=params, headers=elsewhere) as r:
+            assert r.status == 403
+            assert "Access-Control-Allow-Origin" not in r.headers
+        async with s.options(
+            f"{base}/audio_query", headers={"Origin": "https://evil.example"}
+        ) as r:
+            assert r.status == 401 and "Access-Control-Allow-Origin" not in r.headers
