@@ -107,6 +107,8 @@ class Scales:
     post: float = 0.1
     rate: int | None = None
     stereo: bool = False
+    pause: float | None = None
+    """``pauseLength`` × ``pauseLengthScale``: seconds between sentences (None: the voice's)."""
 
     def overrides(self, defaults: Mapping[str, Any]) -> dict[str, Any]:
         """Keywords for `Speaker.agenerate`: speed, style strength (``intonationScale``),
@@ -121,6 +123,8 @@ class Scales:
         }
         if self.pitch:
             out["pitch_scale"] = 2.0**self.pitch
+        if self.pause is not None:
+            out["sentence_silence"] = self.pause
         return out
 
     def output(self, base: OutputOptions) -> OutputOptions:
@@ -169,6 +173,13 @@ def scales_from_json(data: Mapping[str, Any]) -> Scales:
             ("body", "outputSamplingRate"),
             f"one of {', '.join(map(str, _RATES))}, got {rate!r}",
         )
+    pause = data.get("pauseLength")
+    if pause is not None and (
+        isinstance(pause, bool)
+        or not isinstance(pause, (int, float))
+        or not (math.isfinite(pause) and 0.0 <= pause <= 10.0)
+    ):
+        raise Invalid(("body", "pauseLength"), f"null or from 0.0 to 10.0, got {pause!r}")
     stereo = data.get("outputStereo", False)
     if not isinstance(stereo, bool):
         raise Invalid(("body", "outputStereo"), "Input should be a valid boolean", "bool_type")
@@ -182,6 +193,7 @@ def scales_from_json(data: Mapping[str, Any]) -> Scales:
         post=numbers["postPhonemeLength"],
         rate=int(rate) if rate is not None else None,
         stereo=stereo,
+        pause=None if pause is None else float(pause) * numbers["pauseLengthScale"],
     )
 
 

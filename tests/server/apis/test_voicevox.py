@@ -138,6 +138,22 @@ async def test_query_reads_as_wyoming_speaks(api: str):
             assert frames > rate
 
 
+async def test_pause_length_between_sentences(api: str):
+    async with aiohttp.ClientSession() as s:
+        async with s.get(f"{api}/speakers") as r:
+            style = (await r.json())[0]["styles"][0]["id"]
+        params = {"text": "はい。いいえ。", "speaker": style}
+        async with s.post(f"{api}/audio_query", params=params) as r:
+            query = await r.json()
+        lengths = {}
+        for pause in (0.0, 1.5):
+            query["pauseLength"] = pause
+            async with s.post(f"{api}/synthesis", params={"speaker": style}, json=query) as r:
+                rate, _, frames = _wav(await r.read())
+                lengths[pause] = frames / rate
+        assert lengths[1.5] - lengths[0.0] == pytest.approx(1.5, abs=0.05)
+
+
 async def test_kana_and_mora_data(api: str):
     async with aiohttp.ClientSession() as s:
         async with s.get(f"{api}/speakers") as r:
