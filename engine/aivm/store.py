@@ -192,14 +192,18 @@ def cache_entries(meta: AivmMetadata, cache_dir: CacheDir = None) -> list[Path]:
 
 def forget_cache(file: Path, cache_dir: CacheDir = None) -> list[Path]:
     """Remove every folder the cache holds for AivisHub file `file` (`cache_entries`: its
-    voice folder and what was derived from its graphs), the file itself left alone; the
-    public way to forget a voice's cache before its file is deleted. A file that cannot be
-    read has nothing found for it. Returns the folders removed."""
+    voice folder and what was derived from its graphs, and a half-made voice folder that a
+    killed process left), the file itself left alone; the public way to forget a voice's
+    cache before its file is deleted. A file that cannot be read has nothing found for it.
+    Returns the folders removed."""
     try:
-        entries = cache_entries(read_metadata(file), cache_dir)
+        meta = read_metadata(file)
     except (OSError, AivmFileError) as exc:
         _LOGGER.debug("%s: no cache to forget (%s)", file, exc)
         return []
+    own = folder_for(meta, cache_dir)
+    half_made = sorted(own.parent.glob(f".{own.name}.*")) if own.parent.is_dir() else []
+    entries = cache_entries(meta, cache_dir) + half_made
     for folder in entries:
         shutil.rmtree(folder, ignore_errors=True)
     return entries

@@ -30,7 +30,7 @@ from tests.helpers.aivishub import HubModel, StandInHub
 from tests.helpers.program import Program
 from tests.server.library.test_library_server import Page, _library_files, _server_args
 from wyoming_hayakoe.client import WyomingClient
-from wyoming_hayakoe.library.state import PARTIAL_DIR, read_state
+from wyoming_hayakoe.library.state import PARTIAL_DIR, STATE_FILE, read_state
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -274,3 +274,59 @@ async def test_full_cache_during_the_conversion_leaves_nothing(
                 assert not store.is_dir() or list(store.rglob("*")) == []
                 assert {n.split(":")[0] for n in await _served(port)} == {"openjtalk-mei"}
                 await prog.stop()
+
+
+# -- killed while the voice loads ------------------------------------------------------------
+def _loading_file(library: Path) -> Path | None:
+    found = [p for p in library.glob("*.aivmx") if p.is_file()]
+    return found[0] if found else None
+
+
+async def test_kill_while_the_voice_loads_leaves_nothing_unlisted(
+    aivm_files, layout_root: Path, tmp_path: Path
+) -> None:
+    """SIGKILL once the downloaded file is in the library folder and the voice is loading
+    (the server frozen by SIGSTOP the moment the file appears, before the state lists it):
+    after a restart nothing is in the folder that the state does not list, no temporary file
+    is left in the folder or the cache, every entry listed is served, and installing the
+    voice again works."""
+    library, cache = tmp_path / "library", tmp_path / "cache"
+    async with _hub(aivm_files.one) as (hub, (model,)):
+        hub.holding = False
+        port, http = _free_ports()
+        args = _server_args(port, http, hub.api, library, cache, layout_root)
+        page = Page(http)
+        async with Program(*args) as prog:
+            await prog.wait_ready(timeout=120)
+            status, answer = await page.post("/api/library/install", {"source": model.uuid})
+            assert status == 202, answer
+            end = time.monotonic() + 120
+            while (file := _loading_file(library)) is None:  # the moment it is moved in
+                assert prog.proc.returncode is None and time.monotonic() < end, prog.log
+                await asyncio.sleep(0.002)
+            prog.proc.send_signal(signal.SIGSTOP)
+            assert read_state(library).entries == (), "the voice was listed already"
+            assert await prog.stop(signal.SIGKILL) == -signal.SIGKILL
+        assert file.exists()  # a killed server cleans nothing
+
+        async with Program(*args) as prog:
+            await prog.wait_ready(timeout=120)
+            listed = {e.file for e in read_state(library).entries}
+            left = {p.name for p in library.iterdir() if p.is_file()}
+            assert left - listed <= {STATE_FILE, ".lock"}, left
+            assert _partial_files(library) == []
+            assert not [p for p in library.rglob(".*") if p.name.endswith((".tmp", ".part"))]
+            store = cache / "aivm"
+            temps = [p for p in store.iterdir() if p.name.startswith(".")] if store.is_dir() else []
+            assert temps == [], temps
+            assert cache_entries(read_metadata(model.file), cache) == []
+            served = await _served(port)
+            assert all(v in served for e in read_state(library).entries for v in e.voices)
+            assert "tsukuyomi-test" not in served
+            job = await page.finished(
+                *await page.post("/api/library/install", {"source": model.uuid})
+            )
+            assert job["state"] == "ready" and job["voices"] == ["tsukuyomi-test"], job
+            assert "tsukuyomi-test" in await _served(port)
+            assert [e.name for e in read_state(library).entries] == ["tsukuyomi-test"]
+            assert await prog.stop() == 0, prog.log

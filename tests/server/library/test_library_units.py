@@ -197,8 +197,10 @@ def test_the_engine_forgets_a_files_cache_and_keeps_the_file(aivm_files, tmp_pat
         (folder / "synthesizer.onnx").write_bytes(b"graph")
     derived = cache_root(cache) / DERIVED_SUBDIR / f"split-{path_digest(own / 'synthesizer.onnx')}"
     derived.mkdir(parents=True)
-    assert sorted(forget_cache(one, cache)) == sorted([own, derived])
-    assert not own.exists() and not derived.exists()
+    half_made = own.parent / f".{own.name}.k1ll3d"  # voice_folder's temporary, left by a kill
+    half_made.mkdir()
+    assert sorted(forget_cache(one, cache)) == sorted([own, derived, half_made])
+    assert not own.exists() and not derived.exists() and not half_made.exists()
     assert one.exists() and kept.exists()
     broken = tmp_path / "broken.aivmx"
     broken.write_bytes(b"not a voice")
