@@ -188,6 +188,30 @@ class TTS:
         voice name (every speaker of a multi-speaker file lists the same upgrade)."""
         return self._background.upgrades if self._background is not None else {}
 
+    def measure_again(self, name: str) -> Int8Upgrade:
+        """Take the speed measurement of voice `name` (`precision="auto"`: fp32 against int8,
+        `engine.int8.measure`) again now, in the background, pausing while requests run;
+        every voice of its model then runs the new choice from a request boundary on. Its
+        progress is `int8_upgrades[name]` (`measured` is set when it is done). KeyError for
+        an unknown voice; ValueError when there is nothing to measure (not `auto`, no int8
+        graphs made yet) or they are still being made."""
+        speaker = self._speakers.get(name)
+        if speaker is None:
+            raise KeyError(name)
+        models = self._models
+        found = models.remeasure(speaker.voice) if models is not None else None
+        if models is None or found is None:
+            raise ValueError(
+                f"voice {name}: no speed measurement to take (it is taken under precision "
+                "auto, once the voice's int8 graphs are made)"
+            )
+        key, job = found
+        voices = {id(v) for v in models.voices(key)}
+        speakers = [s for s in self._speakers.values() if id(s.voice) in voices]
+        return self._worker().measure_again(
+            speakers, job, models.target(key), [s.name for s in speakers]
+        )
+
     def close(self) -> None:
         """Stop background work (int8 graphs being made): the step running is cancelled
         (inside ONNX Runtime too, within a fraction of a second) and its threads joined;

@@ -25,7 +25,7 @@ import logging
 import time
 from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from wyoming.audio import AudioChunk, AudioStart, AudioStop
 from wyoming.error import Error
@@ -69,6 +69,13 @@ class RequestError(ValueError):
         self.code = code
 
 
+class SpeedMeasurer(Protocol):
+    """What takes a voice's speed measurement again (`engine.TTS.measure_again`: KeyError
+    for an unknown voice, ValueError when there is nothing to measure)."""
+
+    def measure_again(self, name: str) -> object: ...
+
+
 @dataclass
 class ServerContext:
     """What every connection shares: the voices, the `info` answer, limits and defaults."""
@@ -84,6 +91,9 @@ class ServerContext:
     limits: EventLimits = field(default_factory=EventLimits)
     admission: Admission = field(default_factory=lambda: Admission(max_queue=10))
     """Bounds the requests queued per voice; refuses new ones while draining."""
+    measurer: SpeedMeasurer | None = None
+    """Takes a voice's speed measurement again when asked (the page's status), the server's
+    `TTS`; None where nothing can."""
 
 
 class _AudioOut:

@@ -263,6 +263,7 @@ async def run_server(settings: Settings) -> int:
     quiet = dataclasses.replace(settings.engine, progress=False)
     tts = await asyncio.to_thread(prepare_tts, dataclasses.replace(settings, engine=quiet))
     server = HayakoeServer(settings, tts.speakers)
+    server.context.measurer = tts  # the page's status can take a speed measurement again
     library = attach_library(settings, tts, server.context.catalog)  # voices come and go
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()

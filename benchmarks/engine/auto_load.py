@@ -103,8 +103,8 @@ def run(args: argparse.Namespace) -> Report:
     report.table(
         ["quantize run", "seconds", "second / first"],
         [
-            ["first (made and measured)", f"{first:.1f}", "1.00"],
-            ["second (kept)", f"{second:.1f}", f"{second / first:.3f}"],
+            ["first (made and measured)", f"{first:.2f}", "1.00"],
+            ["second (kept)", f"{second:.2f}", f"{second / first:.4f}"],
         ],
     )
     report.data["quantize_s"] = [first, second]

@@ -174,6 +174,8 @@ class _Retry:
     task: _Task
     due: float
     wait: float
+    again: bool = False
+    """Asked for (`measure_again`): a stored measurement is not read back."""
 
 
 _LIVE: weakref.WeakSet[BackgroundInt8] = weakref.WeakSet()
@@ -259,12 +261,45 @@ class BackgroundInt8:
                 upgrade._finish(CANCELLED, "the worker is closed")
                 return upgrade
             self._jobs.put((list(speakers), job, target, upgrade))
-            if self._thread is None:
-                self._thread = threading.Thread(
-                    target=self._run, name="int8-background", daemon=True
-                )
-                self._thread.start()
+            self._start()
         return upgrade
+
+    def measure_again(
+        self,
+        speakers: Sequence[Switchable],
+        job: Int8Job,
+        target: Int8Target,
+        names: Sequence[str] = (),
+    ) -> Int8Upgrade:
+        """Take the speed measurement of `job`'s voices again now (a stored one is not read
+        back), pausing while requests run; `speakers` then run its choice from a request
+        boundary on. ValueError while their int8 graphs are still being made or measured."""
+        names = tuple(names or (job.name,))
+        upgrade = next((self._upgrades[n] for n in names if n in self._upgrades), None)
+        with self._lock:
+            if self._closed.is_set():
+                raise ValueError("the background worker is closed")
+            if upgrade is not None and not upgrade.done.is_set():
+                raise ValueError(f"voice {job.name}: its int8 graphs are still being made")
+            if upgrade is None:
+                serving = job.serving.precision if job.serving is not None else FP32
+                upgrade = Int8Upgrade(job.name, serving)
+                upgrade.done.set()
+            for name in names:
+                self._upgrades[name] = upgrade
+            self._retries = [r for r in self._retries if r.task[3] is not upgrade]
+            upgrade.measured.clear()
+            upgrade.measurement = "measuring again (asked for)"
+            task = (list(speakers), job, target, upgrade)
+            self._retries.append(_Retry(task, time.monotonic(), 0.0, again=True))
+            self._start()
+        return upgrade
+
+    def _start(self) -> None:
+        """The worker thread, started once (under `_lock`)."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="int8-background", daemon=True)
+            self._thread.start()
 
     def close(self, timeout: float = JOIN_TIMEOUT_S) -> bool:
         """Cancel: nothing more is started or switched, the step running now is stopped
@@ -481,7 +516,11 @@ class BackgroundInt8:
         self._say(f"{job.name}: measuring its speed again (try {upgrade.measure_tries + 1})")
         try:
             choice = job.choose(
-                job.graphs, control=control, heldout=self._heldout, progress=self._say
+                job.graphs,
+                control=control,
+                heldout=self._heldout,
+                progress=self._say,
+                again=retry.again,
             )
         except Cancelled:
             return

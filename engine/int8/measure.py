@@ -106,11 +106,12 @@ input length of the full-size voice, so a server would grow without bound. ONNX 
 arena grows only while the lengths grow, and the timed lengths shrink run by run."""
 SETTLE_RUNS = 1
 """Timed slices whose memory growth is not judged (an arena's first blocks)."""
-BUDGET_S = 60.0
+BUDGET_S = 120.0
 """The measurement's time budget (sessions, timing; time paused while requests run not
 counted): a candidate with fewer than `engine.int8.timing.MIN_PAIRS` pairs when it is
-spent makes the measurement incomplete. The full-size voice on 2 x86 cores needs ~10 s
-idle; a board several times slower still fits with a core busy."""
+spent makes the measurement incomplete. The full-size voice on 2 idle x86 cores needs
+~10 s and took 47-50 s at a load of 2.1-2.8 per CPU; a Raspberry Pi 4, estimated at about
+3x fp32's real-time factor, needs ~75 s for its 6 pairs, ~100 s with a core busy."""
 WARMUP_TEXT = "こんにちは。今日はいい天気ですね、少し散歩に出かけましょう。"
 """The voice's warm-up sentences (`TTS.prepare(warmup=True)` speaks them too): about three
 seconds of audio, the timing's input."""

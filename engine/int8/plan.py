@@ -62,7 +62,7 @@ from .measure import (
     read_measurement,
 )
 from .recipe import QuantSettings, stamp_for
-from .store import Int8Graphs, cache_dir_for, find_int8
+from .store import Int8Graphs, cache_dir_for, find_int8, read_int8_dir
 
 if TYPE_CHECKING:
     from ..sources.cache import CacheDir
@@ -288,15 +288,19 @@ class Int8Job:
         control: Int8Control | None = None,
         heldout: Sequence[str] | None = None,
         progress: Callable[[str], None] | None = None,
+        again: bool = False,
     ) -> PrecisionChoice:
         """What to run with these graphs: the gate ("int8" asked for wins over it), then
-        under "auto" the measurement (`measured`; read from the cache when taken before)."""
+        under "auto" the measurement (`measured`; read from the cache when taken before,
+        unless `again`)."""
         fixed = fixed_runtime(self.runtime, self.name)
         if graphs is None:
             choice = PrecisionChoice("fp32", "no int8 graphs", None, fixed)
         else:
             choice = verdict(self.precision, self.name, graphs, self.thresholds, fixed)
-        found = self.measured(graphs, choice, control=control, heldout=heldout, progress=progress)
+        found = self.measured(
+            graphs, choice, again=again, control=control, heldout=heldout, progress=progress
+        )
         return found if found is not None else choice
 
     def measured(
@@ -338,7 +342,7 @@ class Int8Job:
         else:
             found = self._measure(trying, graphs, stamp, control, heldout, progress)
         if found.chosen is None:
-            owed = f"measurement owed: {found.summary()}"
+            owed = f"measurement owed (taken again at a quiet moment): {found.summary()}"
             return dataclasses.replace(choice, reason=f"{choice.reason}; {owed}", unmeasured=owed)
         why = found.summary()
         if found.chosen.precision == "int8" or choice.precision == "int8":
@@ -381,6 +385,12 @@ class Int8Job:
         a split ONNX one (`SplitOnnxSynthesizer`, on ONNX Runtime or OpenVINO)."""
         return cast(LatentBackend, self.synth_for(candidate, graphs))
 
+    def with_graphs(self) -> Int8Job | None:
+        """This job with its graphs: those it holds, else those made into `out_dir` since
+        (by the background); None when there are none yet."""
+        graphs = self.graphs or read_int8_dir(self.out_dir, self.synthesizer, self.settings)
+        return dataclasses.replace(self, graphs=graphs) if graphs is not None else None
+
     def build(self, choice: PrecisionChoice) -> SynthBackend:
         """The synthesizer that runs `choice` (sessions built now, on the calling thread)."""
         graphs = choice.graphs if choice.precision == "int8" else None
@@ -396,6 +406,9 @@ class Int8Plan:
     state: PlanState
     choice: PrecisionChoice
     job: Int8Job | None = None
+    remeasure: Int8Job | None = None
+    """Under "auto": the job that takes the speed measurement again when asked
+    (`TTS.measure_again`), once its graphs are made (`Int8Job.with_graphs`)."""
 
     @property
     def precision(self) -> str:
@@ -485,11 +498,12 @@ class _Planning:
             graphs, choice, cached_only=True, control=self.control, progress=self.progress
         )
         if found is not None:
-            return Int8Plan(READY, found)
+            return Int8Plan(READY, found, remeasure=dataclasses.replace(todo, serving=found))
+        again = dataclasses.replace(todo, serving=choice)
         if not self.asked.defer:  # the library takes what is made: nothing timed now
-            return Int8Plan(READY, choice)
+            return Int8Plan(READY, choice, remeasure=again)
         # serves the gate's choice now; measured in the background
-        return Int8Plan(PENDING, choice, dataclasses.replace(todo, serving=choice))
+        return Int8Plan(PENDING, choice, again, remeasure=again)
 
     def missing(self) -> Int8Plan:
         """No graphs yet: fp32 for a narrow decoder or under "auto" in the library, the
@@ -517,7 +531,9 @@ class _Planning:
                 None,
                 fixed,
             )
-            return Int8Plan(PENDING, serving, dataclasses.replace(todo, serving=serving))
+            pending = dataclasses.replace(todo, serving=serving)
+            again = pending if precision == Precision.AUTO else None
+            return Int8Plan(PENDING, serving, pending, remeasure=again)
         say = self.progress or (lambda message: _LOGGER.info("%s", message))
         if precision == Precision.AUTO:  # nothing made, and nobody asked for minutes of work
             reason = f"int8 not made yet: {not_made_note(voice.name)}"

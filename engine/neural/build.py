@@ -133,6 +133,19 @@ class ModelPool:
     def _add(self, key: str, model: _Model) -> None:
         self._models[key] = model
 
+    def remeasure(self, voice: object) -> tuple[str, Int8Job] | None:
+        """The model of `voice` and the job that takes its speed measurement again (serving
+        what the voice runs now); None when there is nothing to measure (not `auto`, or no
+        int8 graphs made)."""
+        for key, model in self._models.items():
+            if any(v is voice for v in model.voices):
+                job = model.plan.remeasure
+                job = job.with_graphs() if job is not None else None
+                if job is None:
+                    return None
+                return key, dataclasses.replace(job, serving=model.voices[0].precision_choice)
+        return None
+
     def target(self, key: str) -> ModelTarget:
         """The voices of model `key`, as the background's `Int8Target` (given at submit)."""
         return ModelTarget(self, key)
@@ -154,7 +167,7 @@ class ModelPool:
         model = self._models.get(key)
         if model is None:  # removed meanwhile (`discard`)
             return
-        model.plan = Int8Plan(model.plan.state, choice, model.plan.job)
+        model.plan = dataclasses.replace(model.plan, choice=choice)
         for voice in model.voices:
             voice.precision_choice = choice
 

@@ -41,6 +41,7 @@ from engine.text.pipeline import TextPipeline
 from engine.text.userdict import UserWord
 
 from ..admission import Admission, AdmissionRefused
+from ..handler import SpeedMeasurer
 from ..info import Resolved, VoiceCatalog
 from ..resolve import UnknownNameError
 from .dictionary import (
@@ -89,6 +90,8 @@ class WebState:
     warnings: WarningLog = field(default_factory=WarningLog)
     started: float = field(default_factory=time.monotonic)
     samples: OrderedDict[tuple[Any, ...], bytes] = field(default_factory=OrderedDict)
+    measurer: SpeedMeasurer | None = None
+    """Takes a voice's speed measurement again (`POST /api/voices/{name}/measure`)."""
 
 
 STATE = web.AppKey("state", WebState)
@@ -478,6 +481,29 @@ async def status(request: web.Request) -> web.Response:
     )
 
 
+async def measure_again(request: web.Request) -> web.Response:
+    """Take a voice's speed measurement (`precision="auto"`: fp32 against int8) again, in
+    the background, pausing while requests run; its reason on the status says the result."""
+    state = request.app[STATE]
+    name = request.match_info["name"]
+    names = sorted(state.catalog.speakers)
+    if name not in names:
+        raise BadRequest("name", f"no voice named {name!r}", 404, names, code="unknown_voice")
+    if state.measurer is None:
+        raise BadRequest(
+            "name", "this server takes no speed measurements", 409, code="not_measurable"
+        )
+    try:
+        await asyncio.to_thread(state.measurer.measure_again, name)
+    except KeyError:
+        raise BadRequest(
+            "name", f"no voice named {name!r}", 404, names, code="unknown_voice"
+        ) from None
+    except ValueError as exc:
+        raise BadRequest("name", str(exc), 409, code="not_measurable") from None
+    return web.json_response({"voice": name, "measuring": True}, status=202)
+
+
 def add_routes(app: web.Application) -> None:
     app.router.add_get("/api/voices", voices)
     app.router.add_get("/api/sample", sample)
@@ -489,3 +515,4 @@ def add_routes(app: web.Application) -> None:
     app.router.add_post("/api/dictionary/import", dictionary_import)
     app.router.add_get("/api/dictionary.csv", dictionary_csv)
     app.router.add_get("/api/status", status)
+    app.router.add_post("/api/voices/{name}/measure", measure_again)

@@ -69,6 +69,7 @@ def state_for(settings: Settings, http: HttpSettings, context: ServerContext) ->
         rewrite=settings.rewrite,
         max_text=context.max_text_length,
         warnings=WarningLog(),
+        measurer=context.measurer,
     )
 
 

@@ -226,7 +226,7 @@ def test_a_measurement_cut_short_decides_nothing(
     cache = tmp_path / "cache"
     choice = _choose_as_the_server_does(good_root, cache)
     assert (choice.precision, choice.measurement) == ("int8", None)  # the gate passed it
-    assert choice.unmeasured.startswith("measurement owed: no choice, the measurement could not")
+    assert choice.unmeasured.startswith("measurement owed (taken again at a quiet moment): no")
     [speed] = _speed_files(cache)
     stored = Measurement.load(speed)
     assert (stored.complete, stored.chosen) == (False, None)
@@ -611,5 +611,13 @@ def test_the_server_measures_again_at_a_quiet_moment_after_a_cut_short_one(
         assert upgrade.state == stored.chosen.precision
         assert speaker.generate("こんにちは。").data.size > 0
         assert (speaker.precision, speaker.runtime) == (stored.chosen.precision, "onnxruntime")
+
+        # asked for (the page's status, `TTS.measure_again`): taken again, not read back
+        again = tts.measure_again(LAYOUT_VOICE)
+        assert again is upgrade and again.measurement == "measuring again (asked for)"
+        assert again.measured.wait(600), again.measurement
+        assert Measurement.load(speed).taken_at > stored.taken_at
+        with pytest.raises(KeyError):
+            tts.measure_again("nobody")
     finally:
         tts.close()

@@ -599,3 +599,35 @@ async def test_server_serves_the_page_beside_wyoming(start_server, wy, dict_path
     web = server.web
     await server.stop()
     assert server.web is None and web._runner is None
+
+
+async def test_a_speed_measurement_is_taken_again_when_asked(page):
+    """`POST /api/voices/{name}/measure` (the status tab's button) asks the server's `TTS`
+    (`measure_again`, tested with real voices in tests/engine/int8/test_measure.py); here
+    the answers: 202, an unknown voice, nothing to measure."""
+    client, state = await page()
+    path = f"/api/voices/{VOICE}/measure"
+    r = await _post(client, path, {})
+    assert r.status == 409 and (await r.json())["code"] == "not_measurable"
+
+    class Measurer:
+        asked: list[str] = []
+
+        def measure_again(self, name: str) -> object:
+            self.asked.append(name)
+            if name == VOICE and len(self.asked) > 1:
+                raise ValueError(f"voice {name}: no speed measurement to take")
+            return object()
+
+    state.measurer = Measurer()
+    r = await _post(client, path, {})
+    assert r.status == 202 and await r.json() == {"voice": VOICE, "measuring": True}
+    r = await _post(client, path, {})
+    body = await r.json()
+    assert r.status == 409 and body["code"] == "not_measurable" and "no speed" in body["error"]
+    r = await _post(client, "/api/voices/nobody/measure", {})
+    body = await r.json()
+    assert r.status == 404 and body["code"] == "unknown_voice" and VOICE in body["available"]
+    assert Measurer.asked == [VOICE, VOICE]
+    r = await _post(client, path, {}, Origin="http://evil.example")  # like every write
+    assert r.status == 403 and Measurer.asked == [VOICE, VOICE]

@@ -72,6 +72,9 @@ const STRINGS = {
     err_method_not_allowed: "This action is not allowed here.",
     err_internal: "Something went wrong on the server; its log says more.",
     err_unknown_voice: "No such voice.",
+    err_not_measurable: "Nothing to measure: the speed is measured under precision auto, once the voice's int8 version is made.",
+    measure_again: "Measure the speed again",
+    measuring_again: "Measuring in the background (it pauses while requests run); the reason above changes when it is done.",
     err_name_invalid: "This name cannot be used.",
     err_name_taken: "A voice already has this name: choose another one.",
     err_already_installed: "This voice is already installed.",
@@ -170,6 +173,9 @@ const STRINGS = {
     err_method_not_allowed: "この操作はここではできません。",
     err_internal: "サーバーで問題が起きました。詳しくはサーバーのログをご覧ください。",
     err_unknown_voice: "その声はありません。",
+    err_not_measurable: "計測するものがありません。速度は精度 auto で、声の int8 版ができてから計測します。",
+    measure_again: "速度を計測し直す",
+    measuring_again: "バックグラウンドで計測しています（リクエストの間は止まります）。終わると上の理由が変わります。",
     err_name_invalid: "この名前は使えません。",
     err_name_taken: "同じ名前の声がすでにあります。別の名前にしてください。",
     err_already_installed: "この声はすでに追加されています。",
@@ -1325,7 +1331,24 @@ async function renderStatus() {
     return `${v.name}${notes ? ` (${notes})` : ""}${v.in_flight ? ` ×${v.in_flight}` : ""}`;
   }).join(", "));
   for (const v of s.voices) {  // why each voice runs what it runs (gate figures, measured times)
-    if (v.precision_reason) row(`${v.name}: ${t("precision")}`, v.precision_reason);
+    if (!v.precision_reason) continue;
+    const dd = el("dd", { text: v.precision_reason });
+    if (v.runs) {  // a neural voice: its speed measurement can be taken again
+      const note = el("span", { class: "hint" });
+      const b = el("button", { type: "button", class: "measure", data_voice: v.name, text: t("measure_again") });
+      b.addEventListener("click", async () => {
+        b.disabled = true;
+        try {
+          await postJSON(`api/voices/${encodeURIComponent(v.name)}/measure`, {});
+          note.textContent = t("measuring_again");
+        } catch (err) {
+          showError(note, err);
+          b.disabled = false;
+        }
+      });
+      dd.append(" ", b, " ", note);
+    }
+    list.append(el("dt", { text: `${v.name}: ${t("precision")}` }), dd);
   }
   const warnings = $("#warnings");
   warnings.replaceChildren();
