@@ -305,3 +305,70 @@ async def test_defect10_page_update_checks_are_throttled(aivm_files) -> None:
         assert checker.latest_for(entry) == model.version
     finally:
         await hub.stop()
+
+
+# -- the install path's first steps (defect 15) --------------------------------------------
+
+
+class _Host:
+    """The least an install needs of where it lands (`install.Host`): a folder and the
+    entries there; loading is never reached in these tests."""
+
+    def __init__(self, folder: Path, entries: tuple[LibraryEntry, ...] = ()) -> None:
+        self.folder = folder
+        self.cache_dir = folder.parent / "cache"
+        self._entries = LibraryState(entries)
+
+    def entries(self) -> LibraryState:
+        return self._entries
+
+    def configured(self) -> list[str]:
+        return []
+
+    def changing(self):  # pragma: no cover - not reached
+        raise AssertionError("an install that should stop early went on to load")
+
+    async def load(self, pairs, replace, report) -> None:  # pragma: no cover
+        raise AssertionError("not reached")
+
+    async def unload(self, entry, voices) -> None:  # pragma: no cover
+        raise AssertionError("not reached")
+
+    def committed(self, entry) -> None:  # pragma: no cover
+        raise AssertionError("not reached")
+
+
+async def test_defect15_a_duplicate_is_refused_before_the_hub_and_contacting_is_shown(
+    aivm_files, tmp_path: Path
+) -> None:
+    """A model installed already is refused before a request reaches the hub (nothing
+    downloaded); a job waiting on the hub says "contacting", not "queued"."""
+    from wyoming_hayakoe.library.install import Plan, install
+
+    hub = await StandInHub().start()
+    try:
+        model = hub.add(HubModel(aivm_files.one, hang=True))
+        options = LibrarySettings(aivishub_api=hub.api, connect_timeout=5, read_timeout=5)
+        entry = LibraryEntry("one", ("one",), model.uuid, "aivishub", uuid=model.uuid, version="1")
+        (tmp_path / "library").mkdir()
+        host = _Host(tmp_path / "library", (entry,))
+        plan = Plan("aivishub", model.uuid, None, model.uuid)
+        job = Job(source=model.uuid)
+        with pytest.raises(LibraryError) as err:
+            await install(plan, host, job, options)
+        assert err.value.code is Code.ALREADY_INSTALLED and err.value.field == "source"
+        assert hub.requests == []  # refused before the hub was asked anything
+
+        job = Job(source=model.uuid)
+        task = asyncio.create_task(install(plan, _Host(host.folder), job, options))
+        end = time.monotonic() + 30
+        while job.state is not JobState.CONTACTING and not task.done():
+            assert time.monotonic() < end, job.state
+            await asyncio.sleep(0.01)
+        assert job.state is JobState.CONTACTING and job.as_json()["state"] == "contacting"
+        assert hub.requests and "download" not in hub.requests[-1]
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    finally:
+        await hub.stop()
