@@ -1,0 +1,420 @@
+"""The int8 decoder on XNNPACK (through ExecuTorch) against ONNX Runtime's int8 decoder, in
+one run (issue 49).
+
+On the full-size voice (random weights of the real JP-Extra shapes: timings are a real
+voice's, the fidelity figures say how int8 rounding behaves in this architecture, not how a
+trained voice sounds):
+
+- `ort_int8`: the engine's int8 decoder, `engine.int8.quantize.quantize_decoder` with
+  `QuantSettings()`, run as the engine runs it (one ONNX Runtime session per stage);
+- `xnnpack_<recipe>`: the voice's own decoder weights (`model.dec.*` of its synthesizer
+  graph) in `engine.model.generator.Generator`, quantized with ExecuTorch's `XNNPACKQuantizer`
+  (int8, symmetric per-channel weights, per-tensor activations ranged by min-max as
+  `QuantSettings().method`; PT2E, calibrated on the same 50 calibration crops as `ort_int8`),
+  every operator lowered to XNNPACK (`XnnpackPartitioner`, a dynamic length), run by
+  ExecuTorch's runtime; `--variants` (`VARIANTS`) says what stays fp32;
+- `fp32`: ONNX Runtime's fp32 decoder, the reference of the gate.
+
+Printed: decoder time (medians of `--reps` alternating rounds, per-round ratio to
+`ort_int8`, idle and with one core busy) and the fidelity of each int8 decoder against the
+fp32 one on the held-out sentences (`engine.int8.gate`).
+
+Needs `executorch` (1.5.1, with torch 2.13.0 and torchao), which the project does not carry:
+run it from a separate venv that has them, with the project on `PYTHONPATH`
+(docs/synthesizer.md, "The int8 decoder on XNNPACK"). Without them it says so and measures
+nothing. `QUICK = False`: a conversion of the full-size decoder takes minutes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import importlib.util
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchmarks.lib import CACHE
+from benchmarks.lib.report import Report, log
+from benchmarks.lib.stats import alternate, busy_core, median
+
+RESULT = "xnnpack"
+QUICK = False
+NEEDS = ("executorch", "torchao", "torch")
+
+VARIANTS = {
+    "engine": "the last upsampling layer, the last stage's stream and conv_post in fp32, as "
+    "QuantSettings() keeps them in ONNX Runtime's graph",
+    "fallback": "the last stage wholly fp32, as QuantSettings.fallback",
+    "all": "everything int8 but conv_post",
+}
+"""XNNPACK recipe → what it leaves in fp32."""
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--frames", type=int, default=200, help="latent frames per decoder run")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--reps", type=int, default=7)
+    p.add_argument("--no-busy", action="store_true", help="skip the one-core-busy rounds")
+    p.add_argument("--heldout", type=int, default=8, help="held-out sentences of the gate")
+    p.add_argument(
+        "--variants",
+        default="engine,fallback",
+        help=f"XNNPACK recipes, comma-separated ({', '.join(VARIANTS)})",
+    )
+    p.add_argument("--max-frames", type=int, default=1024, help="dynamic length bound")
+
+
+def missing() -> list[str]:
+    """The packages this part needs and this interpreter lacks."""
+    return [m for m in NEEDS if importlib.util.find_spec(m) is None]
+
+
+def _generator(synthesizer: Path, config: Any) -> Any:
+    """The voice's decoder in PyTorch, its weights from the synthesizer graph."""
+    import onnx
+    import torch
+    from onnx import numpy_helper
+
+    from engine.model.generator import Generator
+
+    m = config.model
+    gen = Generator(
+        m.inter_channels,
+        m.resblock,
+        m.resblock_kernel_sizes,
+        m.resblock_dilation_sizes,
+        m.upsample_rates,
+        m.upsample_initial_channel,
+        m.upsample_kernel_sizes,
+        gin_channels=m.gin_channels,
+    )
+    graph = onnx.load(str(synthesizer))
+    prefix = "model.dec."
+    state = {
+        i.name[len(prefix) :]: torch.from_numpy(numpy_helper.to_array(i).copy())
+        for i in graph.graph.initializer
+        if i.name.startswith(prefix)
+    }
+    gen.load_state_dict(state, strict=True)
+    return gen.eval()
+
+
+def _fp32_nodes(graph_module: Any, last_up: str, variant: str) -> set[str]:
+    """Names of the nodes `variant` leaves in fp32: from the last upsampling layer on, those
+    outside the residual blocks (`engine`: that layer, the last stage's stream — the sums of
+    its residual blocks, the ÷ — and conv_post) or all of them (`fallback`); `all`: conv_post."""
+    names: set[str] = set()
+    seen = False
+    for n in graph_module.graph.nodes:
+        paths = [str(v[0]) for v in n.meta.get("nn_module_stack", {}).values()]
+        if any(p == last_up or p.endswith("." + last_up) for p in paths):
+            seen = True
+        post = any(p.endswith("conv_post") for p in paths)
+        if (
+            post
+            or (seen and variant == "fallback")
+            or (seen and variant == "engine" and not any("resblocks." in p for p in paths))
+        ):
+            names.add(n.name)
+    return names
+
+
+def _xnnpack(
+    gen: Any,
+    calibration: list[dict[str, np.ndarray]],
+    example: dict[str, np.ndarray],
+    variant: str,
+    max_frames: int,
+    out: Path,
+) -> tuple[dict[str, float], Any]:
+    """Quantize `gen` for XNNPACK (`variant` of `VARIANTS`), lower it whole and write the
+    ExecuTorch program to `out`; the seconds each step took, and the quantized PyTorch module
+    before lowering (PT2E's reference: quantization simulated in fp32)."""
+    import torch
+    from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+    from executorch.backends.xnnpack.quantizer.xnnpack_quantizer import (
+        XNNPACKQuantizer,
+        get_symmetric_quantization_config,
+    )
+    from executorch.exir import to_edge_transform_and_lower
+    from torchao.quantization.pt2e.observer import MinMaxObserver
+    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+
+    t = {"t0": time.perf_counter()}
+    args = tuple(torch.from_numpy(example[k]) for k in ("z", "g") if k in example)
+    frames = torch.export.Dim("frames", min=8, max=max_frames)
+    dyn = ({2: frames}, None) if len(args) == 2 else ({2: frames},)
+    with torch.no_grad():
+        exported = torch.export.export(gen, args, dynamic_shapes=dyn).module()
+        config = get_symmetric_quantization_config(is_per_channel=True)
+        # activation ranges by min-max, as `QuantSettings().method` calibrates ONNX Runtime's
+        # (the quantizer's default is a histogram observer)
+        minmax = dataclasses.replace(
+            config.input_activation,
+            observer_or_fake_quant_ctr=MinMaxObserver.with_args(eps=2**-12),
+        )
+        config = dataclasses.replace(config, input_activation=minmax, output_activation=minmax)
+        quantizer = XNNPACKQuantizer().set_global(config)
+        fp32 = _fp32_nodes(exported, f"ups.{len(gen.ups) - 1}", variant)
+        log(f"xnnpack {variant}: {len(fp32)} nodes left fp32")
+        quantizer.set_filter_function(lambda n: n.name not in fp32)
+        prepared = prepare_pt2e(exported, quantizer)
+        t["export"] = time.perf_counter()
+        for feeds in calibration:
+            prepared(*(torch.from_numpy(feeds[k]) for k in ("z", "g") if k in feeds))
+        t["calibrate"] = time.perf_counter()
+        converted = convert_pt2e(prepared)
+        lowered = to_edge_transform_and_lower(
+            torch.export.export(converted, args, dynamic_shapes=dyn),
+            partitioner=[XnnpackPartitioner()],
+        )
+        graph = lowered.exported_program().graph_module.graph
+        outside = sorted(
+            {
+                str(n.target).split(".")[-2]
+                for n in graph.nodes
+                if n.op == "call_function"
+                and "executorch_call_delegate" not in str(n.target)
+                and "getitem" not in str(n.target)
+                and "_to_dim_order_copy" not in str(n.target)
+            }
+        )
+        out.write_bytes(lowered.to_executorch().buffer)
+        t["lower"] = time.perf_counter()
+    log(f"xnnpack: operators outside the delegate: {outside or 'none'}")
+    return {
+        "fp32_nodes": len(fp32),
+        "export_s": t["export"] - t["t0"],
+        "calibrate_s": t["calibrate"] - t["export"],
+        "convert_lower_s": t["lower"] - t["calibrate"],
+        "outside": len(outside),
+        "program_mb": out.stat().st_size / 2**20,
+    }, converted
+
+
+def _executorch(program: Path, threads: int) -> Callable[[dict[str, np.ndarray]], np.ndarray]:
+    import torch
+    from executorch.extension.pybindings import portable_lib
+    from executorch.runtime import Runtime
+
+    portable_lib._unsafe_reset_threadpool(threads)
+    method = Runtime.get().load_program(program).load_method("forward")
+    assert method is not None
+
+    def run(feeds: dict[str, np.ndarray]) -> np.ndarray:
+        inputs = [torch.from_numpy(feeds[k]) for k in ("z", "g") if k in feeds]
+        return np.asarray(method.execute(inputs)[0]).reshape(-1)
+
+    return run
+
+
+def _torch_run(module: Any) -> Callable[[dict[str, np.ndarray]], np.ndarray]:
+    import torch
+
+    def run(feeds: dict[str, np.ndarray]) -> np.ndarray:
+        with torch.no_grad():
+            out = module(*(torch.from_numpy(feeds[k]) for k in ("z", "g") if k in feeds))
+        return np.asarray(out).reshape(-1)
+
+    return run
+
+
+def _fidelity(run: Callable[..., Any], ref: list[np.ndarray], held: list[dict], sr: int) -> Any:
+    from engine.int8.gate import SentenceFidelity, compare, judge
+
+    rows = []
+    for i, (feeds, want) in enumerate(zip(held, ref, strict=True)):
+        got = np.clip(run(feeds), -1, 1)
+        snr, logmel, mcd = compare(want, got, sr)
+        rows.append(SentenceFidelity(str(i), "", len(want) / sr, snr, logmel, mcd))
+    return judge("bench", rows)
+
+
+def run(args: argparse.Namespace) -> Report:
+    report = Report("int8 decoder: XNNPACK (ExecuTorch) against ONNX Runtime")
+    lacking = missing()
+    if lacking:
+        msg = (
+            f"skipped: this interpreter lacks {', '.join(lacking)} (the XNNPACK route needs "
+            "executorch 1.5.1 with torch 2.13.0 and torchao, which the project does not "
+            "carry; run it from a venv that has them, the project on PYTHONPATH)"
+        )
+        log(msg)
+        report.note(msg)
+        report.data["skipped"] = msg
+        return report
+
+    import torch
+
+    from benchmarks.engine.int8_decoder import _latents, _stages
+    from benchmarks.lib.voices import SMALL_VOICE, VOICE_NAME, fullsize_root, small_root
+    from engine import EngineOptions, layout
+    from engine.int8.quantize import quantize_decoder
+    from engine.int8.recipe import QuantSettings
+    from engine.neural.build import split_synthesizer
+    from engine.voice_config import load_config
+
+    torch.set_num_threads(args.threads)
+    root, name = (small_root(), SMALL_VOICE) if args.quick else (fullsize_root(), VOICE_NAME)
+    files = layout.onnx_folder_files(root / layout.speaker_prefix(name, "onnx"))
+    synth = split_synthesizer(files, EngineOptions(threads=2), CACHE / "ours-cache")
+    bert = None
+    if args.quick:
+        from engine.bert import load_bert
+
+        bert = load_bert(root, "cpu")
+    # the int8_decoder part's latents: made there (or here, quick) and kept as .npz
+    data = _latents(files, synth, bert, args.quick, 2 if args.quick else args.heldout)
+    sr = synth.sample_rate
+    variants = [v.strip() for v in args.variants.split(",") if v.strip()]
+    report.data["variants"] = {v: VARIANTS[v] for v in variants}
+    with tempfile.TemporaryDirectory(prefix="xnnpack-", dir=CACHE) as tmp:
+        scratch = Path(tmp)
+        t0 = time.perf_counter()
+        stat = synth.fp32_decoder_path.stat()
+        key = f"{synth.fp32_decoder_path.parent.name}-{stat.st_size}-{len(data['calibration'])}"
+        ort_path = CACHE / "xnnpack" / f"ort_int8-{key}.onnx"  # kept for the next run
+        if not ort_path.is_file():
+            ort_path.parent.mkdir(parents=True, exist_ok=True)
+            quantize_decoder(
+                synth.fp32_decoder_path, scratch / "ort.onnx", data["calibration"], QuantSettings()
+            )
+            (scratch / "ort.onnx").replace(ort_path)
+        ort_s = time.perf_counter() - t0
+        log(f"ort_int8: quantized (or read) in {ort_s:.0f} s")
+
+        rng = np.random.default_rng(7)
+        first = data["heldout"][0]
+        feeds = {"z": rng.standard_normal((1, first["z"].shape[1], args.frames)).astype(np.float32)}
+        if "g" in first:
+            feeds["g"] = first["g"]
+
+        gen = _generator(files.synthesizer, load_config(files.config))
+        runs: dict[str, Callable[..., Any]] = {"ort_int8": _stages(ort_path, args.threads)}
+        runs["fp32"] = _stages(synth.fp32_decoder_path, args.threads)
+        with torch.no_grad():
+            torch_out = gen(*(torch.from_numpy(feeds[k]) for k in ("z", "g") if k in feeds))
+        ref0 = runs["fp32"](feeds)
+        err = float(np.abs(torch_out.numpy().reshape(-1) - ref0).max())
+        log(f"PyTorch generator against ONNX Runtime fp32: max |diff| {err:.2e}")
+        report.data["torch_vs_ort_fp32_max_abs"] = err
+
+        longest = max(f["z"].shape[2] for f in data["heldout"])
+        references: dict[str, Any] = {}
+        conversions: dict[str, dict[str, float]] = {}
+        for variant in variants:
+            program = scratch / f"xnnpack_{variant}.pte"
+            conv, references[variant] = _xnnpack(
+                gen,
+                data["calibration"],
+                feeds,
+                variant,
+                max(args.max_frames, longest, args.frames),
+                program,
+            )
+            log(f"xnnpack {variant}: {conv}")
+            conversions[variant] = conv
+            runs[f"xnnpack_{variant}"] = _executorch(program, args.threads)
+        report.data["conversion"] = conversions
+        report.data["ort_quantize_s"] = ort_s
+        del gen
+
+        def timing(fn: Callable[..., Any]) -> Callable[[], float]:
+            def once() -> float:
+                t = time.perf_counter()
+                fn(feeds)
+                return time.perf_counter() - t
+
+            return once
+
+        reps = 1 if args.quick else args.reps
+        base = "ort_int8"
+        rows = []
+        for busy in (False,) if args.no_busy or args.quick else (False, True):
+            with busy_core(busy):
+                for fn in runs.values():
+                    fn(feeds)  # warm-up
+                rounds = alternate({n: timing(fn) for n, fn in runs.items()}, reps)
+            for name, times in rounds.items():
+                ratio = median(t / b for t, b in zip(times, rounds[base], strict=True))
+                vs_fp32 = median(t / b for t, b in zip(times, rounds["fp32"], strict=True))
+                load = "one core busy" if busy else "idle"
+                rows.append([load, name, f"{median(times):.3f}", f"{ratio:.2f}", f"{vs_fp32:.2f}"])
+            report.data.setdefault("rounds", []).append({"busy": busy, "rounds": rounds})
+        report.note(
+            f"Decoder time, {args.frames} frames, {args.threads} threads, medians of {reps} "
+            "alternating rounds (ratios: medians of the per-round ratios):"
+        )
+        report.table(["load", "decoder", "s", f"/ {base}", "/ fp32"], rows, "llrrr")
+
+        ref = [np.clip(runs["fp32"](f), -1, 1) for f in data["heldout"]]
+        fid_rows = []
+        fidelity = {name: runs[name] for name in runs if name != "fp32"}
+        for variant, module in references.items():
+            fidelity[f"{variant}, PT2E reference"] = _torch_run(module)
+        for name, fn in fidelity.items():
+            rep = _fidelity(fn, ref, data["heldout"], sr)
+            verdict = "passes" if rep.passed else "FAILS: " + "; ".join(rep.reasons)
+            fid_rows.append(
+                [
+                    name,
+                    f"{rep.snr_db_min:.1f}",
+                    f"{rep.logmel_db_mean:.2f}",
+                    f"{rep.mcd_db_mean:.2f}",
+                    verdict,
+                ]
+            )
+            report.data.setdefault("fidelity", {})[name] = {
+                "snr_db_min": rep.snr_db_min,
+                "logmel_db_mean": rep.logmel_db_mean,
+                "mcd_db_mean": rep.mcd_db_mean,
+                "passed": rep.passed,
+            }
+        th = rep.thresholds
+        report.note(
+            f"Fidelity against the fp32 decoder, {len(ref)} held-out sentences (decoder only; "
+            f"thresholds: SNR ≥ {th.min_snr_db:g} dB, log-mel ≤ {th.max_logmel_db:g} dB, "
+            f"MCD ≤ {th.max_mcd_db:g} dB):"
+        )
+        report.table(["decoder", "SNR min dB", "log-mel dB", "MCD dB", "gate"], fid_rows, "lrrrl")
+        report.note(
+            "PT2E reference: the quantized PyTorch module before lowering (the same "
+            "quantization simulated in fp32), which tells the recipe's rounding from XNNPACK's "
+            "kernels."
+        )
+        report.table(
+            ["XNNPACK recipe", "fp32 nodes", "export s", "calibrate s", "lower s", "program MB"],
+            [
+                [
+                    v,
+                    f"{c['fp32_nodes']:g}",
+                    f"{c['export_s']:.0f}",
+                    f"{c['calibrate_s']:.0f}",
+                    f"{c['convert_lower_s']:.0f}",
+                    f"{c['program_mb']:.1f}",
+                ]
+                for v, c in conversions.items()
+            ],
+            "lrrrrr",
+        )
+        report.note(
+            f"Conversion on 2 shared cores; ONNX Runtime's quantization {ort_s:.0f} s (0: read "
+            "from benchmarks/.cache/xnnpack/). Operators outside the XNNPACK delegate: "
+            + ", ".join(f"{v} {c['outside']:g}" for v, c in conversions.items())
+            + "."
+        )
+        del runs
+    return report
+
+
+if __name__ == "__main__":  # python -m benchmarks.engine.xnnpack [options]
+    import sys
+
+    from benchmarks.lib import cli
+
+    sys.exit(cli.main(__spec__.name, __doc__ or "", {"run": __spec__.name}, ["run", *sys.argv[1:]]))
