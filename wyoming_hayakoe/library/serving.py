@@ -23,6 +23,7 @@ from .errors import Code, LibraryError
 from .files import clean_folder, remove_with_cache
 from .jobs import Report
 from .options import LibraryConfig
+from .priority import lowered
 from .state import LibraryEntry, LibraryState, StateError, change_state, read_state, signature
 
 if TYPE_CHECKING:
@@ -136,7 +137,12 @@ class Serving:
         self, pairs: list[tuple[str, str]], replace: LibraryEntry | None, report: Report
     ) -> None:
         if replace is None:
-            await asyncio.to_thread(self.tts.add, pairs, warmup=self.config.warmup)
+
+            def add() -> None:
+                with lowered():  # the voices serving get the cores first
+                    self.tts.add(pairs, warmup=self.config.warmup)
+
+            await asyncio.to_thread(add)
         else:
             await self.swap(replace, pairs, warmup=self.config.warmup)
         if replace is not None:
@@ -168,9 +174,10 @@ class Serving:
             loop.call_soon_threadsafe(settle)
 
         def replace() -> None:
-            self.tts.replace(
-                loaded, pairs, swap=swap, warmup=warmup, timeout=self.config.drain_timeout
-            )
+            with lowered():  # the voices serving (the old version too) get the cores first
+                self.tts.replace(
+                    loaded, pairs, swap=swap, warmup=warmup, timeout=self.config.drain_timeout
+                )
 
         work: asyncio.Future[None] = asyncio.ensure_future(asyncio.to_thread(replace))
         await asyncio.wait([work, swapped], return_when=asyncio.FIRST_COMPLETED)

@@ -372,3 +372,44 @@ async def test_defect15_a_duplicate_is_refused_before_the_hub_and_contacting_is_
             await task
     finally:
         await hub.stop()
+
+
+# -- an install's loading at a lower priority ------------------------------------------------
+
+
+def test_an_install_loads_at_low_priority_and_leaves_no_thread_there() -> None:
+    """Inside `lowered()` the loading thread and the threads it starts (ONNX Runtime's, for
+    the new voice's sessions) run at `INSTALL_NICENESS`; afterwards every one of them is back
+    at the process's priority, so the installed voice does not serve at a low one."""
+    import threading
+
+    from wyoming_hayakoe.library.priority import INSTALL_NICENESS, can_raise_back, lowered
+
+    if not can_raise_back():
+        pytest.skip("this process may not raise a thread's priority back (no root)")
+    base = os.getpriority(os.PRIO_PROCESS, os.getpid())
+    seen: dict[str, int] = {}
+    started, stop = threading.Event(), threading.Event()
+
+    def session_thread() -> None:  # started by the load, lives on (a session's pool)
+        seen["child"] = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+        started.set()
+        stop.wait(30)
+        seen["child_after"] = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+
+    def load() -> None:
+        with lowered() as done:
+            assert done
+            seen["loader"] = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+            child = threading.Thread(target=session_thread, daemon=True)
+            child.start()
+            started.wait(30)
+        seen["loader_after"] = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+        stop.set()
+        child.join(30)
+
+    loader = threading.Thread(target=load)
+    loader.start()
+    loader.join(60)
+    assert seen["loader"] == seen["child"] == max(base, INSTALL_NICENESS)
+    assert seen["loader_after"] == seen["child_after"] == base
