@@ -511,9 +511,11 @@ def test_library_install_from_an_aivishub_page_with_progress_then_remove(
                 ),
                 "the new version listed, no update offered",
             )
+            from wyoming_hayakoe.library.naming import library_file_name
+
             assert [p.name for p in library.glob("*.aivmx")] == [
-                f"tsukuyomi-test-{model.uuid[:8]}-1.1.0.aivmx"
-            ]
+                library_file_name(model.uuid, "1.1.0", "tsukuyomi-test", ".aivmx")
+            ]  # the new version's file only (named from the model's UUID, version and name)
             # remove: gone from the page and from the folder
             row = _wait(
                 browser,
