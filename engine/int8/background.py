@@ -68,7 +68,6 @@ RETRY_FIRST_S = 60.0
 RETRY_MAX_S = 3600.0
 QUIET_LOAD = 0.5
 """The 1-minute load average per CPU under which the machine counts as quiet."""
-QUIET_POLL_S = 1.0
 
 QUEUED = "queued"
 MAKING = "making"
