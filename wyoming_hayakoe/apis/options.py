@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import ipaddress
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..flags import SettingsError
-from ..web.options import allowed_host_name
+from ..web.options import allowed_host_name, is_loopback
 
 __all__ = [
     "AIVISSPEECH_PORT",
@@ -67,15 +66,6 @@ def add_engine_api_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def engine_api_settings_from_args(args: argparse.Namespace) -> EngineApiSettings | None:
     """The engine APIs' settings, or None when ``--engine-api-port`` is not given."""
     if args.engine_api_port is None:
@@ -95,7 +85,7 @@ def engine_api_settings_from_args(args: argparse.Namespace) -> EngineApiSettings
         if not token:
             raise SettingsError("--engine-api-token-file: the file is empty")
     host = args.engine_api_host.strip().strip("[]") or DEFAULT_API_HOST
-    if not _is_loopback(host) and not token:
+    if not is_loopback(host) and not token:
         raise SettingsError(
             f"--engine-api-host {host}: engine APIs reachable from other machines need "
             "--engine-api-token or --engine-api-token-file (or bind 127.0.0.1)"

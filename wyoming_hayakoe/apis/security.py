@@ -17,7 +17,6 @@
 from __future__ import annotations
 
 import hmac
-import ipaddress
 import logging
 from collections.abc import Awaitable, Callable
 from urllib.parse import urlsplit
@@ -25,8 +24,8 @@ from urllib.parse import urlsplit
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
-from ..web.options import HttpSettings
-from ..web.security import host_allowed, split_host
+from ..web.options import HttpSettings, is_loopback
+from ..web.security import host_allowed, origin_on_allowed_host, split_host
 from .errors import Refused
 from .options import EngineApiSettings
 
@@ -53,13 +52,7 @@ def local_app(origin: str | None) -> bool:
         return True
     if parts.scheme not in ("http", "https"):
         return False
-    host = (parts.hostname or "").rstrip(".")
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+    return is_loopback((parts.hostname or "").rstrip("."))
 
 
 def _origin_ok(request: web.Request, names: HttpSettings, token: str | None) -> bool:
@@ -74,14 +67,7 @@ def _origin_ok(request: web.Request, names: HttpSettings, token: str | None) -> 
     parts = urlsplit(origin)
     if token is not None:
         return parts.netloc.lower() == request.host.lower()
-    try:
-        origin_port = parts.port or {"http": 80, "https": 443}.get(parts.scheme)
-    except ValueError:
-        return False
-    given = split_host(request.headers.get("Host", ""))
-    port = given[1] if given is not None and given[1] is not None else 80
-    host = (parts.hostname or "").rstrip(".")
-    return bool(host) and host_allowed(host, names) and origin_port == port
+    return origin_on_allowed_host(request, origin, names)
 
 
 def security_middleware(api: EngineApiSettings) -> Middleware:

@@ -17,6 +17,7 @@ __all__ = [
     "add_http_arguments",
     "allowed_host_name",
     "http_settings_from_args",
+    "is_loopback",
 ]
 
 DEFAULT_HTTP_HOST = "127.0.0.1"
@@ -78,7 +79,8 @@ def add_http_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _is_loopback(host: str) -> bool:
+def is_loopback(host: str) -> bool:
+    """Whether `host` (a name or an address) is this machine's loopback."""
     if host == "localhost":
         return True
     try:
@@ -149,7 +151,7 @@ def http_settings_from_args(args: argparse.Namespace) -> HttpSettings | None:
             raise SettingsError(f"--http-token-file {args.http_token_file}: {exc}") from None
         if not token:
             raise SettingsError(f"--http-token-file {args.http_token_file}: the file is empty")
-    if not args.http_ingress and not _is_loopback(host) and not token:
+    if not args.http_ingress and not is_loopback(host) and not token:
         raise SettingsError(
             f"--http {args.http!r}: a page reachable from other machines needs "
             "--http-token or --http-token-file (or bind 127.0.0.1)"

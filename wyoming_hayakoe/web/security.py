@@ -39,6 +39,7 @@ __all__ = [
     "add_security_headers",
     "host_allowed",
     "ingress_base",
+    "origin_on_allowed_host",
     "security_middleware",
     "split_host",
 ]
@@ -130,21 +131,27 @@ def _origin_ok(request: web.Request, http: HttpSettings) -> bool:
         return True  # not a browser (or a same-origin GET-like request): no cross-site risk
     parts = urlsplit(origin)
     if http.token is None and not http.ingress:
-        # the allowed names (the Host header was checked against them), on the request's port
-        try:
-            origin_port = parts.port or {"http": 80, "https": 443}.get(parts.scheme)
-        except ValueError:
-            return False
-        given = split_host(request.headers.get("Host", ""))
-        port = given[1] if given is not None and given[1] is not None else 80
-        origin_host = (parts.hostname or "").rstrip(".")
-        return bool(origin_host) and host_allowed(origin_host, http) and origin_port == port
+        return origin_on_allowed_host(request, origin, http)
     netloc = parts.netloc.lower()
     hosts = {request.host.lower()}
     if http.ingress:  # Home Assistant forwards the browser's host; only it reaches us here
         forwarded = request.headers.get("X-Forwarded-Host", "")
         hosts.add(forwarded.split(",", 1)[0].strip().lower())
     return bool(netloc) and netloc in hosts
+
+
+def origin_on_allowed_host(request: web.Request, origin: str, names: HttpSettings) -> bool:
+    """Whether `origin` is one of the allowed names (the Host header was checked against
+    them) on the port the request was sent to."""
+    parts = urlsplit(origin)
+    try:
+        origin_port = parts.port or {"http": 80, "https": 443}.get(parts.scheme)
+    except ValueError:
+        return False
+    given = split_host(request.headers.get("Host", ""))
+    port = given[1] if given is not None and given[1] is not None else 80
+    origin_host = (parts.hostname or "").rstrip(".")
+    return bool(origin_host) and host_allowed(origin_host, names) and origin_port == port
 
 
 def security_middleware(http: HttpSettings) -> Middleware:
