@@ -38,8 +38,10 @@ from .zeroconf import ZeroconfAdvertiser
 
 if TYPE_CHECKING:
     from .apis.app import EngineApiServer
+    from .web.api import WebState
     from .web.app import WebServer
     from .web.dictionary import PageDictionary
+    from .web.options import HttpSettings
 
 __all__ = ["HayakoeServer", "run_server"]
 
@@ -110,9 +112,9 @@ class HayakoeServer:
         else:
             raise ValueError(f"unsupported URI {self.settings.uri!r}")
         if self.settings.http is not None:
-            from .web.app import WebServer, state_for  # aiohttp only when the page is on
+            from .web.app import WebServer  # aiohttp only when the page is on
 
-            self.web = WebServer(state_for(self.settings, self.settings.http, self.context))
+            self.web = WebServer(self._web_state(self.settings.http))
             await self.web.start()
         if self.settings.engine_api is not None:
             from .apis.app import EngineApiServer, api_state_for  # aiohttp only when on
@@ -139,6 +141,20 @@ class HayakoeServer:
             except Exception as exc:  # noqa: BLE001 - serving matters more than discovery
                 _LOGGER.error("Zeroconf registration failed: %s", exc)
                 self._zeroconf = None
+
+    def _web_state(self, http: HttpSettings) -> WebState:
+        """The page's state; the page shows the engine APIs' style IDs, from their one source,
+        and the port they are bound to (the page's part imports nothing of the APIs')."""
+        from .apis.style_ids import style_table
+        from .web.app import state_for
+
+        return state_for(
+            self.settings,
+            http,
+            self.context,
+            style_ids=style_table,
+            engine_api_port=lambda: None if self.engine_api is None else self.engine_api.port,
+        )
 
     def _dictionary(self) -> PageDictionary:
         """The page's dictionary (the one the engine APIs edit too): the page's own object

@@ -2,7 +2,7 @@
 
 | method, path | answers |
 | --- | --- |
-| GET /api/voices | every voice (styles, sample rate, precision, attribution) and preset |
+| GET /api/voices | voices (styles, style IDs, rate, precision, license), presets, engine API |
 | GET /api/sample?voice=&style= | a short WAV in that voice (cached per voice, style, options) |
 | POST /api/speak | int16 PCM streamed as synthesized (``X-Sample-Rate``); ``format: wav``: a file |
 | POST /api/reading | the rewritten text and its accent phrases (morae, accent, pauses) |
@@ -29,10 +29,10 @@ import logging
 import time
 import unicodedata
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
@@ -56,6 +56,10 @@ from .dictionary import (
 from .errors import MAX_JSON_BODY, ApiError, read_json_object
 from .options import HttpSettings
 from .warnings import WarningLog
+
+if TYPE_CHECKING:  # types only: the engine APIs' part imports the page's, never the reverse
+    from ..apis.options import EngineApiSettings
+    from ..apis.style_ids import StyleTable
 
 __all__ = ["STATE", "MAX_BODY", "MAX_PAGE_TEXT", "SAMPLE_TEXT", "WebState", "add_routes"]
 
@@ -92,6 +96,13 @@ class WebState:
     samples: OrderedDict[tuple[Any, ...], bytes] = field(default_factory=OrderedDict)
     measurer: SpeedMeasurer | None = None
     """Takes a voice's speed measurement again (`POST /api/voices/{name}/measure`)."""
+    style_ids: Callable[[Mapping[str, Speaker]], StyleTable] | None = None
+    """The engine APIs' style IDs of the served voices: their one source,
+    `wyoming_hayakoe.apis.style_ids.style_table`, handed in by the server (None: no IDs)."""
+    engine_api: EngineApiSettings | None = None
+    """The engine APIs' settings (``--engine-api-port``); None while they are off."""
+    engine_api_port: Callable[[], int | None] | None = None
+    """The port the engine APIs are bound to now (``--engine-api-port 0``: any free one)."""
 
 
 STATE = web.AppKey("state", WebState)
@@ -202,11 +213,24 @@ def _runs(speaker: Speaker) -> dict[str, object]:
 # -- voices and audio ----------------------------------------------------------------------
 
 
+def _engine_api_json(state: WebState) -> dict[str, object]:
+    """Where the engine APIs listen (the page writes their base URL from it), or that they
+    are off (``on`` false: the IDs shown are the ones they will serve once on)."""
+    api = state.engine_api
+    if api is None:
+        return {"on": False}
+    port = state.engine_api_port() if state.engine_api_port is not None else api.port
+    return {"on": True, "host": api.host, "port": port or None, "token": api.token is not None}
+
+
 async def voices(request: web.Request) -> web.Response:
     state = request.app[STATE]
     catalog = state.catalog
+    speakers = catalog.speakers
+    table = state.style_ids(speakers) if state.style_ids is not None else None
     out = []
-    for name, speaker in catalog.speakers.items():
+    for name, speaker in speakers.items():
+        entries = table.of_voice(name) if table is not None else []
         out.append(
             {
                 "name": name,
@@ -216,6 +240,9 @@ async def voices(request: web.Request) -> web.Response:
                 "default_style": catalog.style_for(speaker),
                 "attribution": {"name": speaker.attribution_name, "url": speaker.attribution_url},
                 "version": speaker.version,
+                # the engine APIs' IDs (GET /speakers), style by style; null: none handed in
+                "style_ids": {e.style: e.id for e in entries} if table is not None else None,
+                "speaker_uuid": entries[0].speaker_uuid if entries else None,
                 **_runs(speaker),
             }
         )
@@ -235,6 +262,7 @@ async def voices(request: web.Request) -> web.Response:
             "default_voice": catalog.default_voice,
             "sample_text": SAMPLE_TEXT,
             "max_text": min(state.max_text, MAX_PAGE_TEXT),
+            "engine_api": _engine_api_json(state),
         }
     )
 

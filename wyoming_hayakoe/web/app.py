@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import html
 import logging
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from aiohttp import web
+
+from engine import Speaker
 
 from ..handler import ServerContext
 from .api import MAX_BODY, STATE, WebState, add_routes
@@ -19,6 +22,7 @@ from .security import add_security_headers, ingress_base, security_middleware
 from .warnings import WarningLog
 
 if TYPE_CHECKING:  # the settings import the page's options: a type only, no cycle
+    from ..apis.style_ids import StyleTable
     from ..settings import Settings
 
 __all__ = ["STATIC_DIR", "WebServer", "build_app", "state_for"]
@@ -58,8 +62,18 @@ def build_app(state: WebState) -> web.Application:
     return app
 
 
-def state_for(settings: Settings, http: HttpSettings, context: ServerContext) -> WebState:
-    """The page's state from the settings and the Wyoming server's `ServerContext`."""
+def state_for(
+    settings: Settings,
+    http: HttpSettings,
+    context: ServerContext,
+    *,
+    style_ids: Callable[[Mapping[str, Speaker]], StyleTable] | None = None,
+    engine_api_port: Callable[[], int | None] | None = None,
+) -> WebState:
+    """The page's state from the settings and the Wyoming server's `ServerContext`;
+    `style_ids` is the engine APIs' one source of style IDs and `engine_api_port` the port
+    they are bound to now, both handed in by the server (this part imports nothing of theirs).
+    """
     readonly = [p for p in settings.user_dicts if p != http.dictionary]
     return WebState(
         http=http,
@@ -70,6 +84,9 @@ def state_for(settings: Settings, http: HttpSettings, context: ServerContext) ->
         max_text=context.max_text_length,
         warnings=WarningLog(),
         measurer=context.measurer,
+        style_ids=style_ids,
+        engine_api=settings.engine_api,
+        engine_api_port=engine_api_port,
     )
 
 

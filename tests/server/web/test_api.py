@@ -631,3 +631,75 @@ async def test_a_speed_measurement_is_taken_again_when_asked(page):
     assert Measurer.asked == [VOICE, VOICE]
     r = await _post(client, path, {}, Origin="http://evil.example")  # like every write
     assert r.status == 403 and Measurer.asked == [VOICE, VOICE]
+
+
+# -- the engine APIs' style IDs on the page ------------------------------------------------
+
+
+async def _page_and_speakers(server) -> tuple[dict, list]:
+    """The page's ``GET /api/voices`` and the engine API's ``GET /speakers``, over loopback."""
+    import aiohttp
+
+    async with aiohttp.ClientSession() as session:
+        async with session.get(f"http://127.0.0.1:{server.web.port}/api/voices") as r:
+            assert r.status == 200
+            voices = await r.json()
+        async with session.get(f"http://127.0.0.1:{server.engine_api.port}/speakers") as r:
+            assert r.status == 200
+            speakers = await r.json()
+    return voices, speakers
+
+
+def _ids(voices: dict, speakers: list) -> tuple[dict, dict]:
+    """(voice, style) → ID as the page lists it, and as the engine API does."""
+    shown = {(v["name"], s): i for v in voices["voices"] for s, i in v["style_ids"].items()}
+    served = {(sp["name"], st["name"]): st["id"] for sp in speakers for st in sp["styles"]}
+    return shown, served
+
+
+async def test_the_pages_style_ids_are_the_engine_apis(start_server, embedded_speakers, dict_path):
+    """The IDs the page shows are those ``GET /speakers`` serves, voice by voice and style by
+    style, with the same speaker UUIDs; the page says where the API listens (the port it
+    is bound to, not the 0 asked)."""
+    from wyoming_hayakoe.apis.options import EngineApiSettings
+
+    speaker = embedded_speakers[VOICE]
+    server = await start_server(
+        {VOICE: speaker, "mei-too": speaker},  # two voices: the IDs of both, told apart
+        http=HttpSettings(port=0, dictionary=dict_path),
+        engine_api=EngineApiSettings(port=0),
+    )
+    assert server.web is not None and server.engine_api is not None and server.engine_api.port
+    voices, speakers = await _page_and_speakers(server)
+    shown, served = _ids(voices, speakers)
+    assert len(served) == 2 * len(speaker.styles) >= 4
+    assert shown == served
+    assert len(set(shown.values())) == len(shown)  # one ID per voice and style
+    for v in voices["voices"]:  # each style named in the page's own order, the UUID the API's
+        assert list(v["style_ids"]) == v["styles"]
+        (listed,) = [sp for sp in speakers if sp["name"] == v["name"]]
+        assert v["speaker_uuid"] == listed["speaker_uuid"]
+    assert voices["engine_api"] == {
+        "on": True,
+        "host": "127.0.0.1",
+        "port": server.engine_api.port,
+        "token": False,
+    }
+
+
+async def test_the_style_ids_are_shown_while_the_engine_api_is_off(page, embedded_speakers):
+    """Off, the page still lists the IDs the API would serve (the same function of the
+    same voices) and says it is off; without a source of IDs it lists none."""
+    from wyoming_hayakoe.apis.style_ids import style_table
+
+    client, state = await page()
+    data = await (await client.get("/api/voices")).json()
+    assert data["engine_api"] == {"on": False}
+    assert data["voices"][0]["style_ids"] is None  # state_for was handed no source
+    state.style_ids = style_table
+    data = await (await client.get("/api/voices")).json()
+    (voice,) = data["voices"]
+    table = style_table(embedded_speakers)
+    assert voice["style_ids"] == {e.style: e.id for e in table.of_voice(VOICE)}
+    assert voice["speaker_uuid"] == table.of_voice(VOICE)[0].speaker_uuid
+    assert data["engine_api"] == {"on": False}
