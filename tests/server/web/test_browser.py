@@ -600,3 +600,104 @@ def test_a_failed_upload_stays_after_a_reload_until_dismissed(browser: WebDriver
         assert not list((tmp_path / "library").glob("*.aivmx"))
     finally:
         server.stop()
+
+
+def _width(driver: WebDriver, width: int, height: int = 900) -> None:
+    """The viewport as a phone's (`mobile`: the page's viewport meta applies) or a desktop's."""
+    driver.execute_cdp_cmd(
+        "Emulation.setDeviceMetricsOverride",
+        {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": width < 600},
+    )
+
+
+def _style_ids_shown(driver: WebDriver) -> dict[tuple[str, str], int]:
+    rows: list[list[str]] = driver.execute_script(
+        "return [...document.querySelectorAll('article.voice .style-ids code.style-id')].map("
+        "(c) => [c.closest('article').dataset.voice, c.dataset.style, c.textContent])"
+    )
+    return {(voice, style): int(sid) for voice, style, sid in rows}
+
+
+def _voices_with_ids(driver: WebDriver, url: str, lang: str) -> None:
+    driver.get("about:blank")  # a load, not a jump within the page at the same address
+    driver.get(url + f"?lang={lang}#voices")
+    _wait(driver, lambda d: d.find_elements(By.CSS_SELECTOR, "code.style-id"), "the style IDs")
+
+
+def _whole_page_shot(driver: WebDriver, width: int, name: str) -> None:
+    height = driver.execute_script("return document.documentElement.scrollHeight")
+    _width(driver, width, int(height))
+    _screenshot(driver, name)
+    _width(driver, width)
+
+
+def test_style_ids_on_the_page_are_the_engine_apis(
+    browser: WebDriver, server: Server, embedded_speakers, tmp_path: Path
+):
+    """The Voices tab lists each style's ID as the engine API serves it (``GET /speakers``),
+    in both languages, at a phone's and a desktop's width; the address shown is the API's,
+    and its Copy button puts it on the clipboard. With the API off (the module's server) the
+    IDs are those it would serve, and the page says it is off."""
+    from wyoming_hayakoe.apis.style_ids import style_table
+
+    try:
+        # off: the IDs the API would serve for these voices
+        _width(browser, 1280)
+        _voices_with_ids(browser, server.url, "en")
+        would = {(e.voice, e.style): e.id for e in style_table(embedded_speakers).entries}
+        assert _style_ids_shown(browser) == would
+        box = browser.find_element(By.ID, "engine-api")
+        assert box.get_attribute("data-on") == "false" and "--engine-api-port 10101" in box.text
+        # on: the page's IDs are the API's, voice by voice and style by style
+        api_port = free_port()
+        on = Server(tmp_path / "page.csv", None, ("--engine-api-port", str(api_port)))
+        on.start()
+        try:
+            api = f"http://127.0.0.1:{api_port}"
+            with urllib.request.urlopen(f"{api}/speakers", timeout=WAIT_S) as answer:
+                speakers = json.load(answer)
+            served = {(sp["name"], st["name"]): st["id"] for sp in speakers for st in sp["styles"]}
+            assert len(served) >= 5
+            for lang in ("en", "ja"):
+                for width in (390, 1280):
+                    _width(browser, width)
+                    _voices_with_ids(browser, on.url, lang)
+                    assert _style_ids_shown(browser) == served, (lang, width)
+                    url = browser.find_element(By.ID, "engine-api-url")
+                    assert url.text == api
+                    assert browser.find_element(By.ID, "openai-api-url").text == f"{api}/v1"
+                    sizes = browser.execute_script(
+                        "return [document.documentElement.scrollWidth, window.innerWidth]"
+                    )
+                    assert sizes[0] <= sizes[1], f"{lang} {width}: scrolls sideways {sizes}"
+                    for button in browser.find_elements(By.CSS_SELECTOR, ".style-ids .copy"):
+                        right = browser.execute_script(
+                            "return arguments[0].getBoundingClientRect().right", button
+                        )
+                        assert 0 < right <= width, (lang, width, right)
+                    _whole_page_shot(browser, width, f"voices-ids-{lang}-{width}")
+            # the real Clipboard API (127.0.0.1 is a secure context), permission granted
+            browser.execute_cdp_cmd(
+                "Browser.grantPermissions",
+                {
+                    "origin": on.url.rstrip("/"),
+                    "permissions": ["clipboardReadWrite", "clipboardSanitizedWrite"],
+                },
+            )
+            _width(browser, 1280)
+            _voices_with_ids(browser, on.url, "en")
+            button = browser.find_element(By.CSS_SELECTOR, "#engine-api .copy")
+            button.click()
+            how = _wait(browser, lambda d: button.get_attribute("data-copied"), "copied")
+            if how == "clipboard":
+                pasted = browser.execute_async_script(
+                    "const done = arguments[0];"
+                    "navigator.clipboard.readText().then(done, (e) => done('!' + e))"
+                )
+                assert pasted == api
+            else:  # a headless browser without a focused window: the address selected
+                assert browser.execute_script("return window.getSelection().toString()") == api
+        finally:
+            on.stop()
+    finally:
+        browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})

@@ -1,8 +1,9 @@
-"""The Library tab's page in a real browser against a stand-in of the page's API: the page's
-own files (`wyoming_hayakoe/web/static`, under the real Content-Security-Policy) served by a
-small aiohttp app on loopback whose answers each test sets, so what the page does with a
-Markdown license, an error code, a failed job and a phone's width is checked by events, in
-seconds, without a voice. Debian's chromium and chromium-driver, headless (skipped without
+"""The Library tab's page (and the Voices tab's style IDs) in a real browser against a
+stand-in of the page's API: the page's own files (`wyoming_hayakoe/web/static`, under the
+real Content-Security-Policy) served by a small aiohttp app on loopback whose answers each
+test sets, so what the page does with a Markdown license, an error code, a failed job, a
+style ID to copy with or without the Clipboard API and a phone's width is checked by events,
+in seconds, without a voice. Debian's chromium and chromium-driver, headless (skipped without
 them, as `test_browser.py`).
 
 ``HAYAKOE_SCREENSHOTS=DIR`` saves the Library tab in both languages at 390 and 1280 px there.
@@ -58,6 +59,8 @@ LICENSE = (
 SOURCE_SENTENCE = "source: not a source the library takes"
 BERT_SENTENCE = "the shared BERT model is not in the cache and the server is offline"
 READING_SENTENCE = "reading: at most 64 characters"
+STYLE_IDS = {"Neutral": 5013, "Happy": 888753760}  # a small ID and an AivisSpeech-sized one
+ENGINE_API_ON = {"on": True, "host": "0.0.0.0", "port": 10101, "token": True}
 
 
 def _listing() -> dict[str, Any]:
@@ -111,6 +114,7 @@ class StandInPage:
         self.listing = _listing()
         self.dismiss_endpoint = True
         self.dismissed: list[str] = []
+        self.engine_api: dict[str, Any] = dict(ENGINE_API_ON)
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.runner: web.AppRunner | None = None
@@ -123,6 +127,7 @@ class StandInPage:
         self.listing = _listing()
         self.dismiss_endpoint = True
         self.dismissed.clear()
+        self.engine_api = dict(ENGINE_API_ON)
 
     def _app(self) -> web.Application:
         app = web.Application()
@@ -143,9 +148,16 @@ class StandInPage:
                 "sample_rate": 48000,
                 "precision": None,
                 "attribution": {"name": "MMDAgent 'Mei'", "url": None},
+                "style_ids": STYLE_IDS,
+                "speaker_uuid": UUID,
             }
             return web.json_response(
-                {"voices": [voice], "presets": [], "default_voice": "openjtalk-mei"}
+                {
+                    "voices": [voice],
+                    "presets": [],
+                    "default_voice": "openjtalk-mei",
+                    "engine_api": self.engine_api,
+                }
             )
 
         async def reading(request: web.Request) -> web.Response:
@@ -477,5 +489,132 @@ def test_screenshots(browser: WebDriver, page: StandInPage, lang: str, width: in
             _width(browser, width, 900)
             _tab(browser, view)
             _shot(browser, f"{view}-{lang}-{width}")
+    finally:
+        browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+
+# -- the Voices tab: the engine API's style IDs, selectable and copyable -----------------------
+
+
+def _open_voices(driver: WebDriver, page: StandInPage, lang: str) -> None:
+    driver.get("about:blank")  # a load, not a jump within the page at the same address
+    driver.get(page.url + f"?lang={lang}#voices")
+    _wait(driver, lambda d: d.find_elements(By.CSS_SELECTOR, "code.style-id"), "the style IDs")
+
+
+def _shown_ids(driver: WebDriver) -> list[list[str]]:
+    rows: list[list[str]] = driver.execute_script(
+        "return [...document.querySelectorAll('article.voice .style-ids li')].map((li) =>"
+        " [li.dataset.style, li.querySelector('.style-name').textContent,"
+        "  li.querySelector('code.style-id').textContent])"
+    )
+    return rows
+
+
+def _copy(driver: WebDriver, style: str) -> Any:
+    """Click the Copy button of `style`'s ID; its button once it has said how it copied."""
+    button = driver.find_element(By.CSS_SELECTOR, f'.style-ids li[data-style="{style}"] .copy')
+    button.click()
+    return _wait(driver, lambda d: button.get_attribute("data-copied") and button, "copied")
+
+
+def _selection(driver: WebDriver) -> str:
+    text: str = driver.execute_script("return window.getSelection().toString()")
+    return text
+
+
+# the Clipboard API as a page served over plain http on a LAN has it: not at all
+_NO_CLIPBOARD = (
+    "Object.defineProperty(navigator, 'clipboard', {value: undefined, configurable: true})"
+)
+# a Clipboard API that records what it was given (the real one needs a permission prompt)
+_RECORDING_CLIPBOARD = (
+    "window.copied = [];"
+    "Object.defineProperty(navigator, 'clipboard', {configurable: true, value: {"
+    " writeText: (text) => { window.copied.push(text); return Promise.resolve(); }}})"
+)
+_REFUSING_CLIPBOARD = (
+    "Object.defineProperty(navigator, 'clipboard', {configurable: true, value: {"
+    " writeText: () => Promise.reject(new DOMException('denied', 'NotAllowedError'))}})"
+)
+
+
+def test_style_ids_are_shown_as_text_and_copied(browser: WebDriver, page: StandInPage):
+    _width(browser, 1280)
+    _open_voices(browser, page, "en")
+    assert _shown_ids(browser) == [
+        ["Neutral", "Neutral", "5013"],
+        ["Happy", "Happy", "888753760"],
+    ]
+    heading = browser.find_element(By.CSS_SELECTOR, "article.voice .style-ids").find_element(
+        By.XPATH, "preceding-sibling::h3[1]"
+    )
+    assert heading.text.lower() == "style ids (engine api)"
+    # where the API listens: a wildcard bind is reached by the page's own host name
+    box = browser.find_element(By.ID, "engine-api")
+    assert box.get_attribute("data-on") == "true"
+    assert browser.find_element(By.ID, "engine-api-url").text == "http://127.0.0.1:10101"
+    assert browser.find_element(By.ID, "openai-api-url").text == "http://127.0.0.1:10101/v1"
+    assert "Authorization: Bearer TOKEN" in box.text  # the API asks for a token
+    assert "own machine only" not in box.text  # not bound to loopback
+    # the Clipboard API: given the ID, the button says so
+    browser.execute_script(_RECORDING_CLIPBOARD)
+    button = _copy(browser, "Happy")
+    assert button.get_attribute("data-copied") == "clipboard"
+    assert button.text == "Copied"
+    assert browser.execute_script("return window.copied") == ["888753760"]
+    note = browser.find_element(By.CSS_SELECTOR, "article.voice .copy-note")
+    assert not note.is_displayed()
+    # no Clipboard API (plain http on a LAN): the ID selected, copied by the browser's own
+    # command where it can, else the note says how to copy it by hand
+    browser.execute_script(_NO_CLIPBOARD + "; window.getSelection().removeAllRanges()")
+    button = _copy(browser, "Neutral")
+    assert _selection(browser) == "5013"
+    assert button.get_attribute("data-copied") in ("command", "selected")
+    browser.execute_script(_NO_CLIPBOARD + "; document.execCommand = () => false")
+    button = _copy(browser, "Happy")
+    assert button.get_attribute("data-copied") == "selected" and button.text == "Selected"
+    assert _selection(browser) == "888753760"
+    assert note.is_displayed() and "Ctrl+C" in note.text
+    # a Clipboard API that refuses (no permission): the same fallback
+    browser.execute_script(_REFUSING_CLIPBOARD + "; window.getSelection().removeAllRanges()")
+    button = _copy(browser, "Neutral")
+    assert button.get_attribute("data-copied") == "selected"
+    assert _selection(browser) == "5013"
+    # the address is copied the same way
+    browser.execute_script(_RECORDING_CLIPBOARD)
+    box.find_element(By.CSS_SELECTOR, ".copy").click()
+    _wait(browser, lambda d: d.execute_script("return window.copied.length"), "address copied")
+    assert browser.execute_script("return window.copied") == ["http://127.0.0.1:10101"]
+
+
+def test_style_ids_while_the_engine_api_is_off(browser: WebDriver, page: StandInPage):
+    """Off: the IDs it will serve are listed, the card says it is off and how to turn it on,
+    in Japanese; the IDs and their buttons stay within a phone's width."""
+    page.engine_api = {"on": False}
+    _width(browser, 390, 844)
+    try:
+        _open_voices(browser, page, "ja")
+        box = browser.find_element(By.ID, "engine-api")
+        assert box.get_attribute("data-on") == "false"
+        assert box.find_element(By.CSS_SELECTOR, "h2 .tag").text == "無効"
+        assert "エンジン API" in box.text and "無効です" in box.text
+        flags = [c.text for c in box.find_elements(By.CSS_SELECTOR, "code.flag")]
+        assert flags == ["--engine-api-port 10101", "engine_api_token"]
+        assert not box.find_elements(By.ID, "engine-api-url")
+        assert [row[2] for row in _shown_ids(browser)] == ["5013", "888753760"]
+        buttons = browser.find_elements(By.CSS_SELECTOR, ".style-ids .copy")
+        assert [b.text for b in buttons] == ["コピー", "コピー"]
+        for b in buttons:
+            right = browser.execute_script("return arguments[0].getBoundingClientRect().right", b)
+            assert 0 < right <= 390, right
+        scroll, inner = _no_horizontal_scroll(browser)
+        assert scroll <= inner, f"the Voices tab scrolls sideways: {scroll} > {inner}"
+        browser.execute_script(_NO_CLIPBOARD + "; document.execCommand = () => false")
+        button = _copy(browser, "Happy")
+        assert button.text == "選択済み" and _selection(browser) == "888753760"
+        note = browser.find_element(By.CSS_SELECTOR, "article.voice .copy-note")
+        assert note.is_displayed() and "長押し" in note.text
+        _shot(browser, "voices-off-ja-390")
     finally:
         browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})

@@ -26,6 +26,14 @@ const STRINGS = {
     warnings: "Last warnings", no_warnings: "No warnings.",
     first_audio: "first audio {ms} ms", rtf: "RTF {rtf}", seconds: "{s} s of audio",
     sample_rate: "Sample rate", precision: "Precision", license: "License / attribution",
+    style_ids: "Style IDs (engine API)", copy: "Copy", copied: "Copied", selected: "Selected",
+    copy_id: "Copy the style ID of {style}", copy_url: "Copy the address",
+    copy_hint: "Press Ctrl+C (⌘C), or hold and copy: over plain http the browser does not let the page copy.",
+    engine_api: "Engine API", off: "off", api_voicevox: "VOICEVOX / AivisSpeech", api_openai: "OpenAI base_url",
+    engine_api_voices: "Clients name a style by its ID below; OpenAI's voice is a voice's name, or name:style.",
+    engine_api_local: "Reachable from the server's own machine only (`--engine-api-host` with a token opens it to others).",
+    engine_api_token: "Clients send the token: `Authorization: Bearer TOKEN`.",
+    engine_api_off: "The engine API (VOICEVOX / AivisSpeech and OpenAI speech) is off. The style IDs below are the ones it will serve: start the server with `--engine-api-port 10101` (the add-on: set `engine_api_token`).",
     styles: "Styles", presets: "Presets", preset: "preset", preset_of: "preset of {voice}",
     version: "Version", uptime: "Up for", memory: "Memory (RSS)", requests: "Requests served",
     queue: "In flight / queue limit", voices: "Voices", draining: "Shutting down",
@@ -129,6 +137,14 @@ const STRINGS = {
     warnings: "最近の警告", no_warnings: "警告はありません。",
     first_audio: "最初の音声 {ms} ms", rtf: "RTF {rtf}", seconds: "音声 {s} 秒",
     sample_rate: "サンプリング周波数", precision: "精度", license: "ライセンス・クレジット",
+    style_ids: "スタイル ID（エンジン API）", copy: "コピー", copied: "コピー済み", selected: "選択済み",
+    copy_id: "{style} のスタイル ID をコピー", copy_url: "アドレスをコピー",
+    copy_hint: "Ctrl+C（⌘C）か長押しでコピーしてください（http で開いたページからはブラウザーがコピーを許しません）。",
+    engine_api: "エンジン API", off: "無効", api_voicevox: "VOICEVOX / AivisSpeech", api_openai: "OpenAI の base_url",
+    engine_api_voices: "クライアントではスタイルを下の ID で指定します。OpenAI の voice は声の名前か「名前:スタイル」です。",
+    engine_api_local: "サーバーと同じ機器からのみ使えます（他の機器からは `--engine-api-host` とトークンで）。",
+    engine_api_token: "クライアントはトークンを `Authorization: Bearer TOKEN` で送ります。",
+    engine_api_off: "エンジン API（VOICEVOX / AivisSpeech・OpenAI 音声）は無効です。下のスタイル ID は有効にしたときに使われるものです。`--engine-api-port 10101` を付けて起動してください（アドオンでは `engine_api_token` を設定）。",
     styles: "スタイル", presets: "プリセット", preset: "プリセット", preset_of: "{voice} のプリセット",
     version: "バージョン", uptime: "稼働時間", memory: "メモリ (RSS)", requests: "処理したリクエスト",
     queue: "処理中 / 待ち行列の上限", voices: "声", draining: "停止中",
@@ -427,8 +443,117 @@ function playSample(button, voice, style) {
   player.play().catch(() => button.classList.remove("playing"));
 }
 
+// -- copying an ID or an address ----------------------------------------------------------
+// navigator.clipboard exists only in a secure context (https, localhost): on a page opened
+// over plain http on a LAN it is missing, so the text is selected and the browser's own copy
+// command tried; where that fails too, the person copies the selection (the note says how).
+
+function selectText(node) {
+  const range = document.createRange();
+  range.selectNodeContents(node);
+  const selection = window.getSelection();
+  selection.removeAllRanges();
+  selection.addRange(range);
+}
+
+// "clipboard", "command" (execCommand copied the selection) or "selected"
+async function copyText(node) {
+  const text = node.textContent;
+  if (navigator.clipboard && typeof navigator.clipboard.writeText === "function") {
+    try {
+      await navigator.clipboard.writeText(text);
+      return "clipboard";
+    } catch (e) { /* refused (permissions, no focus): select it instead */ }
+  }
+  selectText(node);
+  let copied = false;
+  try { copied = document.execCommand("copy"); } catch (e) { copied = false; }
+  return copied ? "command" : "selected";
+}
+
+// a Copy button for `target`'s text; `note` shows how to copy a selection by hand
+function copyButton(target, label, note) {
+  const b = el("button", { type: "button", class: "small copy", title: label, "aria-label": label, text: t("copy") });
+  let timer = null;
+  b.addEventListener("click", async () => {
+    const how = await copyText(target);
+    b.dataset.copied = how;
+    b.textContent = how === "selected" ? t("selected") : t("copied");
+    if (note) note.hidden = how !== "selected";
+    clearTimeout(timer);
+    timer = setTimeout(() => { b.textContent = t("copy"); }, 2500);
+  });
+  return b;
+}
+
+function copyNote() {
+  return el("p", { class: "hint copy-note", text: t("copy_hint"), hidden: true, "aria-live": "polite" });
+}
+
+// the engine APIs' address as a client on this network writes it: a wildcard bind is reached
+// by the name this page was opened with
+function engineApiBase(api) {
+  if (!api || !api.on || !api.port) return null;
+  let host = api.host || location.hostname;
+  if (host === "0.0.0.0" || host === "::") host = location.hostname;
+  if (host.includes(":") && !host.startsWith("[")) host = `[${host}]`;
+  return `http://${host}:${api.port}`;
+}
+
+function isLoopback(host) {
+  return host === "localhost" || host === "::1" || /^127\./.test(host);
+}
+
+// a hint whose `quoted` parts (flags, options, headers) are code that does not break
+function hint(text, cls) {
+  const p = el("p", { class: cls ? `hint ${cls}` : "hint" });
+  text.split("`").forEach((part, i) => { if (part) p.append(i % 2 ? el("code", { class: "flag", text: part }) : part); });
+  return p;
+}
+
+function renderEngineApi(api) {
+  const box = $("#engine-api");
+  box.replaceChildren();
+  box.hidden = !api;
+  if (!api) return;  // an older server: nothing said
+  const base = engineApiBase(api);
+  box.dataset.on = base ? "true" : "false";
+  box.append(el("h2", {}, t("engine_api"), base ? null : el("span", { class: "tag", text: t("off") })));
+  if (!base) {
+    box.append(hint(t("engine_api_off"), "off"));
+    return;
+  }
+  const note = copyNote();
+  const facts = el("dl", { class: "facts api-urls" });
+  for (const [label, url, id] of [[t("api_voicevox"), base, "engine-api-url"], [t("api_openai"), `${base}/v1`, "openai-api-url"]]) {
+    const code = el("code", { id, class: "copyable", text: url });
+    facts.append(el("dt", { text: label }), el("dd", {}, code, " ", copyButton(code, t("copy_url"), note)));
+  }
+  box.append(facts, note, el("p", { class: "hint", text: t("engine_api_voices") }));
+  if (isLoopback(api.host)) box.append(hint(t("engine_api_local")));
+  if (api.token) box.append(hint(t("engine_api_token")));
+}
+
+// a voice's styles with the IDs the engine API serves (GET /speakers), each selectable and
+// copyable; null where the server gave none
+function styleIds(v) {
+  if (!v.style_ids) return null;
+  const note = copyNote();
+  const list = el("ul", { class: "style-ids" });
+  for (const style of v.styles) {
+    const id = v.style_ids[style];
+    if (id === undefined || id === null) continue;
+    const code = el("code", { class: "style-id copyable", data_style: style, text: String(id) });
+    list.append(el("li", { data_style: style },
+      el("span", { class: "style-name", text: style }), code,
+      copyButton(code, t("copy_id", { style: `${v.name}:${style}` }), note)));
+  }
+  return [el("h3", { text: t("style_ids") }), list, note];
+}
+
 async function renderVoices() {
   const data = await loadVoices();
+  renderEngineApi(data.engine_api);
   const list = $("#voice-list");
   list.replaceChildren();
   for (const v of data.voices) {
@@ -457,7 +582,8 @@ async function renderVoices() {
       el("p", { class: "description", text: v.description }),
       facts,
       el("h3", { text: t("styles") }),
-      styles));
+      styles,
+      ...(styleIds(v) || [])));
   }
   for (const p of data.presets) {
     const b = el("button", { class: "play", data_voice: p.name, "aria-label": `▶ ${p.name}` },
