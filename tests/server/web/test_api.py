@@ -703,3 +703,49 @@ async def test_the_style_ids_are_shown_while_the_engine_api_is_off(page, embedde
     assert voice["style_ids"] == {e.style: e.id for e in table.of_voice(VOICE)}
     assert voice["speaker_uuid"] == table.of_voice(VOICE)[0].speaker_uuid
     assert data["engine_api"] == {"on": False}
+
+
+@pytest.fixture(scope="module")
+def aivis_speakers(aivm_files, layout_root: Path, tmp_path_factory: pytest.TempPathFactory):
+    """Two AivisHub voices (small random-weight test files): one of a one-speaker file and
+    the second speaker of a two-speaker file."""
+    from engine import TTS, EngineOptions
+
+    tts = TTS(
+        "cpu",
+        cache_dir=tmp_path_factory.mktemp("cache"),
+        bert_source=str(layout_root),
+        options=EngineOptions(threads=1, precision="fp32"),
+    )
+    tts.load("one", source=str(aivm_files.one))
+    tts.load("bob", source=f"{aivm_files.multi}#speaker=1")
+    yield dict(tts.prepare().speakers)
+    tts.close()
+
+
+@pytest.mark.timeout(600)
+async def test_an_aivishub_voices_ids_on_the_page_are_aivisspeechs(
+    start_server, aivis_speakers, embedded_speakers, aivm_files, dict_path
+):
+    """AivisHub voices beside the embedded one: the page shows AivisSpeech Engine's IDs
+    (from each file's speaker UUID and local style IDs), the same as ``GET /speakers``."""
+    from engine.aivm import read_metadata
+    from wyoming_hayakoe.apis.options import EngineApiSettings
+    from wyoming_hayakoe.apis.style_ids import aivis_style_id
+
+    server = await start_server(
+        {**aivis_speakers, VOICE: embedded_speakers[VOICE]},
+        http=HttpSettings(port=0, dictionary=dict_path),
+        engine_api=EngineApiSettings(port=0),
+    )
+    voices, speakers = await _page_and_speakers(server)
+    shown, served = _ids(voices, speakers)
+    assert shown == served
+    by_name = {v["name"]: v for v in voices["voices"]}
+    for name, path, index in (("one", aivm_files.one, 0), ("bob", aivm_files.multi, 1)):
+        manifest_speaker = read_metadata(path).manifest.speakers[index]
+        assert by_name[name]["speaker_uuid"] == manifest_speaker.uuid
+        assert by_name[name]["style_ids"] == {
+            st.name: aivis_style_id(manifest_speaker.uuid, st.local_id)
+            for st in manifest_speaker.styles
+        }
