@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import importlib.util
+import json
 import tempfile
 import time
 from collections.abc import Callable
@@ -67,6 +68,42 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help=f"XNNPACK recipes, comma-separated ({', '.join(VARIANTS)})",
     )
     p.add_argument("--max-frames", type=int, default=1024, help="dynamic length bound")
+    p.add_argument(
+        "--arm-root",
+        type=Path,
+        default=None,
+        help="the arm64 root for the aarch64 half (default $ARM64_ROOT, else "
+        "/var/tmp/wyoming-hayakoe-arm64-evidence; made by `sudo XNNPACK=1 bash "
+        "benchmarks/arm/root.sh`); the emulated runs need root (sudo)",
+    )
+    p.add_argument(
+        "--arm-from",
+        type=Path,
+        default=None,
+        help="no emulation: the aarch64 figures of a stored run's JSON (e.g. "
+        "benchmarks/results/xnnpack.json)",
+    )
+    p.add_argument("--no-arm", action="store_true", help="x86 only")
+    p.add_argument(
+        "--arm-cpus",
+        default="cortex-a72,cortex-a76,cortex-a55",
+        help="CPU targets of the aarch64 half (benchmarks/arm/emulator.py TARGETS)",
+    )
+    p.add_argument("--arm-frames", type=int, default=16, help="F: emulated runs of F and 2F frames")
+    p.add_argument(
+        "--arm-heldout", type=int, default=8, help="held-out sentences decoded on each target"
+    )
+    p.add_argument(
+        "--arm-work",
+        type=Path,
+        default=Path("/var/tmp/wyoming-hayakoe-arm-xnnpack"),
+        help="the emulated runs' work folder (decoders, plugin, logs)",
+    )
+    p.add_argument(
+        "--reconvert",
+        action="store_true",
+        help="convert again even where benchmarks/.cache/xnnpack/ holds the program",
+    )
 
 
 def missing() -> list[str]:
@@ -133,8 +170,9 @@ def _xnnpack(
     out: Path,
 ) -> tuple[dict[str, float], Any]:
     """Quantize `gen` for XNNPACK (`variant` of `VARIANTS`), lower it whole and write the
-    ExecuTorch program to `out`; the seconds each step took, and the quantized PyTorch module
-    before lowering (PT2E's reference: quantization simulated in fp32)."""
+    ExecuTorch program to `out` (and beside it, `.pt2`, the quantized module before lowering:
+    PT2E's reference, quantization simulated in fp32); the seconds each step took, and that
+    reference module."""
     import torch
     from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
     from executorch.backends.xnnpack.quantizer.xnnpack_quantizer import (
@@ -169,10 +207,9 @@ def _xnnpack(
             prepared(*(torch.from_numpy(feeds[k]) for k in ("z", "g") if k in feeds))
         t["calibrate"] = time.perf_counter()
         converted = convert_pt2e(prepared)
-        lowered = to_edge_transform_and_lower(
-            torch.export.export(converted, args, dynamic_shapes=dyn),
-            partitioner=[XnnpackPartitioner()],
-        )
+        reference = torch.export.export(converted, args, dynamic_shapes=dyn)
+        torch.export.save(reference, out.with_suffix(".pt2"))
+        lowered = to_edge_transform_and_lower(reference, partitioner=[XnnpackPartitioner()])
         graph = lowered.exported_program().graph_module.graph
         outside = sorted(
             {
@@ -195,6 +232,17 @@ def _xnnpack(
         "outside": len(outside),
         "program_mb": out.stat().st_size / 2**20,
     }, converted
+
+
+def _program_path(variant: str, key: str, bound: int) -> Path:
+    """Where the ExecuTorch program of `variant` is kept between runs (with `.pt2`, PT2E's
+    reference, and `.json`, what its conversion cost), per decoder, calibration, length bound
+    and executorch version."""
+    from importlib.metadata import version
+
+    folder = CACHE / "xnnpack"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder / f"xnnpack_{variant}-{key}-{bound}-et{version('executorch')}.pte"
 
 
 def _executorch(program: Path, threads: int) -> Callable[[dict[str, np.ndarray]], np.ndarray]:
@@ -224,15 +272,25 @@ def _torch_run(module: Any) -> Callable[[dict[str, np.ndarray]], np.ndarray]:
     return run
 
 
-def _fidelity(run: Callable[..., Any], ref: list[np.ndarray], held: list[dict], sr: int) -> Any:
+def _fidelity(ref: list[np.ndarray], outputs: list[np.ndarray], sr: int) -> Any:
+    """The gate's report of `outputs` against `ref` (audio, one per held-out sentence)."""
     from engine.int8.gate import SentenceFidelity, compare, judge
 
     rows = []
-    for i, (feeds, want) in enumerate(zip(held, ref, strict=True)):
-        got = np.clip(run(feeds), -1, 1)
-        snr, logmel, mcd = compare(want, got, sr)
+    for i, (want, got) in enumerate(zip(ref, outputs, strict=True)):
+        snr, logmel, mcd = compare(np.clip(want, -1, 1), np.clip(got, -1, 1), sr)
         rows.append(SentenceFidelity(str(i), "", len(want) / sr, snr, logmel, mcd))
     return judge("bench", rows)
+
+
+def _figures(rep: Any) -> dict[str, Any]:
+    return {
+        "snr_db_min": rep.snr_db_min,
+        "logmel_db_mean": rep.logmel_db_mean,
+        "mcd_db_mean": rep.mcd_db_mean,
+        "passed": rep.passed,
+        "reasons": list(rep.reasons),
+    }
 
 
 def run(args: argparse.Namespace) -> Report:
@@ -263,12 +321,10 @@ def run(args: argparse.Namespace) -> Report:
     root, name = (small_root(), SMALL_VOICE) if args.quick else (fullsize_root(), VOICE_NAME)
     files = layout.onnx_folder_files(root / layout.speaker_prefix(name, "onnx"))
     synth = split_synthesizer(files, EngineOptions(threads=2), CACHE / "ours-cache")
-    bert = None
-    if args.quick:
-        from engine.bert import load_bert
+    from engine.bert import load_bert
 
-        bert = load_bert(root, "cpu")
-    # the int8_decoder part's latents: made there (or here, quick) and kept as .npz
+    bert = load_bert(root, "cpu")
+    # the int8_decoder part's latents: made there or here, and kept as .npz
     data = _latents(files, synth, bert, args.quick, 2 if args.quick else args.heldout)
     sr = synth.sample_rate
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]
@@ -307,18 +363,21 @@ def run(args: argparse.Namespace) -> Report:
         longest = max(f["z"].shape[2] for f in data["heldout"])
         references: dict[str, Any] = {}
         conversions: dict[str, dict[str, float]] = {}
+        programs: dict[str, Path] = {}
+        bound = max(args.max_frames, longest, args.frames)
         for variant in variants:
-            program = scratch / f"xnnpack_{variant}.pte"
-            conv, references[variant] = _xnnpack(
-                gen,
-                data["calibration"],
-                feeds,
-                variant,
-                max(args.max_frames, longest, args.frames),
-                program,
-            )
-            log(f"xnnpack {variant}: {conv}")
+            program = _program_path(variant, key, bound)
+            stats = program.with_suffix(".json")
+            if args.reconvert or not (stats.is_file() and program.with_suffix(".pt2").is_file()):
+                conv, _ = _xnnpack(gen, data["calibration"], feeds, variant, bound, program)
+                stats.write_text(json.dumps(conv))
+                log(f"xnnpack {variant}: {conv}")
+            else:
+                conv = {**json.loads(stats.read_text()), "cached": True}
+                log(f"xnnpack {variant}: read from {program}")
+            references[variant] = torch.export.load(program.with_suffix(".pt2")).module()
             conversions[variant] = conv
+            programs[variant] = program
             runs[f"xnnpack_{variant}"] = _executorch(program, args.threads)
         report.data["conversion"] = conversions
         report.data["ort_quantize_s"] = ort_s
@@ -352,13 +411,15 @@ def run(args: argparse.Namespace) -> Report:
         )
         report.table(["load", "decoder", "s", f"/ {base}", "/ fp32"], rows, "llrrr")
 
-        ref = [np.clip(runs["fp32"](f), -1, 1) for f in data["heldout"]]
         fid_rows = []
-        fidelity = {name: runs[name] for name in runs if name != "fp32"}
+        fidelity = dict(runs)
         for variant, module in references.items():
             fidelity[f"{variant}, PT2E reference"] = _torch_run(module)
-        for name, fn in fidelity.items():
-            rep = _fidelity(fn, ref, data["heldout"], sr)
+        outputs = {name: [fn(f) for f in data["heldout"]] for name, fn in fidelity.items()}
+        for name in fidelity:
+            if name == "fp32":
+                continue
+            rep = _fidelity(outputs["fp32"], outputs[name], sr)
             verdict = "passes" if rep.passed else "FAILS: " + "; ".join(rep.reasons)
             fid_rows.append(
                 [
@@ -369,15 +430,11 @@ def run(args: argparse.Namespace) -> Report:
                     verdict,
                 ]
             )
-            report.data.setdefault("fidelity", {})[name] = {
-                "snr_db_min": rep.snr_db_min,
-                "logmel_db_mean": rep.logmel_db_mean,
-                "mcd_db_mean": rep.mcd_db_mean,
-                "passed": rep.passed,
-            }
+            report.data.setdefault("fidelity", {})[name] = _figures(rep)
         th = rep.thresholds
         report.note(
-            f"Fidelity against the fp32 decoder, {len(ref)} held-out sentences (decoder only; "
+            f"Fidelity against the fp32 decoder, {len(outputs['fp32'])} held-out sentences "
+            "(decoder only; "
             f"thresholds: SNR ≥ {th.min_snr_db:g} dB, log-mel ≤ {th.max_logmel_db:g} dB, "
             f"MCD ≤ {th.max_mcd_db:g} dB):"
         )
@@ -402,14 +459,137 @@ def run(args: argparse.Namespace) -> Report:
             ],
             "lrrrrr",
         )
+        cached = [v for v, c in conversions.items() if c.get("cached")]
         report.note(
             f"Conversion on 2 shared cores; ONNX Runtime's quantization {ort_s:.0f} s (0: read "
             "from benchmarks/.cache/xnnpack/). Operators outside the XNNPACK delegate: "
             + ", ".join(f"{v} {c['outside']:g}" for v, c in conversions.items())
             + "."
+            + (
+                f" Read from benchmarks/.cache/xnnpack/ ({', '.join(cached)}): the figures of "
+                "the run that converted it."
+                if cached
+                else ""
+            )
         )
         del runs
+        arm = _aarch64(args, report, ort_path, programs, data["heldout"], outputs, synth)
+    _both(report, rows, arm)
     return report
+
+
+def _aarch64(
+    args: argparse.Namespace,
+    report: Report,
+    ort_path: Path,
+    programs: dict[str, Path],
+    heldout: list[dict[str, np.ndarray]],
+    outputs: dict[str, list[np.ndarray]],
+    synth: Any,
+) -> dict[str, Any] | None:
+    """The aarch64 half: emulated here (`--arm-root`), or read from a stored run's JSON
+    (`--arm-from`), or skipped with the reason."""
+    from benchmarks.arm import emulator
+    from benchmarks.arm import xnnpack as arm
+
+    res: dict[str, Any] | None = None
+    source = ""
+    root = args.arm_root or emulator.DEFAULT_ROOT
+    why = None if args.arm_from or args.no_arm else emulator.lacking(root)
+    if args.arm_from:
+        res = json.loads(args.arm_from.read_text()).get("aarch64")
+        source = f"read from {args.arm_from}"
+        if res is None:
+            why = f"{args.arm_from} holds no aarch64 results"
+    elif args.no_arm:
+        why = "--no-arm"
+    elif why is None:
+        n = min(args.arm_heldout, len(heldout))
+
+        def fidelity(ref: list[np.ndarray], got: list[np.ndarray]) -> dict[str, Any]:
+            return _figures(_fidelity(ref, got, synth.sample_rate))
+
+        res = arm.run(
+            root=root,
+            work=args.arm_work,
+            targets=[c.strip() for c in args.arm_cpus.split(",") if c.strip()],
+            ort_path=ort_path,
+            programs=programs,
+            heldout=heldout[:n],
+            x86_outputs={k: v[:n] for k, v in outputs.items()},
+            fidelity=fidelity,
+            frames=args.arm_frames,
+            hop=synth.hop_length,
+            sample_rate=synth.sample_rate,
+            log=log,
+        )
+        source = f"emulated now, arm64 root {root}"
+    if res is None:
+        msg = f"aarch64 part skipped: {why}"
+        log(msg)
+        report.note(msg)
+        return None
+    report.data["aarch64"] = res
+    first = next(iter(res["targets"].values()))
+    report.note(
+        f"aarch64 under qemu ({source}; {res['qemu']}; ONNX Runtime "
+        f"{first['info'].get('onnxruntime')}, executorch {first['info'].get('executorch')}, "
+        f"torch {first['info'].get('torch')}, PyPI's aarch64 wheels), one thread, instructions "
+        f"over runs of {res['frames']} and {2 * res['frames']} latent frames, the difference "
+        "per second of audio; estimated time: the throughput bound of those counts on each "
+        "core model (benchmarks/arm/cores.py, docs/arm-evidence.md):"
+    )
+    report.table(
+        ["core model", "decoder", "int8 multiplies", "G instr / s", "Gcycles / s (bound)",
+         "instr / ort_int8", "est. time / ort_int8"],
+        arm.estimate_rows(res),
+        "lllrrrr",
+    )  # fmt: skip
+    report.note(
+        "aarch64 outputs (held-out sentences decoded on each target) against the same decoder's "
+        "x86 outputs, and against x86's fp32 decoder (the gate):"
+    )
+    report.table(
+        ["target", "decoder", "max |diff| vs x86", "SNR min vs x86", "MCD vs x86",
+         "gate: SNR min", "log-mel", "MCD", "gate"],
+        arm.fidelity_rows(res),
+        "llrrrrrrl",
+    )  # fmt: skip
+    report.note("ONNX Runtime's int8 decoder per stage, each stage's share of its cycle bound:")
+    report.table(["core model", "stages 0 / 1 / …"], arm.stage_rows(res), "ll")
+    return res
+
+
+def _both(report: Report, rows: list[list[str]], arm: dict[str, Any] | None) -> None:
+    """Both comparisons in one table: x86 measured, aarch64 estimated, each with its gate."""
+    from benchmarks.arm import cores
+    from benchmarks.arm import xnnpack as armx
+
+    fid = report.data.get("fidelity", {})
+    names = [n for n in fid if "PT2E" not in n]
+    x86 = {(r[0], r[1]): r[3] for r in rows}
+    models = [] if arm is None else [
+        (k, m) for k in arm["targets"] for m in cores.MODELS[k]
+    ]  # fmt: skip
+    head = ["decoder", "x86 idle", "x86 one core busy", "gate (x86)"]
+    head += [f"{armx.model_name(m)} (est.)" for _, m in models]
+    if arm is not None:
+        head.append("gate (aarch64, each target)")
+    out = []
+    for name in names:
+        cells = [name, x86.get(("idle", name), "–"), x86.get(("one core busy", name), "–"),
+                 "passes" if fid[name]["passed"] else "FAILS"]  # fmt: skip
+        gates = []
+        for k, m in models:
+            cells.append(f"{arm['targets'][k]['ratios'][name][m]:.2f}")  # type: ignore[index]
+        if arm is not None:
+            for t in arm["targets"].values():
+                g = t["decoders"][name]["gate"]
+                gates.append(f"{g['snr_db_min']:.1f} dB " + ("passes" if g["passed"] else "FAILS"))
+            cells.append(", ".join(sorted(set(gates))))
+        out.append(cells)
+    report.note("Both comparisons: decoder time / ort_int8 (x86 measured; aarch64 estimated):")
+    report.table(head, out, "l" + "r" * (len(head) - 1))
 
 
 if __name__ == "__main__":  # python -m benchmarks.engine.xnnpack [options]
