@@ -162,8 +162,10 @@ class Emulator:
         """(stdout of guest.py, the plugin's log) for `args` on `target`; with `count`, the
         plugin counts and logs into the work folder's file of that name."""
         cpuinfo = self.work / f"cpuinfo-{target.key}"
-        cpuinfo.write_text(target.cpuinfo(os.cpu_count() or 1))
-        log = self.work / (count or "plugin.log")
+        text = target.cpuinfo(os.cpu_count() or 1)
+        if not cpuinfo.is_file() or cpuinfo.read_text() != text:  # runs in parallel share it
+            cpuinfo.write_text(text)
+        log = self.work / (count or f"plugin-{target.key}.log")
         log.unlink(missing_ok=True)
         ld = f"{BUNDLE}/lib/ld-linux-x86-64.so.2"
         qemu = [ld, "--library-path", f"{BUNDLE}/lib", f"{BUNDLE}/qemu-aarch64",

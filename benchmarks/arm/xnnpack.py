@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import platform
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -129,6 +130,48 @@ def _manifests(
     return out
 
 
+def _decoder(
+    emu: Emulator,
+    key: str,
+    name: str,
+    manifest: Path,
+    x86_outputs: dict[str, list[np.ndarray]],
+    fidelity: Callable[[list[np.ndarray], list[np.ndarray]], dict[str, Any]],
+    counting: tuple[int, int, int],
+    log: Callable[[str], None],
+) -> dict[str, Any]:
+    """One decoder on one target: its counts (per stage), estimates, and its outputs."""
+    frames, hop, sample_rate = counting
+    target = TARGETS[key]
+    inside = f"{INSIDE_WORK}/{manifest.name}"
+    stdout, plog = emu.run(target, ["count", inside, f"{frames},{2 * frames}"],
+                           count=f"plugin-{key}-{name}.log")  # fmt: skip
+    stages = json.loads(stdout.strip().splitlines()[-1])["stages"]
+    runs = split_runs(phase_counts(plog), stages)
+    per_stage = [
+        per_audio_second(a, b, frames, hop, sample_rate)
+        for a, b in zip(runs[0], runs[1], strict=True)
+    ]
+    per_s = summed(per_stage)
+    d: dict[str, Any] = {"per_audio_second": per_s, "kernels": kernels(per_s),
+                         "estimate": estimates(per_s, key)}  # fmt: skip
+    if stages > 1:
+        d["stages"] = [{"per_audio_second": s, "estimate": estimates(s, key)} for s in per_stage]
+    log(f"aarch64 {key} {name}: {per_s['total'] / 1e9:.2f} G instructions / s audio")
+    got_file = emu.work / f"out-{key}-{name}.npz"
+    emu.run(target, ["outputs", inside, f"{INSIDE_WORK}/heldout.npz",
+                     f"{INSIDE_WORK}/{got_file.name}"])  # fmt: skip
+    with np.load(got_file) as data:
+        got = [data[k] for k in sorted(data.files)]
+    d["vs_x86"] = fidelity(x86_outputs[name], got)
+    d["vs_x86"]["max_abs"] = max(
+        float(np.abs(a - b).max()) for a, b in zip(x86_outputs[name], got, strict=True)
+    )
+    d["gate"] = fidelity(x86_outputs["fp32"], got)
+    log(f"aarch64 {key} {name}: against x86 {d['vs_x86']}; gate {d['gate']}")
+    return d
+
+
 def run(
     *,
     root: Path,
@@ -142,11 +185,14 @@ def run(
     frames: int,
     hop: int,
     sample_rate: int,
+    jobs: int = 1,
     log: Callable[[str], None] = print,
 ) -> dict[str, Any]:
     """The aarch64 half (module docstring). `fidelity(reference, test)` gives the gate's
     figures of `test` against `reference` (lists of audio, one per held-out sentence);
-    `x86_outputs` has each decoder's x86 audio and "fp32" (the gate's reference)."""
+    `x86_outputs` has each decoder's x86 audio and "fp32" (the gate's reference). `jobs`
+    emulated runs at once (each takes one host core); `work`/result.json holds what is done,
+    rewritten as each target finishes."""
     work.mkdir(parents=True, exist_ok=True)
     emu = Emulator(root, work, build_plugin(work))
     first = heldout[0]
@@ -156,49 +202,27 @@ def run(
     }
     np.savez(work / "heldout.npz", **held)
     res: dict[str, Any] = {"qemu": emu.qemu_version(), "host": platform.machine(),
-                           "frames": frames, "targets": {}}  # fmt: skip
-    for key in targets:
-        target = TARGETS[key]
-        t: dict[str, Any] = {"qemu_cpu": target.qemu_cpu, "cpu_part": hex(target.part),
-                             "boards": target.boards, "note": target.note}  # fmt: skip
-        out, _ = emu.run(target, ["info"], timeout=900)
-        t["info"] = json.loads(out.strip().splitlines()[-1])
-        log(f"aarch64 {key}: {t['info']}")
-        decoders: dict[str, dict[str, Any]] = {}
-        for name, manifest in manifests.items():
-            inside = f"{INSIDE_WORK}/{manifest.name}"
-            stdout, plog = emu.run(target, ["count", inside, f"{frames},{2 * frames}"],
-                                   count=f"plugin-{key}-{name}.log")  # fmt: skip
-            stages = json.loads(stdout.strip().splitlines()[-1])["stages"]
-            runs = split_runs(phase_counts(plog), stages)
-            per_stage = [
-                per_audio_second(a, b, frames, hop, sample_rate)
-                for a, b in zip(runs[0], runs[1], strict=True)
-            ]
-            per_s = summed(per_stage)
-            d: dict[str, Any] = {"per_audio_second": per_s, "kernels": kernels(per_s),
-                                 "estimate": estimates(per_s, key)}  # fmt: skip
-            if stages > 1:
-                d["stages"] = [
-                    {"per_audio_second": s, "estimate": estimates(s, key)} for s in per_stage
-                ]
-            decoders[name] = d
-            log(f"aarch64 {key} {name}: {per_s['total'] / 1e9:.2f} G instructions / s audio")
-            got_file = work / f"out-{key}-{name}.npz"
-            emu.run(target, ["outputs", inside, f"{INSIDE_WORK}/heldout.npz",
-                             f"{INSIDE_WORK}/{got_file.name}"])  # fmt: skip
-            with np.load(got_file) as data:
-                got = [data[k] for k in sorted(data.files)]
-            d["vs_x86"] = fidelity(x86_outputs[name], got)
-            d["vs_x86"]["max_abs"] = max(
-                float(np.abs(a - b).max()) for a, b in zip(x86_outputs[name], got, strict=True)
+                           "frames": frames, "heldout": len(heldout), "targets": {}}  # fmt: skip
+    counting = (frames, hop, sample_rate)
+    with ThreadPoolExecutor(max(1, jobs)) as pool:
+        work_items = {
+            (key, name): pool.submit(
+                _decoder, emu, key, name, m, x86_outputs, fidelity, counting, log
             )
-            d["gate"] = fidelity(x86_outputs["fp32"], got)
-            log(f"aarch64 {key} {name}: against x86 {d['vs_x86']}; gate {d['gate']}")
-        t["decoders"] = decoders
-        t["ratios"] = ratios(decoders)
-        res["targets"][key] = t
-        (work / "result.json").write_text(json.dumps(res, indent=1))
+            for key in targets
+            for name, m in manifests.items()
+        }
+        for key in targets:
+            target = TARGETS[key]
+            t: dict[str, Any] = {"qemu_cpu": target.qemu_cpu, "cpu_part": hex(target.part),
+                                 "boards": target.boards, "note": target.note}  # fmt: skip
+            out, _ = emu.run(target, ["info"], timeout=900)
+            t["info"] = json.loads(out.strip().splitlines()[-1])
+            log(f"aarch64 {key}: {t['info']}")
+            t["decoders"] = {name: work_items[key, name].result() for name in manifests}
+            t["ratios"] = ratios(t["decoders"])
+            res["targets"][key] = t
+            (work / "result.json").write_text(json.dumps(res, indent=1))
     return res
 
 

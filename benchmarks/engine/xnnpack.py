@@ -31,6 +31,7 @@ import argparse
 import dataclasses
 import importlib.util
 import json
+import os
 import tempfile
 import time
 from collections.abc import Callable
@@ -81,7 +82,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         type=Path,
         default=None,
         help="no emulation: the aarch64 figures of a stored run's JSON (e.g. "
-        "benchmarks/results/xnnpack.json)",
+        "benchmarks/results/xnnpack.json) or of an emulated run's result.json in --arm-work",
     )
     p.add_argument("--no-arm", action="store_true", help="x86 only")
     p.add_argument(
@@ -92,6 +93,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--arm-frames", type=int, default=16, help="F: emulated runs of F and 2F frames")
     p.add_argument(
         "--arm-heldout", type=int, default=8, help="held-out sentences decoded on each target"
+    )
+    p.add_argument(
+        "--arm-jobs",
+        type=int,
+        default=os.cpu_count() or 1,
+        help="emulated runs at once (each takes a core; default: this machine's cores)",
     )
     p.add_argument(
         "--arm-work",
@@ -497,7 +504,9 @@ def _aarch64(
     root = args.arm_root or emulator.DEFAULT_ROOT
     why = None if args.arm_from or args.no_arm else emulator.lacking(root)
     if args.arm_from:
-        res = json.loads(args.arm_from.read_text()).get("aarch64")
+        stored = json.loads(args.arm_from.read_text())
+        # a stored run's JSON, or the work folder's result.json (written after each target)
+        res = stored if "targets" in stored else stored.get("aarch64")
         source = f"read from {args.arm_from}"
         if res is None:
             why = f"{args.arm_from} holds no aarch64 results"
@@ -521,6 +530,7 @@ def _aarch64(
             frames=args.arm_frames,
             hop=synth.hop_length,
             sample_rate=synth.sample_rate,
+            jobs=args.arm_jobs,
             log=log,
         )
         source = f"emulated now, arm64 root {root}"
@@ -546,8 +556,9 @@ def _aarch64(
         "lllrrrr",
     )  # fmt: skip
     report.note(
-        "aarch64 outputs (held-out sentences decoded on each target) against the same decoder's "
-        "x86 outputs, and against x86's fp32 decoder (the gate):"
+        f"aarch64 outputs ({res.get('heldout', '?')} held-out sentences decoded on each "
+        "target) against the same decoder's x86 outputs, and against x86's fp32 decoder "
+        "(the gate):"
     )
     report.table(
         ["target", "decoder", "max |diff| vs x86", "SNR min vs x86", "MCD vs x86",
