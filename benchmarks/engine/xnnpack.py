@@ -255,6 +255,15 @@ def _program_path(variant: str, key: str, bound: int) -> Path:
     return folder / f"xnnpack_{variant}-{key}-{bound}-et{version('executorch')}.pte"
 
 
+def _reference(path: Path) -> Any:
+    """PT2E's reference module, saved by `_xnnpack` (its quantize/dequantize operators
+    registered first: `torch.export.load` resolves them by name)."""
+    import torch
+    import torch.ao.quantization.fx._decomposed  # noqa: F401 (registers quantized_decomposed)
+
+    return torch.export.load(path).module()
+
+
 def _executorch(program: Path, threads: int) -> Callable[[dict[str, np.ndarray]], np.ndarray]:
     import torch
     from executorch.extension.pybindings import portable_lib
@@ -385,7 +394,7 @@ def run(args: argparse.Namespace) -> Report:
             else:
                 conv = {**json.loads(stats.read_text()), "cached": True}
                 log(f"xnnpack {variant}: read from {program}")
-            references[variant] = torch.export.load(program.with_suffix(".pt2")).module()
+            references[variant] = _reference(program.with_suffix(".pt2"))
             conversions[variant] = conv
             programs[variant] = program
             runs[f"xnnpack_{variant}"] = _executorch(program, args.threads)
