@@ -1,14 +1,20 @@
 """Issue 49's aarch64 half, its arithmetic (benchmarks/arm/): the plugin's log into phases,
 phases into runs and stages, counts per second of audio, the cycle bound per core model and
-the ratios against ONNX Runtime. No qemu, root or executorch here: those runs are the
-benchmark's (`python -m benchmarks.engine.xnnpack --arm-root ...`)."""
+the ratios against ONNX Runtime, and the report of a stored run. No qemu, root or executorch
+here: those runs are the benchmark's (`python -m benchmarks.engine.xnnpack --arm-root ...`)."""
 
 from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
 
 import pytest
 
 from benchmarks.arm import cores, emulator
 from benchmarks.arm import xnnpack as arm
+from benchmarks.engine import xnnpack as bench
+from benchmarks.lib.report import Report
 
 LOG = """\
 insn_count mark 1 total=100 dot.q=0 imul.q=10 load=5
@@ -83,3 +89,44 @@ def test_targets_show_an_arm_cpuinfo_per_core() -> None:
     assert "asimddp" in text
     assert "asimddp" not in emulator.TARGETS["cortex-a72"].cpuinfo(1)
     assert set(emulator.TARGETS) == set(cores.MODELS)
+
+
+def _stored(ort: dict[str, float], xnn: dict[str, float]) -> dict[str, object]:
+    """An emulated run's result.json for one target, as `arm.run` writes it."""
+    gate = {"snr_db_min": 20.0, "logmel_db_mean": 0.5, "mcd_db_mean": 2.0, "passed": True}
+    decoders = {}
+    for name, counts in (("ort_int8", ort), ("xnnpack_fallback", xnn)):
+        decoders[name] = {
+            "per_audio_second": counts,
+            "kernels": arm.kernels(counts),
+            "estimate": arm.estimates(counts, "cortex-a72"),
+            "vs_x86": {**gate, "max_abs": 1e-4},
+            "gate": gate,
+        }
+    decoders["ort_int8"]["stages"] = [
+        {"per_audio_second": counts, "estimate": arm.estimates(counts, "cortex-a72")}
+        for counts in (ort, ort)
+    ]
+    info = {"onnxruntime": "1.32.0", "executorch": "1.5.1", "torch": "2.13.0"}
+    target = {"info": info, "decoders": decoders, "ratios": arm.ratios(decoders)}
+    return {"qemu": "qemu 7.2", "frames": 16, "heldout": 3, "targets": {"cortex-a72": target}}
+
+
+def test_the_report_reads_a_stored_aarch64_run(tmp_path: Path) -> None:
+    ort = {"total": 3e9, "imul.d": 2e9, "scalar": 1e9}
+    xnn = {"total": 2e9, "imul.d": 1e9, "scalar": 1e9}
+    stored = tmp_path / "result.json"
+    stored.write_text(json.dumps(_stored(ort, xnn)))
+    report = Report("t")
+    fid = {"snr_db_min": 20.0, "logmel_db_mean": 0.5, "mcd_db_mean": 2.0, "passed": True}
+    report.data["fidelity"] = {"ort_int8": fid, "xnnpack_fallback": fid}
+    args = argparse.Namespace(arm_from=stored, no_arm=False, arm_root=None)
+    res = bench._aarch64(args, report, stored, {}, [], {}, None)
+    rows = [["idle", "ort_int8", "0.4", "1.00"], ["idle", "xnnpack_fallback", "0.4", "0.90"]]
+    bench._both(report, rows, res)
+    text = report.markdown()
+    assert report.data["aarch64"]["targets"]["cortex-a72"]["ratios"]["xnnpack_fallback"][
+        "cortex-a72"
+    ] == pytest.approx(0.5)
+    # both comparisons in one table: x86 measured beside the A72 estimate (both readings)
+    assert "| xnnpack_fallback | 0.90 | – | passes | 0.50 | 0.50 | 20.0 dB passes |" in text
