@@ -34,6 +34,7 @@ import numpy as np
 from ..heap import trim_heap
 from ..options import ONNXRUNTIME, OPENVINO, RUNTIME_NAMES
 from .common import Latent, NoiseSource, SynthInputs, SynthOutput, SynthParams
+from .exact_speed import exact_speed_frames
 from .onnx_backend import NOISE_INPUT, OnnxSynthesizer, make_noise_inputs, session_options
 from .polyphase import upsampling_layers
 from .qdq_simplify import DEQUANTIZE, QUANTIZE, simplify_qdq
@@ -324,7 +325,7 @@ RELEASE_FRAMES = 128
 FRONT_FILE = "synthesizer.front{}.onnx"
 DECODER_FILE = "synthesizer.decoder{}.onnx"
 STAMP_FILE = "synthesizer.split{}.json"
-FORMAT = 3  # bump when the derived graphs change
+FORMAT = 4  # bump when the derived graphs change (4: exact speed in the front)
 
 
 def _variant(conv2d: bool) -> str:
@@ -376,6 +377,7 @@ def derived_graphs(
     make_noise_inputs(model)
     front, decoder, _ = split_synthesizer(model)
     del model
+    exact_speed_frames(front)
     if variant:
         n = conv1d_as_conv2d(front) + conv1d_as_conv2d(decoder)
         _LOGGER.debug("%d convolutions run as 2-D", n)

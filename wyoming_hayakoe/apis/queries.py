@@ -104,11 +104,15 @@ class Scales:
     tempo_dynamics: float = 1.0
     volume: float = 1.0
     pre: float = 0.1
+    """``prePhonemeLength``: seconds of silence before the speech at speed 1 (divided by
+    ``speedScale``, as VOICEVOX and AivisSpeech Engine divide it)."""
     post: float = 0.1
+    """``postPhonemeLength``, divided by ``speedScale`` as ``pre``."""
     rate: int | None = None
     stereo: bool = False
     pause: float | None = None
-    """``pauseLength`` × ``pauseLengthScale``: seconds between sentences (None: the voice's)."""
+    """``pauseLength`` × ``pauseLengthScale``: seconds between sentences at speed 1 (None: the
+    voice's, which its predicted durations already scale)."""
 
     def overrides(self, defaults: Mapping[str, Any]) -> dict[str, Any]:
         """Keywords for `Speaker.agenerate`: speed, style strength (``intonationScale``),
@@ -124,7 +128,7 @@ class Scales:
         if self.pitch:
             out["pitch_scale"] = 2.0**self.pitch
         if self.pause is not None:
-            out["sentence_silence"] = self.pause
+            out["sentence_silence"] = self.pause / self.speed
         return out
 
     def output(self, base: OutputOptions) -> OutputOptions:
@@ -133,8 +137,8 @@ class Scales:
         return replace(
             base,
             volume=base.volume * self.volume,
-            lead_silence=self.pre,
-            tail_silence=self.post,
+            lead_silence=self.pre / self.speed,
+            tail_silence=self.post / self.speed,
             sample_rate=self.rate if self.rate is not None else base.sample_rate,
         )
 

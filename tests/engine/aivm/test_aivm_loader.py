@@ -25,6 +25,7 @@ from engine.aivm.loader import load_aivm_voice, voices_in_dir, voices_of_file
 from engine.aivm.naming import slug
 from engine.aivm.store import STAMP_FILE, folder_for
 from engine.synth.common import NoiseSource, SynthInputs, SynthParams
+from engine.synth.exact_speed import exact_speed_frames
 from engine.synth.onnx_backend import NOISE_INPUT, make_noise_inputs
 from tests.helpers.aivm import BERT_WIDTH, Spec, write_aivmx
 from tests.helpers.aivm import Speaker as SpecSpeaker
@@ -130,25 +131,32 @@ def _plain_feeds(sess, phones, tones, langs, bert, style, sid, params) -> dict[s
 def test_engine_equals_the_published_graph_on_plain_onnx_runtime(
     aivm_files, voices, which, sid
 ) -> None:
-    """Noise off: the file itself, untouched, bound by position with 0-d scalars (as
-    AivisSpeech runs it). Noise on: the same graph with its noise fed from the same seed.
-    Audio within 1e-4, durations = the alignment summed over frames, exactly."""
+    """Noise off, speed 1: the file itself, untouched, bound by position with 0-d scalars
+    (as AivisSpeech runs it); at another speed, the file with its frames rounded over the
+    sentence (`engine.synth.exact_speed`, found through the adapted graph's reshapes). Noise
+    on: the same graph with its noise fed from the same seed. Audio within 1e-4, durations =
+    the alignment summed over frames, exactly."""
     path = aivm_files.one if which == "one" else aivm_files.multi
     voice = voices[which]
     phones, tones, langs, bert = _case()
     style = voice.style_vectors[1]
-    quiet = SynthParams(noise_scale=0.0, length_scale=1.1, noise_scale_w=0.0, sdp_ratio=0.4)
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = 1
-    plain = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
-    assert len(plain.get_outputs()) == 7 and plain.get_outputs()[0].name == "output"
-    outs = plain.run(None, _plain_feeds(plain, phones, tones, langs, bert, style, sid, quiet))
-    ours = voice.synth.synthesize(
-        SynthInputs(phones, tones, langs, bert, style, 0), quiet, NoiseSource(0)
-    )  # speaker id 0 asked: the voice is pinned to its own speaker
-    assert ours.audio.shape == outs[0][0, 0].shape
-    assert float(np.abs(ours.audio - outs[0][0, 0]).max()) <= 1e-4
-    assert np.array_equal(ours.durations, np.rint(outs[1].sum(axis=2)[0, 0]).astype(np.int64))
+    exact = onnx.load(str(path))
+    assert exact_speed_frames(exact)
+    for speed, graph in ((1.0, str(path)), (1.1, exact.SerializeToString())):
+        quiet = SynthParams(noise_scale=0.0, length_scale=speed, noise_scale_w=0.0, sdp_ratio=0.4)
+        plain = ort.InferenceSession(graph, opts, providers=["CPUExecutionProvider"])
+        assert len(plain.get_outputs()) == 7 and plain.get_outputs()[0].name == "output"
+        feeds = _plain_feeds(plain, phones, tones, langs, bert, style, sid, quiet)
+        outs = plain.run(None, feeds)
+        ours = voice.synth.synthesize(
+            SynthInputs(phones, tones, langs, bert, style, 0), quiet, NoiseSource(0)
+        )  # speaker id 0 asked: the voice is pinned to its own speaker
+        assert ours.audio.shape == outs[0][0, 0].shape, speed
+        assert float(np.abs(ours.audio - outs[0][0, 0]).max()) <= 1e-4
+        frames = np.rint(outs[1].sum(axis=2)[0, 0]).astype(np.int64)
+        assert np.array_equal(ours.durations, frames)
 
     noisy = SynthParams(noise_scale=0.667, length_scale=1.0, noise_scale_w=0.8, sdp_ratio=0.5)
     model = onnx.load(str(path))

@@ -299,19 +299,28 @@ def _inputs(length: int = 41, seed: int = 0):
 
 
 def test_split_graphs_equal_hayakoes_synthesizer(small_root, tmp_path):
-    """Front + decoder (derived once, into the cache) = the original synthesizer.onnx."""
+    """Front + decoder (derived once, into the cache) = the original synthesizer.onnx at
+    speed 1; at another speed, the original with its frames rounded over the sentence
+    (`engine.synth.exact_speed`), as the front is."""
+    import onnx
+
     from engine.synth.common import NoiseSource, SynthParams
     from engine.synth.decoder_split import (
         DECODER_FILE,
         FRONT_FILE,
         SplitOnnxSynthesizer,
     )
+    from engine.synth.exact_speed import exact_speed_frames
     from engine.synth.onnx_backend import OnnxSynthesizer
 
     folder = small_root / "onnx" / "speakers" / "small"
     original = (folder / "synthesizer.onnx").read_bytes()
     kw = {"inter_channels": 32, "hop_length": 512, "sample_rate": 44100, "threads": 1}
     whole = OnnxSynthesizer(folder / "synthesizer.onnx", None, **kw)
+    exact = onnx.load(folder / "synthesizer.onnx")
+    assert exact_speed_frames(exact)
+    onnx.save(exact, tmp_path / "exact.onnx")
+    whole_exact = OnnxSynthesizer(tmp_path / "exact.onnx", None, **kw)
     before = sorted(p.name for p in folder.iterdir())
     split = SplitOnnxSynthesizer(
         folder / "synthesizer.onnx",
@@ -330,11 +339,11 @@ def test_split_graphs_equal_hayakoes_synthesizer(small_root, tmp_path):
     assert tmp_path in decoder_file.parents
     front_mtime = front_file.stat().st_mtime_ns
     assert decoder_file.stat().st_size < front_file.stat().st_size
-    for seed, params in (
-        (5, SynthParams()),
-        (6, SynthParams(sdp_ratio=0.0, length_scale=1.3)),
+    for seed, params, reference in (
+        (5, SynthParams(), whole),
+        (6, SynthParams(sdp_ratio=0.0, length_scale=1.3), whole_exact),
     ):
-        a = whole.synthesize(_inputs(), params, NoiseSource(seed))
+        a = reference.synthesize(_inputs(), params, NoiseSource(seed))
         b = split.synthesize(_inputs(), params, NoiseSource(seed))
         assert a.audio.shape == b.audio.shape
         assert np.abs(a.audio - b.audio).max() <= TOLERANCE_F32

@@ -41,6 +41,11 @@ async def api(start_server, aivis_tts):
     return f"http://127.0.0.1:{server.engine_api.port}"
 
 
+def _frames(data: bytes) -> int:
+    with wave.open(io.BytesIO(data)) as w:
+        return w.getnframes()
+
+
 def _seconds(data: bytes) -> float:
     """From the first to the last sample above 2 % of the peak (the sentence's own edges
     are margins of fixed length, not speech)."""
@@ -87,9 +92,17 @@ async def test_edited_accent_and_speed_in_the_audio(api: str):
         assert await synth(edited) != plain
         fast = copy.deepcopy(query)
         fast["speedScale"] = 1.5
-        # speed is the synthesizer's length scale; this test voice's phones last 2-3 frames,
-        # which the model rounds up to whole frames, so 1.5x is 1.3-1.5x shorter here
-        assert 1.25 < _seconds(plain) / _seconds(await synth(fast)) < 1.6
+        # the speech 1/1.5 as long (engine.synth.exact_speed: this voice's phones last 2-3
+        # frames, which rounding each up on its own made 1.3x shorter)
+        assert _seconds(plain) / _seconds(await synth(fast)) == pytest.approx(1.5, rel=0.05)
+        # and the whole file, its silences before and after divided by the speed too
+        edges = copy.deepcopy(fast)
+        edges["prePhonemeLength"], edges["postPhonemeLength"] = 0.3, 0.6
+        slow = copy.deepcopy(edges)
+        slow["speedScale"] = 1.0
+        assert _frames(await synth(slow)) / _frames(await synth(edges)) == pytest.approx(
+            1.5, rel=0.05
+        )
         query["pitchScale"] = 0.1
         async with s.post(f"{api}/synthesis", params={"speaker": style}, json=query) as r:
             assert r.status == 422
