@@ -140,6 +140,9 @@ class Speaker:
     name: str
     local_id: int
     styles: dict[str, int]  # name -> row of the style vectors
+    uuid: str = field(default_factory=lambda: str(uuidlib.uuid4()))
+    """The speaker's UUID: a new version of a model keeps it (AivisSpeech's style IDs are
+    made from it), so a spec written again as another version keeps it too."""
 
 
 @dataclass
@@ -180,6 +183,7 @@ def aivm_metadata(config: dict, vectors: np.ndarray, spec: Spec):
     meta.manifest.license = spec.license
     for sp_manifest, sp in zip(meta.manifest.speakers, spec.speakers, strict=True):
         # aivmlib gives every speaker every style (and names Neutral "ノーマル")
+        sp_manifest.uuid = uuidlib.UUID(sp.uuid)  # aivmlib draws a new one each time
         rows = set(sp.styles.values())
         sp_manifest.styles = [st for st in sp_manifest.styles if st.local_id in rows]
     return meta

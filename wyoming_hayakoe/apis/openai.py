@@ -16,7 +16,7 @@ import base64
 import contextlib
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from aiohttp import web
@@ -110,8 +110,6 @@ async def speech(request: web.Request) -> web.StreamResponse:
     options = dict(resolved.options)
     options["speed"] = float(options.get("speed", 1.0)) * speed
     options["seed"] = DEFAULT_SEED
-    from dataclasses import replace
-
     output: OutputOptions = replace(resolved.output, sample_rate=OPENAI_RATE)
     encoder = Encoder(fmt, OPENAI_RATE)
     response = web.StreamResponse(

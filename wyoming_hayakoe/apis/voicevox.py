@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import io
 import logging
 import uuid
@@ -22,7 +23,7 @@ from typing import Any
 import numpy as np
 from aiohttp import web
 
-from engine import __version__
+from engine import AudioResult, OutputOptions, Speaker, __version__
 from engine.aivm.manifest import is_aivm_path
 from engine.neural.voice import NeuralVoice
 from engine.text.accents import AccentPhrase
@@ -269,17 +270,33 @@ async def _synthesize(state: ApiState, style_raw: object, query: object) -> byte
     ticket = state.admit(speaker.name)
     try:
         if spoken.phrases:
-            audio = await speaker.agenerate(spoken, output=output, style=resolved.style, **options)
+            audio = await _whole(speaker, spoken, output, resolved.style, options)
             samples, rate = audio.data, audio.sr
         else:
             rate = output.rate_for(speaker.sample_rate)
-            samples = np.zeros(round((scales.pre + scales.post) * rate), np.int16)
+            samples = np.zeros(round((output.lead_silence + output.tail_silence) * rate), np.int16)
     except ValueError as exc:  # an option the voice cannot take (pitch on a neural voice)
         loc = ("body", "pitchScale") if "pitch" in str(exc) else ("body",)
         raise Invalid(loc, str(exc)) from None
     finally:
         ticket.release()
     return wav_bytes(samples, rate, scales.stereo)
+
+
+async def _whole(
+    speaker: Speaker, spoken: PhrasedText, output: OutputOptions, style: str, options: Any
+) -> AudioResult:
+    """The audio of `spoken` as Wyoming's one-shot `synthesize` makes it: streamed by the
+    engine (windowed decoding, the next sentence's front beside this one's decoder), its
+    loudness measured over the whole, unpaced. `Speaker.agenerate` decodes sentences whole
+    instead, which took 1.11× this path's time on the full-size int8 voice (2 busy cores;
+    the same audio: windowed decoding is exact)."""
+    chunks = speaker.astream(
+        spoken, output=output, style=style, measure_whole=True, guard=False, **options
+    )
+    async with contextlib.aclosing(chunks):
+        pieces = [piece async for piece in chunks]
+    return AudioResult.concat(pieces, sr=speaker.output_rate(output))
 
 
 async def synthesis(request: web.Request) -> web.Response:
