@@ -15,9 +15,15 @@ trained voice sounds):
   ExecuTorch's runtime; `--variants` (`VARIANTS`) says what stays fp32;
 - `fp32`: ONNX Runtime's fp32 decoder, the reference of the gate.
 
-Printed: decoder time (medians of `--reps` alternating rounds, per-round ratio to
+Printed: decoder time on x86 (medians of `--reps` alternating rounds, per-round ratio to
 `ort_int8`, idle and with one core busy) and the fidelity of each int8 decoder against the
-fp32 one on the held-out sentences (`engine.int8.gate`).
+fp32 one on the held-out sentences (`engine.int8.gate`); then the aarch64 half
+(`benchmarks/arm/xnnpack.py`): the same decoders under qemu on the A72, A76 and A55 targets,
+instruction counts per core model (ONNX Runtime per stage), the estimated time against
+`ort_int8`, and their outputs against x86's and through the gate; last, both comparisons in
+one table. The aarch64 half needs root and the arm64 root with ExecuTorch (`sudo XNNPACK=1
+bash benchmarks/arm/root.sh`); `--no-arm` skips it, `--arm-from` reads a stored one.
+Programs and ONNX Runtime's int8 decoder are kept in benchmarks/.cache/xnnpack/.
 
 Needs `executorch` (1.5.1, with torch 2.13.0 and torchao), which the project does not carry:
 run it from a separate venv that has them, with the project on `PYTHONPATH`
