@@ -8,6 +8,8 @@ from typing import Any
 
 from aiohttp import web
 
+from engine import Speaker
+
 from ..admission import Admission, AdmissionRefused
 from ..info import Resolved, VoiceCatalog
 from ..web.dictionary import PageDictionary
@@ -44,6 +46,14 @@ class ApiState:
         found = self.styles().find(sid)
         if found is None:
             raise Refused(404, f"no style has the ID {sid} (GET /speakers lists them)")
+        return found
+
+    def speaker(self, entry: StyleEntry) -> Speaker:
+        """The voice `entry` names, as served now: 404, as for an unknown ID, when it was
+        removed since the ID was looked up."""
+        found = self.catalog.speakers.get(entry.voice)
+        if found is None:
+            raise Refused(404, f"no style has the ID {entry.id} (GET /speakers lists them)")
         return found
 
     def resolve(self, voice: str, style: str | None) -> Resolved:

@@ -148,7 +148,7 @@ async def speaker_info(request: web.Request) -> web.Response:
     entry = next((e for e in table.entries if e.speaker_uuid == wanted), None)
     if entry is None:
         raise Refused(404, f"no speaker has the UUID {wanted}")
-    speaker = state.catalog.speakers[entry.voice]
+    speaker = state.speaker(entry)
     voice = speaker.voice
     media = SpeakerMedia()
     policy = speaker.attribution_url
@@ -221,8 +221,8 @@ async def audio_query(request: web.Request) -> web.Response:
     state = _state(request)
     entry = state.style(request.query.get("speaker"))
     text = state.text(request.query.get("text"), ("query", "text"))
+    rate = state.speaker(entry).sample_rate  # before the await: the voice may leave meanwhile
     spoken = await _phrases_of(state, text)
-    rate = state.catalog.speakers[entry.voice].sample_rate
     return json_answer(query_json(spoken, text, rate))
 
 

@@ -199,7 +199,7 @@ class Traffic:
 
     def failed_check(self) -> None:
         bad = [o for o in self.outcomes if o.result not in ("ok", "gone")]
-        assert not bad, f"{self.name}: {bad[0].result} (in phase {bad[0].phase})"
+        assert not bad, f"{self.name}: {bad[0].result} (in phase {bad[0].phase})\n{self.run.log()}"
 
     async def stop(self) -> None:
         self._stop = True
