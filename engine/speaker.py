@@ -259,10 +259,12 @@ class Speaker:
 
         `output` shapes the audio (`engine.output.OutputOptions`: volume, loudness measured
         over the whole text, silence, rate, chime); default: as the voice made it.
+        Sentences are decoded whole unless `whole_sentences=False` is given (then in
+        windows, as `stream` decodes them).
         """
+        # Nobody hears the first piece early here: whole-sentence decoding is the default.
+        options.setdefault("whole_sentences", True)
         opts = self.options(**options)
-        # Nobody hears the first piece early here: whole-sentence decoding is cheaper.
-        opts = dataclasses.replace(opts, whole_sentences=True)
         chunks = self._speak(text, opts, None, output, measure_whole=True, guard=False)
         return AudioResult.concat(chunks, sr=self.output_rate(output))
 
@@ -299,7 +301,7 @@ class Speaker:
         **options: Unpack[SynthesisOverrides],
     ) -> AudioResult:
         """`generate` off the event loop (cancelling it stops the synthesis)."""
-        options["whole_sentences"] = True  # see generate
+        options.setdefault("whole_sentences", True)  # see generate
         chunks = self.astream(text, output=output, measure_whole=True, guard=False, **options)
         pieces = [chunk async for chunk in chunks]
         return AudioResult.concat(pieces, sr=self.output_rate(output))

@@ -104,9 +104,9 @@ PAIRS = {"/synthesis": "wyoming one-shot", "openai first byte": "wyoming streame
 """Each API path → the Wyoming path it is held against, round by round."""
 
 
-def quantize(flags: list[str], voice: str, cache: Path) -> None:
-    """The int8 graphs in `cache`, made by the real command (kept when valid: seconds)."""
-    root = flags[flags.index("--voice") + 1].split("=", 1)[1]
+def quantize(root: Path, voice: str, cache: Path) -> None:
+    """`voice` of `root` in int8 in `cache`, made by the real command (kept when valid:
+    seconds)."""
     log(f"wyoming-hayakoe quantize into {cache} (minutes the first time)")
     subprocess.run(
         [
@@ -115,10 +115,10 @@ def quantize(flags: list[str], voice: str, cache: Path) -> None:
             "--name",
             voice,
             "--bert-source",
-            root,
+            str(root),
             "--cache-dir",
             str(cache),
-            root,
+            str(root),
         ],
         check=True,
         env=program_env(),
@@ -163,9 +163,10 @@ def run(args: argparse.Namespace) -> Report:
         with tempfile.TemporaryDirectory() as tmp:
             times, rss = asyncio.run(measure(flags, voice, reps, Path(tmp), busy=False))
     else:
-        flags, voice = [*server_args(fullsize_root()), "--precision", "int8"], VOICE_NAME
+        root, voice = fullsize_root(), VOICE_NAME
+        flags = [*server_args(root), "--precision", "int8"]
         cache = CACHE / "engine-api"
-        quantize(flags, voice, cache)
+        quantize(root, voice, cache)
         times, rss = asyncio.run(measure(flags, voice, reps, cache, busy=not args.no_busy))
     report = Report(
         f"Engine APIs against Wyoming on one server, {reps} alternating rounds per load"

@@ -45,7 +45,7 @@ class ApiState:
             raise Invalid(loc, "Input should be a valid integer", "int_parsing") from None
         found = self.styles().find(sid)
         if found is None:
-            raise Refused(404, f"no style has the ID {sid} (GET /speakers lists them)")
+            raise _unknown_id(sid)
         return found
 
     def speaker(self, entry: StyleEntry) -> Speaker:
@@ -53,7 +53,7 @@ class ApiState:
         removed since the ID was looked up."""
         found = self.catalog.speakers.get(entry.voice)
         if found is None:
-            raise Refused(404, f"no style has the ID {entry.id} (GET /speakers lists them)")
+            raise _unknown_id(entry.id)
         return found
 
     def resolve(self, voice: str, style: str | None) -> Resolved:
@@ -71,6 +71,10 @@ class ApiState:
         if len(raw) > self.max_text:
             raise Invalid(loc, f"at most {self.max_text} characters", "string_too_long")
         return raw
+
+
+def _unknown_id(style_id: int) -> Refused:
+    return Refused(404, f"no style has the ID {style_id} (GET /speakers lists them)")
 
 
 API_STATE = web.AppKey("engine_api_state", ApiState)

@@ -361,7 +361,7 @@ async def test_installs_updates_and_removes_fail_no_request(
     args += ["--engine-api-port", str(api_port)]
     traffic: list[Traffic] = []
     async with AsyncExitStack() as stack:
-        await stack.enter_async_context(_hub_stopped(hub))
+        stack.push_async_callback(hub.stop)
         prog = await stack.enter_async_context(Program(*args))
         run = Run(f"http://127.0.0.1:{api_port}", Page(http), lambda: prog.log[-6000:])
         page = run.page
@@ -587,14 +587,3 @@ async def _stopped(traffic: list[Traffic]) -> None:
         if not t.task.done():
             t.task.cancel()
     await asyncio.gather(*(t.task for t in traffic), return_exceptions=True)
-
-
-class _hub_stopped:
-    def __init__(self, hub: StandInHub) -> None:
-        self.hub = hub
-
-    async def __aenter__(self) -> StandInHub:
-        return self.hub
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.hub.stop()
