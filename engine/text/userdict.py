@@ -23,6 +23,12 @@ File formats (see ``docs/frontend.md``):
 *n* = falls after mora *n* (``ー``, ``ッ``, ``ン`` count as morae); omitted → OpenJTalk's own
 guess for the reading. ``priority`` 0–10 (default 5): higher wins more often against the
 system dictionary's segmentation. ``pos``: ``proper_noun`` (default) or ``noun``.
+
+Every word, from any door (the page, the engine API, a file, code), passes the one check of
+:meth:`UserWord.make`: the bounds below (:data:`MAX_SURFACE`, :data:`MAX_READING`,
+:data:`MIN_PRIORITY`/:data:`MAX_PRIORITY`), the accent within the reading's morae, and no
+character OpenJTalk cannot take. The compiler checks each word again, so a word built without
+it is skipped with a warning instead of reaching OpenJTalk.
 """
 
 from __future__ import annotations
@@ -47,6 +53,10 @@ from pathlib import Path
 from .mora import MORA_TO_PHONES
 
 __all__ = [
+    "MAX_PRIORITY",
+    "MAX_READING",
+    "MAX_SURFACE",
+    "MIN_PRIORITY",
     "UserDictionary",
     "UserDictionaryError",
     "UserWord",
@@ -60,6 +70,46 @@ __all__ = [
 
 _LOGGER = logging.getLogger(__name__)
 
+# -- bounds --------------------------------------------------------------------------------
+# What OpenJTalk's C code does past them (pyopenjtalk 0.0.10, measured in a subprocess each):
+# - the dictionary compiler (``mecab_dict_index``) reads each CSV line into an 8,192-byte
+#   buffer: a line longer than that is a segmentation fault. The surface is written twice
+#   per line, 3 UTF-8 bytes per character as OpenJTalk holds it (full width), so a surface
+#   of 1,356 characters kills the process while the dictionary is compiled (1,355: fine);
+# - a word's surface or reading longer than 1,023 bytes (341 katakana or kanji) is cut
+#   mid-character when it is read: every request holding it fails (UnicodeDecodeError),
+#   and a reading of ~700 morae is a segmentation fault at the first request;
+# - the frontend's own text buffer (``run_frontend``, used to compile the surface) is a
+#   segmentation fault or a bus error past ~2,700 characters (5,000 crashed, 2,048 did not).
+
+MAX_SURFACE = 64
+"""Longest surface, in characters (after NFKC, and again as OpenJTalk reads it, numbers
+spelled out in kanji). At most 4 UTF-8 bytes each: 256 bytes, a quarter of the 1,023 bytes
+OpenJTalk reads of a word and 1/32 of the compiler's line; a name or a phrase fits."""
+
+MAX_READING = 64
+"""Longest reading, in katakana characters, so at most 64 morae: 192 bytes, under a fifth
+of the 1,023 bytes OpenJTalk reads of a word's pronunciation."""
+
+MIN_PRIORITY = 0
+"""Lowest priority (the word rarely wins against the system dictionary's segmentation)."""
+
+MAX_PRIORITY = 10
+"""Highest priority; its cost (``8000 - 1600 * priority``) stays a small positive MeCab cost."""
+
+_RAW_FACTOR = 4
+"""A value longer than this many times its bound is refused before it is normalised (NFKC
+can shorten text, e.g. half-width kana with a voiced mark, but not by this much)."""
+
+_REFUSED_CATEGORIES = {
+    "Cc": "a control character",
+    "Cf": "an invisible formatting character",
+    "Cs": "a lone surrogate (not UTF-8)",
+    "Co": "a private-use character",
+    "Zl": "a line separator",
+    "Zp": "a paragraph separator",
+}
+
 _POS = {
     "proper_noun": ("名詞", "固有名詞", "一般", "*"),
     "noun": ("名詞", "一般", "*", "*"),
@@ -72,6 +122,63 @@ _SENTINEL_SURFACE = "\U000f0000"
 class UserDictionaryError(ValueError):
     """A user-dictionary entry or file is invalid (the message names the file/field)."""
 
+    def __init__(self, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+        """The word's field at fault (``surface``, ``reading``, ``accent``, ``priority``,
+        ``pos``); None for a fault of the file or the entry as a whole."""
+
+
+def _short(value: object) -> str:
+    """A value as an error message quotes it: its ``repr``, cut after 24 characters."""
+    shown = repr(value)
+    return shown if len(shown) <= 26 else shown[:24] + "…"
+
+
+def _check_characters(surface: str, where: str) -> None:
+    for char in surface:
+        category = unicodedata.category(char)
+        if category in _REFUSED_CATEGORIES:
+            raise UserDictionaryError(
+                f"{where}: surface has {_REFUSED_CATEGORIES[category]} "
+                f"(U+{ord(char):04X}), which OpenJTalk cannot read",
+                "surface",
+            )
+
+
+def _check_surface(surface: object, where: str) -> str:
+    """The surface as stored (NFKC, stripped), within bounds and readable by OpenJTalk."""
+    if not isinstance(surface, str) or not surface.strip():
+        raise UserDictionaryError(f"{where}: surface must be a non-empty string", "surface")
+    too_long = f"{where}: surface must be at most {MAX_SURFACE} characters"
+    if len(surface) > _RAW_FACTOR * MAX_SURFACE:
+        raise UserDictionaryError(f"{too_long}, got {len(surface)}", "surface")
+    stored = unicodedata.normalize("NFKC", surface.strip())
+    if len(stored) > MAX_SURFACE:
+        normalised = " once normalised (NFKC)" if len(stored) != len(surface.strip()) else ""
+        raise UserDictionaryError(f"{too_long}, got {len(stored)}{normalised}", "surface")
+    _check_characters(stored, where)
+    from .normalizer import normalize_text
+
+    try:
+        read = normalize_text(stored)
+    except (ArithmeticError, ValueError) as exc:  # num2words: a number too large to read
+        raise UserDictionaryError(
+            f"{where}: surface {_short(stored)} cannot be read ({exc.__class__.__name__})",
+            "surface",
+        ) from None
+    if not read.strip():
+        raise UserDictionaryError(
+            f"{where}: surface {_short(stored)} has no readable characters", "surface"
+        )
+    if len(read) > MAX_SURFACE:
+        raise UserDictionaryError(
+            f"{where}: surface {_short(stored)} reads as {len(read)} characters once numbers "
+            f"and symbols are spelled out; at most {MAX_SURFACE}",
+            "surface",
+        )
+    return stored
+
 
 def to_katakana(text: str) -> str:
     """Hiragana → katakana (other characters unchanged)."""
@@ -83,14 +190,23 @@ def count_morae(reading: str) -> int:
     return sum(1 for c in reading if c not in _SMALL_KANA)
 
 
-def _check_reading(reading: str, where: str) -> str:
+def _check_reading(reading: object, where: str) -> str:
+    if not isinstance(reading, str):
+        raise UserDictionaryError(f"{where}: reading must be a string", "reading")
+    too_long = f"{where}: reading must be at most {MAX_READING} characters"
+    if len(reading) > _RAW_FACTOR * MAX_READING:
+        raise UserDictionaryError(f"{too_long}, got {len(reading)}", "reading")
     kata = (
         to_katakana(unicodedata.normalize("NFKC", reading)).replace(" ", "").replace("\u3000", "")
     )
     if not kata:
-        raise UserDictionaryError(f"{where}: reading is empty")
+        raise UserDictionaryError(f"{where}: reading is empty", "reading")
+    if len(kata) > MAX_READING:
+        raise UserDictionaryError(f"{too_long}, got {len(kata)}", "reading")
     if not re.fullmatch(r"[\u30a1-\u30fcー]+", kata):
-        raise UserDictionaryError(f"{where}: reading {reading!r} must be katakana or hiragana")
+        raise UserDictionaryError(
+            f"{where}: reading {_short(reading)} must be katakana or hiragana", "reading"
+        )
     i = 0
     while i < len(kata):
         if kata[i : i + 2] in MORA_TO_PHONES:
@@ -99,7 +215,7 @@ def _check_reading(reading: str, where: str) -> str:
             i += 1
         else:
             raise UserDictionaryError(
-                f"{where}: reading {reading!r} has {kata[i]!r}, which is no mora"
+                f"{where}: reading {_short(reading)} has {kata[i]!r}, which is no mora", "reading"
             )
     return kata
 
@@ -124,28 +240,37 @@ class UserWord:
         *,
         where: str = "user dictionary",
     ) -> UserWord:
-        """Validate and build a word; errors name ``where`` and the field."""
-        if not isinstance(surface, str) or not surface.strip():
-            raise UserDictionaryError(f"{where}: surface must be a non-empty string")
-        if not isinstance(reading, str):
-            raise UserDictionaryError(f"{where}: reading must be a string")
-        kata = _check_reading(reading, f"{where} ({surface!r})")
+        """Validate and build a word; errors name ``where`` and the field (`field`).
+
+        The one check every word passes, whichever door it came through: see the module's
+        bounds (:data:`MAX_SURFACE`, :data:`MAX_READING`, priority from
+        :data:`MIN_PRIORITY` to :data:`MAX_PRIORITY`)."""
+        stored = _check_surface(surface, where)
+        at = f"{where} ({_short(stored)})"
+        kata = _check_reading(reading, at)
         morae = count_morae(kata)
         if accent is not None:
             if isinstance(accent, bool) or not isinstance(accent, int) or not 0 <= accent <= morae:
                 raise UserDictionaryError(
-                    f"{where} ({surface!r}): accent must be an integer from 0 to {morae} "
-                    f"(the morae of {kata}), got {accent!r}"
+                    f"{at}: accent must be an integer from 0 to {morae} "
+                    f"(the morae of {kata}), got {_short(accent)}",
+                    "accent",
                 )
-        if isinstance(priority, bool) or not isinstance(priority, int) or not 0 <= priority <= 10:
+        if (
+            isinstance(priority, bool)
+            or not isinstance(priority, int)
+            or not MIN_PRIORITY <= priority <= MAX_PRIORITY
+        ):
             raise UserDictionaryError(
-                f"{where} ({surface!r}): priority must be an integer from 0 to 10, got {priority!r}"
+                f"{at}: priority must be an integer from {MIN_PRIORITY} to {MAX_PRIORITY}, "
+                f"got {_short(priority)}",
+                "priority",
             )
-        if pos not in _POS:
+        if not isinstance(pos, str) or pos not in _POS:
             raise UserDictionaryError(
-                f"{where} ({surface!r}): pos must be one of {sorted(_POS)}, got {pos!r}"
+                f"{at}: pos must be one of {sorted(_POS)}, got {_short(pos)}", "pos"
             )
-        return UserWord(unicodedata.normalize("NFKC", surface.strip()), kata, accent, priority, pos)
+        return UserWord(stored, kata, accent, priority, pos)
 
 
 @contextmanager
@@ -315,9 +440,26 @@ def read_user_dictionary(path: str | Path) -> tuple[list[UserWord], list[str]]:
     return words, problems
 
 
+def _csv_rows(raw: str, path: Path, problems: list[str]) -> Iterator[tuple[int, list[str]]]:
+    """(first line, fields) of each CSV record; a record the csv module refuses (a field past
+    its size limit, a stray quote) is one problem naming its line, and reading goes on."""
+    reader = csv.reader(io.StringIO(raw))
+    start = 1
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            problems.append(f"{path}:{start}: {exc}")
+        else:
+            yield start, row
+        start = reader.line_num + 1
+
+
 def _parse_csv(raw: str, path: Path, problems: list[str]) -> list[UserWord]:
     words = []
-    for lineno, row in enumerate(csv.reader(io.StringIO(raw)), 1):
+    for lineno, row in _csv_rows(raw, path, problems):
         if not row or not "".join(row).strip() or row[0].lstrip().startswith("#"):
             continue
         if lineno == 1 and row[0].strip().lower() == "surface":
@@ -344,13 +486,15 @@ def _int_field(value: str, name: str, where: str) -> int:
     try:
         return int(value)
     except ValueError:
-        raise UserDictionaryError(f"{where}: {name} must be an integer, got {value!r}") from None
+        raise UserDictionaryError(
+            f"{where}: {name} must be an integer, got {_short(value)}", name
+        ) from None
 
 
 def _parse_json(raw: str, path: Path, problems: list[str]) -> list[UserWord]:
     try:
         data = json.loads(raw)
-    except json.JSONDecodeError as exc:
+    except (ValueError, RecursionError) as exc:  # also a number past Python's digit limit
         raise UserDictionaryError(f"{path}: invalid JSON ({exc})") from exc
     if isinstance(data, dict):
         data = data.get("words")
@@ -383,16 +527,15 @@ def _parse_json(raw: str, path: Path, problems: list[str]) -> list[UserWord]:
 
 
 def _mecab_surface(surface: str) -> str:
-    """The surface as MeCab sees it: normalised like the frontend, then OpenJTalk's width."""
+    """The surface as MeCab sees it: normalised like the frontend, then OpenJTalk's width.
+
+    Checked first (:meth:`UserWord.make`): OpenJTalk's frontend crashes on a long text."""
     import pyopenjtalk
 
     from .normalizer import normalize_text
 
+    _check_surface(surface, "user dictionary")
     norm = normalize_text(surface)
-    if not norm:
-        raise UserDictionaryError(
-            f"user dictionary ({surface!r}): surface has no readable characters"
-        )
     return "".join(node["string"] for node in pyopenjtalk.run_frontend(norm))
 
 
@@ -413,6 +556,8 @@ def _cost(priority: int) -> int:
 
 
 def _csv_row(word: UserWord) -> list[str]:
+    # the one check again: a word built without `UserWord.make` never reaches OpenJTalk
+    UserWord.make(word.surface, word.reading, word.accent, word.priority, word.pos)
     surface = _mecab_surface(word.surface)
     morae = count_morae(word.reading)
     accent = word.accent if word.accent is not None else _guess_accent(word.reading, morae)

@@ -24,7 +24,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from engine.text.userdict import UserDictionaryError, UserWord, read_user_dictionary
+from engine.text.userdict import (
+    MAX_READING,
+    MAX_SURFACE,
+    UserDictionaryError,
+    UserWord,
+    read_user_dictionary,
+)
 from engine.text.userdict_watch import reload_user_dictionary
 
 __all__ = [
@@ -42,8 +48,7 @@ __all__ = [
 
 _LOGGER = logging.getLogger(__name__)
 
-MAX_SURFACE = 64
-MAX_READING = 64
+# the bounds of a word are the engine's (`engine.text.userdict`), the one check every door uses
 MAX_WORDS = 5000
 HEADER = ["surface", "reading", "accent", "priority", "pos"]
 _FIELDS = ("surface", "reading", "accent", "priority", "pos")
@@ -85,7 +90,7 @@ def validate_entry(data: object) -> UserWord:
     reading = data.get("reading")
     if not isinstance(surface, str) or not surface.strip():
         raise FieldError("surface", "surface: write the word as it appears in text")
-    if len(surface) > MAX_SURFACE:
+    if len(surface) > MAX_SURFACE:  # the page's own words for the engine's bound
         raise FieldError("surface", f"surface: at most {MAX_SURFACE} characters")
     if not isinstance(reading, str) or not reading.strip():
         raise FieldError("reading", "reading: write how it is read, in katakana")
@@ -109,7 +114,7 @@ def validate_entry(data: object) -> UserWord:
     except UserDictionaryError as exc:
         message = str(exc)
         text = message.split("): ", 1)[-1] if "): " in message else message.split(": ", 1)[-1]
-        raise FieldError(_field_of(message), text) from None
+        raise FieldError(exc.field or _field_of(message), text) from None
 
 
 def word_json(word: UserWord, source: str | None = None) -> dict[str, Any]:
@@ -148,18 +153,7 @@ def parse_csv(text: str, name: str = "import.csv") -> list[UserWord]:
         found = re.match(r".*?import\.csv:(\d+)(?: \(.*?\))?: (.*)", problem, re.S)
         line, message = (int(found.group(1)), found.group(2)) if found else (0, problem)
         errors.append({"line": line, "field": _field_of(message), "message": message})
-    if errors:
-        raise ImportError_(errors)
-    for w in words:
-        if len(w.surface) > MAX_SURFACE or len(w.reading) > MAX_READING:
-            errors.append(
-                {
-                    "line": 0,
-                    "field": "surface" if len(w.surface) > MAX_SURFACE else "reading",
-                    "message": f"{w.surface[:20]}: at most {MAX_SURFACE} characters",
-                }
-            )
-    if errors:
+    if errors:  # the engine's one check named each line (bounds included)
         raise ImportError_(errors)
     return words
 

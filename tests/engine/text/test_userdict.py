@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -20,8 +22,10 @@ from engine.text.userdict import (
     clear_user_dictionary,
     count_morae,
     load_user_dictionary,
+    read_user_dictionary,
 )
 from tests.helpers.paths import DATA
+from tests.helpers.program import program_env
 
 GOLDEN = DATA / "frontend_golden.jsonl"
 
@@ -212,3 +216,148 @@ def test_watched_files_reload_on_change_and_keep_words_added_in_code(
     finally:
         unwatch_user_dictionaries()
         clear_user_dictionary()
+
+
+# -- the one check every word passes: bounds OpenJTalk survives (issue 54) --------------------
+
+LONG = {n: "a" * n for n in (2048, 5000)}
+
+
+@pytest.mark.parametrize(
+    ("surface", "reading", "accent", "priority", "pos", "field", "message"),
+    [
+        ("漢" * 65, "カン", None, 5, "noun", "surface", "at most 64 characters, got 65"),
+        (LONG[2048], "エー", None, 5, "noun", "surface", "at most 64 characters, got 2048"),
+        (LONG[5000], "エー", None, 5, "noun", "surface", "at most 64 characters, got 5000"),
+        ("㍿" * 17, "カブ", None, 5, "noun", "surface", "got 68 once normalised (NFKC)"),
+        ("7" * 60, "ナナ", None, 5, "noun", "surface", "cannot be read"),
+        ("1234 " * 12, "イチ", None, 5, "noun", "surface", "once numbers and symbols are"),
+        ("A\x00B", "エー", None, 5, "noun", "surface", "control character (U+0000)"),
+        ("A\x1b[31mB", "エー", None, 5, "noun", "surface", "control character (U+001B)"),
+        ("A\nB", "エー", None, 5, "noun", "surface", "control character (U+000A)"),
+        ("A\u202eB", "エー", None, 5, "noun", "surface", "invisible formatting character"),
+        ("A\ud800", "エー", None, 5, "noun", "surface", "lone surrogate"),
+        ("A\ue000", "エー", None, 5, "noun", "surface", "private-use character"),
+        ("\U000f0000", "ア", None, 5, "noun", "surface", "private-use character"),
+        ("A\u2028B", "エー", None, 5, "noun", "surface", "line separator"),
+        ("\ufdfa", "ア", None, 5, "noun", "surface", "no readable characters"),
+        ("鬼滅", "カ" * 65, None, 5, "noun", "reading", "at most 64 characters, got 65"),
+        ("鬼滅", "カ" * 5000, None, 5, "noun", "reading", "at most 64 characters, got 5000"),
+        ("鬼滅", "キメツ", 4, 5, "noun", "accent", "from 0 to 3"),
+        ("鬼滅", "キメツ", None, 11, "noun", "priority", "from 0 to 10"),
+        ("鬼滅", "キメツ", None, -1, "noun", "priority", "from 0 to 10"),
+        ("鬼滅", "キメツ", None, 5, ["noun"], "pos", "pos must be one of"),
+    ],
+)
+def test_a_word_past_the_bounds_is_refused_naming_the_field(
+    surface: str,
+    reading: str,
+    accent: int | None,
+    priority: int,
+    pos: str,
+    field: str,
+    message: str,
+) -> None:
+    with pytest.raises(UserDictionaryError) as err:
+        UserWord.make(surface, reading, accent, priority, pos, where="w.csv:2")
+    assert err.value.field == field
+    assert message in str(err.value) and str(err.value).startswith("w.csv:2")
+    assert len(str(err.value)) < 200  # a long value is quoted cut short
+
+
+def test_words_at_the_bounds_compile_and_are_read() -> None:
+    from engine.text.userdict import MAX_READING, MAX_SURFACE
+
+    assert (MAX_SURFACE, MAX_READING) == (64, 64)
+    add_word("漢" * MAX_SURFACE, "カ" * MAX_READING, MAX_READING, priority=10)
+    add_word("Ａ" * MAX_SURFACE, "ア" * MAX_READING, 0, priority=0)  # full width: 3 bytes each
+    assert analyze("漢" * MAX_SURFACE + "です").phones[1:-5] == ["k", "a"] * MAX_READING
+    assert analyze("A" * MAX_SURFACE).phones[1:-1] == ["a"] * MAX_READING
+
+
+def _child(code: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """`code` in a fresh interpreter (OpenJTalk's crash would be a signal, not an error)."""
+    script = tmp_path / "child.py"
+    script.write_text(
+        "import logging, sys\n"
+        "logging.basicConfig(level=logging.WARNING, stream=sys.stderr)\n" + code,
+        encoding="utf-8",
+    )
+    return subprocess.run(
+        [sys.executable, str(script)],
+        env=program_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize("length", [2048, 5000])
+def test_files_holding_a_long_word_load_without_it(tmp_path: Path, length: int) -> None:
+    """As an old version saved it: the process lives, the word is skipped naming the file and
+    line, the other words are read (load, and the watcher the server uses)."""
+    csv_path = tmp_path / "words.csv"
+    csv_path.write_text(f"surface,reading\n{'a' * length},エー\n鬼滅,キメツ,0\n", encoding="utf-8")
+    json_path = tmp_path / "words.json"
+    json_path.write_text(
+        json.dumps(
+            [
+                {"surface": "b" * length, "reading": "ビー"},
+                {"surface": "呪術", "reading": "ジュジュツ"},
+            ]
+        ),
+        encoding="utf-8",
+    )
+    done = _child(
+        "from engine.text import analyze\n"
+        "from engine.text.userdict import load_user_dictionary, clear_user_dictionary\n"
+        "from engine.text.userdict_watch import watch_user_dictionaries\n"
+        f"print(load_user_dictionary({str(csv_path)!r}, strict=False))\n"
+        "clear_user_dictionary()\n"
+        f"print(len(watch_user_dictionaries([{str(csv_path)!r}, {str(json_path)!r}]).surfaces))\n"
+        "print(' '.join(analyze('鬼滅の呪術').phones))\n",
+        tmp_path,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.splitlines() == ["1", "2", "_ k i m e ts u n o j u j u ts u _"]
+    assert f"{csv_path}:2: surface must be at most 64 characters, got {length}" in done.stderr
+    assert f"{json_path}: words[0]: surface must be at most 64 characters" in done.stderr
+
+
+def test_a_word_built_without_make_is_skipped_when_compiled(tmp_path: Path) -> None:
+    done = _child(
+        "from engine.text import analyze\n"
+        "from engine.text.userdict import UserWord, active_dictionary\n"
+        "d = active_dictionary()\n"
+        "d.update([UserWord('a' * 2048, 'エー'), UserWord('鬼滅', 'キメツ', 0)])\n"
+        "d.apply()\n"
+        "print(' '.join(analyze('鬼滅').phones))\n",
+        tmp_path,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "_ k i m e ts u _"
+    assert "user dictionary word skipped" in done.stderr and "got 2048" in done.stderr
+
+
+def test_csv_records_the_csv_module_refuses_are_problems_naming_their_line(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "words.csv"
+    big = "x" * 200_000  # past the csv module's field limit
+    path.write_text(
+        f'"鬼\n滅",キメツ\n{big},エックス\n早声,ハヤコエ\n林,hayashi\n', encoding="utf-8"
+    )
+    words, problems = read_user_dictionary(path)
+    assert [w.surface for w in words] == ["早声"]
+    assert [p[len(str(path)) :].split(":")[1] for p in problems] == ["1", "3", "5 ('林')"]
+    assert "control character (U+000A)" in problems[0]  # a record over two lines: its first
+    assert "field larger than field limit" in problems[1]
+    assert "katakana" in problems[2]
+
+
+def test_a_json_number_past_pythons_digit_limit_is_a_file_error(tmp_path: Path) -> None:
+    path = tmp_path / "words.json"
+    path.write_text('[{"surface": "a", "reading": "ア", "accent": ' + "9" * 5000 + "}]")
+    with pytest.raises(UserDictionaryError, match="invalid JSON"):
+        read_user_dictionary(path)
