@@ -16,7 +16,16 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["CONTENT_TYPES", "FORMATS", "Encoder", "encode_all", "read_wav", "wav_bytes"]
+__all__ = [
+    "CONTENT_TYPES",
+    "FORMATS",
+    "MAX_JOINED_BYTES",
+    "MAX_WAV_RATE",
+    "Encoder",
+    "encode_all",
+    "read_wav",
+    "wav_bytes",
+]
 
 CONTENT_TYPES = {
     "mp3": "audio/mpeg",
@@ -27,6 +36,13 @@ CONTENT_TYPES = {
     "pcm": "audio/pcm",
 }
 FORMATS = tuple(CONTENT_TYPES)
+
+MAX_WAV_RATE = 384_000
+"""The highest sample rate of a WAV `read_wav` takes (Hz); the lowest is 1."""
+MAX_JOINED_BYTES = 64 * 1024 * 1024
+"""The most audio one answer joins (``/connect_waves``: the bytes of the samples of all the
+WAVs given, which is the answer's size less its header); past it the request is refused
+before anything is joined, however the body came to hold that much."""
 
 # format → (container, codec, sample format of the frames handed to the codec)
 _AV = {
@@ -148,14 +164,26 @@ def wav_bytes(samples: np.ndarray, rate: int, stereo: bool = False) -> bytes:
 
 
 def read_wav(data: bytes) -> tuple[int, int, np.ndarray]:
-    """(rate, channels, int16 samples interleaved) of a 16-bit PCM WAV; ValueError else."""
+    """(rate, channels, int16 samples interleaved) of a 16-bit PCM WAV of 1 or 2 channels (as
+    VOICEVOX makes them) at 1 to `MAX_WAV_RATE` Hz whose data chunk holds the samples its
+    size says; ValueError naming what is wrong else."""
     import wave
 
     try:
         with wave.open(io.BytesIO(data), "rb") as w:
-            if w.getsampwidth() != 2:
-                raise ValueError("not 16-bit PCM")
-            frames = w.readframes(w.getnframes())
-            return w.getframerate(), w.getnchannels(), np.frombuffer(frames, np.int16).copy()
+            rate, channels = w.getframerate(), w.getnchannels()
+            width, frames = w.getsampwidth(), w.getnframes()
+            if width != 2:
+                raise ValueError(f"{8 * width}-bit samples: only 16-bit PCM is taken")
+            if channels not in (1, 2):
+                raise ValueError(f"{channels} channels: 1 or 2 are taken")
+            if not 1 <= rate <= MAX_WAV_RATE:
+                raise ValueError(f"sample rate {rate} Hz: 1 to {MAX_WAV_RATE} Hz are taken")
+            pcm = w.readframes(frames)
     except (wave.Error, EOFError) as exc:
         raise ValueError(f"not a WAV file: {exc}") from None
+    if len(pcm) != frames * channels * 2:
+        raise ValueError(
+            f"the data chunk says {frames * channels * 2} bytes of samples; {len(pcm)} are there"
+        )
+    return rate, channels, np.frombuffer(pcm, np.int16).copy()

@@ -32,7 +32,7 @@ from engine.text.pipeline import TextPipeline
 from engine.text.userdict import UserDictionaryError, UserWord
 
 from ..resolve import UnknownNameError
-from .audio_formats import read_wav, wav_bytes
+from .audio_formats import MAX_JOINED_BYTES, read_wav, wav_bytes
 from .errors import Invalid, Refused, json_answer, read_json
 from .kana import KanaError, parse_kana
 from .queries import phrases_from_json, phrases_json, query_json, scales_from_json
@@ -311,14 +311,22 @@ async def connect_waves(request: web.Request) -> web.Response:
         raise Invalid(("body",), "a list of base64 WAV files", "list_type")
     rate_seen: tuple[int, int] | None = None
     parts = []
+    joined_bytes = 0
     for i, item in enumerate(waves):
-        try:
+        try:  # a bad header (rate, channels, bits, sizes) a 422 naming the item
             rate, channels, samples = read_wav(base64.b64decode(str(item), validate=True))
         except ValueError as exc:
             raise Invalid(("body", i), str(exc)) from None
         if rate_seen is not None and rate_seen != (rate, channels):
             raise Invalid(("body", i), "every WAV must have the first one's rate and channels")
         rate_seen = (rate, channels)
+        joined_bytes += samples.nbytes
+        if joined_bytes > MAX_JOINED_BYTES:
+            raise Invalid(
+                ("body", i),
+                f"the WAVs up to this one hold {joined_bytes} bytes of samples; "
+                f"at most {MAX_JOINED_BYTES} are joined",
+            )
         parts.append(samples)
     assert rate_seen is not None
     joined = np.concatenate(parts)

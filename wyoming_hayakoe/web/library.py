@@ -30,6 +30,7 @@ from ..library.manager import CHECK_WAIT_S, Library
 from ..library.naming import MAX_NAME, check_name
 from .api import STATE
 from .errors import ApiError, Handler, read_json_object
+from .forms import read_form
 
 __all__ = ["STATUS", "add_library_routes"]
 
@@ -131,7 +132,7 @@ async def _stream(part: BodyPartReader, path: Path, filename: str, limit: int) -
 
 
 async def _upload(request: web.Request, library: Library) -> web.Response:
-    reader = await request.multipart()
+    reader = await read_form(request)  # an unreadable part a 400 naming it
     name: str | None = None
     upload: tuple[Path, str] | None = None
     try:

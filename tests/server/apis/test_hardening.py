@@ -152,3 +152,77 @@ async def test_local_apps_may_call_from_the_browser_others_may_not(start_server)
             f"{base}/audio_query", headers={"Origin": "https://evil.example"}
         ) as r:
             assert r.status == 401 and "Access-Control-Allow-Origin" not in r.headers
+
+
+def _wav(
+    rate: int = 24000,
+    channels: int = 1,
+    bits: int = 16,
+    frames: int = 4,
+    claimed: int | None = None,
+) -> str:
+    """A base64 PCM WAV with the header fields given (`claimed`: the data chunk's size
+    field, when it is to lie about the bytes that follow)."""
+    import base64
+    import struct
+
+    block = channels * bits // 8
+    data = bytes(range(256)) * (frames * block // 256 + 1)
+    data = data[: frames * block]
+    size = len(data) if claimed is None else claimed
+    head = b"RIFF" + struct.pack("<I", 36 + len(data)) + b"WAVEfmt "
+    head += struct.pack("<IHHIIHH", 16, 1, channels, rate, (rate * block) % 2**32, block, bits)
+    return base64.b64encode(head + b"data" + struct.pack("<I", size) + data).decode()
+
+
+BAD_WAVS = {
+    "rate 4e9": ([_wav(rate=4_000_000_000)], 0, "4000000000"),
+    "rate 0": ([_wav(rate=0)], 0, "rate"),
+    "1000 channels": ([_wav(channels=1000)], 0, "1000 channels"),
+    "3 channels": ([_wav(channels=3)], 0, "3 channels"),
+    "8-bit": ([_wav(bits=8)], 0, "8-bit"),
+    "second of two": ([_wav(), _wav(rate=500_000)], 1, "500000"),
+    "data cut short": ([_wav(), _wav(frames=10, claimed=400)], 1, "400 bytes"),
+}
+
+
+@pytest.mark.parametrize("case", BAD_WAVS.values(), ids=BAD_WAVS.keys())
+async def test_connect_waves_refuses_a_bad_header_naming_the_item(start_server, case):
+    """A header the answer could not carry (a rate past 32 bits was a 500; a rate of 0 or
+    1000 channels answered a broken WAV) is a 422 naming the item; the server goes on."""
+    waves, index, said = case
+    base = await _base(start_server)
+    async with aiohttp.ClientSession() as s:
+        async with s.post(f"{base}/connect_waves", json=waves) as r:
+            assert r.status == 422, await r.text()
+            assert r.headers["Content-Type"] == "application/json"
+            (detail,) = (await r.json())["detail"]
+        assert detail["loc"] == ["body", index] and said in detail["msg"], detail
+        async with s.post(f"{base}/connect_waves", json=[_wav(), _wav()]) as r:
+            assert r.status == 200  # the server goes on
+
+
+async def test_connect_waves_joins_and_bounds_its_answer(start_server, monkeypatch):
+    """Two stereo WAVs joined are one stereo WAV of both their frames; past
+    `MAX_JOINED_BYTES` of samples the request is a 422 naming the WAV that passed it."""
+    import io
+    import wave
+
+    from wyoming_hayakoe.apis import voicevox
+
+    base = await _base(start_server)
+    async with aiohttp.ClientSession() as s:
+        waves = [_wav(rate=48000, channels=2, frames=100), _wav(rate=48000, channels=2, frames=50)]
+        async with s.post(f"{base}/connect_waves", json=waves) as r:
+            assert r.status == 200, await r.text()
+            with wave.open(io.BytesIO(await r.read())) as w:
+                assert (w.getframerate(), w.getnchannels(), w.getnframes()) == (48000, 2, 150)
+        monkeypatch.setattr(voicevox, "MAX_JOINED_BYTES", 1000)
+        waves = [_wav(frames=200), _wav(frames=200), _wav(frames=200)]  # 400 bytes each
+        async with s.post(f"{base}/connect_waves", json=waves) as r:
+            assert r.status == 422, await r.text()
+            (detail,) = (await r.json())["detail"]
+        assert detail["loc"] == ["body", 2] and "1000" in detail["msg"], detail
+        async with s.post(f"{base}/connect_waves", json=waves[:2]) as r:
+            assert r.status == 200
+            assert len(await r.read()) == 44 + 800

@@ -358,3 +358,69 @@ def test_host_headers_are_split_and_judged() -> None:
         assert host_allowed(ok, http), ok
     for no in ("evil.example", "127.0.0.1.evil.example", "localhost.evil.example", "10.0.0.2"):
         assert not host_allowed(no, http), no
+
+
+BOUNDARY = "hayakoe-form"
+NAME_PART = f'--{BOUNDARY}\r\nContent-Disposition: form-data; name="name"\r\n\r\nmine\r\n'
+BROKEN_FORMS = {
+    # a raw line break inside a header value: the rest of the value is no header line
+    "line break in a header": (
+        f'--{BOUNDARY}\r\nContent-Disposition: form-data; name="file"; '
+        f'filename="a\r\nb.aivmx"\r\n\r\ndata\r\n--{BOUNDARY}--\r\n',
+        f"multipart/form-data; boundary={BOUNDARY}",
+        "form",
+        "form part 1:",
+    ),
+    "line break in the second part": (
+        NAME_PART + f'--{BOUNDARY}\r\nContent-Disposition: form-data; name="file"; '
+        f'filename="a\r\n b.aivmx"\r\n\r\ndata\r\n--{BOUNDARY}--\r\n',
+        f"multipart/form-data; boundary={BOUNDARY}",
+        "form",
+        "form part 2:",
+    ),
+    "control character in a header name": (
+        f'--{BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="a.aivmx"'
+        f"\r\nX-Bad\x00: y\r\n\r\ndata\r\n--{BOUNDARY}--\r\n",
+        f"multipart/form-data; boundary={BOUNDARY}",
+        "form",
+        "form part 1:",
+    ),
+    "no boundary": (NAME_PART, "multipart/form-data", "form", "boundary"),
+    "no starting boundary": (
+        "not a form\r\n",
+        f"multipart/form-data; boundary={BOUNDARY}",
+        "form",
+        "form part 1:",
+    ),
+    "the file cut short": (
+        f'--{BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="a.aivmx"'
+        "\r\n\r\nno closing boundary after this",
+        f"multipart/form-data; boundary={BOUNDARY}",
+        "file",
+        "form part 1 ('file'):",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", BROKEN_FORMS.values(), ids=BROKEN_FORMS.keys())
+async def test_an_unreadable_form_is_a_400_naming_the_part(
+    page: Page, case: Any, tmp_path: Path
+) -> None:
+    """aiohttp's parse errors of a form (a 500 before) are a 400 naming the part; no
+    upload is left behind and the server goes on."""
+    body, content_type, field, said = case
+    origin = f"http://127.0.0.1:{page.port}"
+    status, kind, answer = await page.call(
+        "POST",
+        "/api/library/install",
+        origin=origin,
+        data=body.encode(),
+        headers={"Content-Type": content_type},
+    )
+    assert (status, kind) == (400, "application/json"), answer
+    assert answer["code"] == "bad_request" and answer["field"] == field, answer
+    assert answer["error"].startswith(said) or said in answer["error"], answer
+    status, _, answer = await page.call("GET", "/api/library")
+    assert status == 200 and answer["jobs"] == [], answer
+    assert not [p for p in (tmp_path / "library").rglob("*") if "aivmx" in p.name]
+    assert "Traceback" not in page.program.log  # type: ignore[attr-defined]
