@@ -372,32 +372,50 @@ async def user_dict(request: web.Request) -> web.Response:
     return json_answer({_word_uuid(w.surface): _word_json(w) for w in words})
 
 
-def _word_from_query(query: Any, loc: str = "query") -> UserWord:
+_API_FIELDS = {
+    "surface": "surface",
+    "reading": "pronunciation",
+    "accent": "accent_type",
+    "priority": "priority",
+    "pos": "word_type",
+}
+"""The engine's name of a word's field → VOICEVOX's, for a refusal's ``loc``."""
+
+
+def _word_from_query(query: Any, loc: tuple[str | int, ...] = ("query",)) -> UserWord:
+    """A word from VOICEVOX's fields, through the engine's one check (`UserWord.make`): a
+    bad one is `Invalid` naming VOICEVOX's field (``surface``, ``pronunciation``, ...)."""
     surface = query.get("surface")
     reading = query.get("pronunciation")
-    if not surface:
-        raise Invalid((loc, "surface"), "Field required", "missing")
-    if not reading:
-        raise Invalid((loc, "pronunciation"), "Field required", "missing")
-    try:
-        accent = int(query.get("accent_type"))
-        priority = int(query.get("priority", 5))
-    except (TypeError, ValueError):
-        raise Invalid(
-            (loc, "accent_type"), "Input should be a valid integer", "int_parsing"
-        ) from None
+    for name, value in (("surface", surface), ("pronunciation", reading)):
+        if value is None or value == "":
+            raise Invalid((*loc, name), "Field required", "missing")
+        if not isinstance(value, str):
+            raise Invalid((*loc, name), "Input should be a valid string", "string_type")
+    numbers = {}
+    for name, default in (("accent_type", None), ("priority", 5)):
+        value = query.get(name, default)
+        if value is None:
+            raise Invalid((*loc, name), "Field required", "missing")
+        try:
+            if isinstance(value, bool) or not isinstance(value, (int, str)):
+                raise TypeError
+            numbers[name] = int(value)
+        except (TypeError, ValueError):
+            raise Invalid((*loc, name), "Input should be a valid integer", "int_parsing") from None
     word_type = str(query.get("word_type") or "PROPER_NOUN")
     pos = _WORD_TYPES.get(word_type)
     if pos is None:
         raise Invalid(
-            (loc, "word_type"), f"one of {', '.join(_WORD_TYPES)} here, got {word_type!r}"
+            (*loc, "word_type"), f"one of {', '.join(_WORD_TYPES)} here, got {word_type!r}"
         )
     try:
-        return UserWord.make(str(surface), str(reading), accent, priority, pos, where="word")
+        return UserWord.make(
+            surface, reading, numbers["accent_type"], numbers["priority"], pos, where="word"
+        )
     except UserDictionaryError as exc:
-        field = "accent_type" if "accent" in str(exc) else "pronunciation"
-        field = "priority" if "priority" in str(exc) else field
-        raise Invalid((loc, field), str(exc)) from None
+        field = _API_FIELDS.get(exc.field or "", "surface")
+        raise Invalid((*loc, field), str(exc)) from None
 
 
 async def user_dict_add(request: web.Request) -> web.Response:
@@ -463,7 +481,7 @@ async def import_user_dict(request: web.Request) -> web.Response:
     for key, raw in data.items():
         if not isinstance(raw, dict):
             raise Invalid(("body", key), "Input should be a valid dictionary", "dict_type")
-        words.append(_word_from_query({**raw, "word_type": "PROPER_NOUN"}, "body"))
+        words.append(_word_from_query({**raw, "word_type": "PROPER_NOUN"}, ("body", key)))
 
     def change(table: dict[str, UserWord]) -> None:
         for w in words:

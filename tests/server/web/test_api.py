@@ -234,7 +234,7 @@ async def test_speak_wav_download(page, embedded_speakers):
     [
         ({"text": ""}, 400, "text"),
         ({"text": 5}, 400, "text"),
-        ({"text": "あ" * 2001}, 413, "text"),
+        ({"text": "あ" * 4097}, 413, "text"),
         ({"text": "あ", "voice": "nobody"}, 400, "voice"),
         ({"text": "あ", "voice": 5}, 400, "voice"),
         ({"text": "あ", "style": "Nope"}, 400, "style"),
@@ -279,7 +279,7 @@ async def test_reading_rewritten_text_and_accent_phrases(page):
     data = await (await _post(client, "/api/reading", {"text": "10:30にWiFiを"})).json()
     assert data["rewritten"] != data["text"]  # times and Latin words are rewritten
     assert data["rewritten"] == "10時30分にワイファイを"
-    r = await _post(client, "/api/reading", {"text": "あ" * 2001})
+    r = await _post(client, "/api/reading", {"text": "あ" * 4097})
     assert r.status == 413
 
 
@@ -350,6 +350,32 @@ async def test_dictionary_bad_entry_is_400_naming_the_field_and_writes_nothing(
     assert (await r.json())["field"] == field
     assert dict_path.read_bytes() == before
     assert not Path("/tmp/elsewhere.csv").exists()
+
+
+async def test_dictionary_refuses_what_openjtalk_cannot_read(page, dict_path):
+    """The engine's one check (issue 54): a surface of 68 characters once normalised, an
+    escape character, a reading past 64 characters are 400s naming the field; a CSV import
+    names the line."""
+    client, _ = await page()
+    before = dict_path.read_bytes()
+    for entry, field in [
+        ({"surface": "㍿" * 17, "reading": "カブ"}, "surface"),
+        ({"surface": "森\x1b[31m", "reading": "モリ"}, "surface"),
+        ({"surface": "森", "reading": "モ" * 65}, "reading"),
+    ]:
+        r = await _post(client, "/api/dictionary", entry)
+        assert r.status == 400, await r.text()
+        assert (await r.json())["field"] == field
+    assert dict_path.read_bytes() == before
+    origin = f"http://{client.host}:{client.port}"
+    headers = {"Origin": origin, "Content-Type": "text/csv"}
+    bad = "surface,reading\n森,モリ\n" + "a" * 2048 + ",エー\n"
+    r = await client.post("/api/dictionary/import", data=bad.encode(), headers=headers)
+    assert r.status == 400
+    lines = (await r.json())["lines"]
+    assert [(e["line"], e["field"]) for e in lines] == [(3, "surface")]
+    assert "at most 64 characters, got 2048" in lines[0]["message"]
+    assert dict_path.read_bytes() == before
 
 
 async def test_two_concurrent_edits_never_lose_an_entry(page, dict_path):
