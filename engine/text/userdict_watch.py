@@ -7,8 +7,10 @@ those of the last load and reloads when one changed; :func:`reload_user_dictiona
 at once (the server calls it on SIGHUP).
 
 A reload replaces the words that came from the files (later files win for the same
-surface) and leaves words added in code (:func:`engine.text.add_word`) alone. A bad entry is
-skipped with a warning naming the file and line; a file that cannot be read or parsed at
+surface) and leaves words added in code (:func:`engine.text.add_word`) alone. A bad entry
+(one `UserWord.make` refuses: past the bounds OpenJTalk survives, e.g. a surface of more
+than `MAX_SURFACE` characters an old version saved) is skipped with a warning naming the
+file and line, never a crash nor a refusal to start; a file that cannot be read or parsed at
 reload keeps its previous words, with a warning. Only the first load is strict about a file
 that cannot be read at all (the server should not start with a dictionary it cannot see).
 """

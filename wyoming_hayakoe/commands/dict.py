@@ -2,7 +2,8 @@
 
     wyoming-hayakoe dict check words.csv more.json
 
-Prints one line per problem (``FILE:LINE: …`` for CSV, ``FILE: words[N] …`` for JSON) and a
+Prints one line per problem (``FILE:LINE: …`` for CSV, ``FILE: words[N] …`` for JSON; a word
+past the engine's bounds, `engine.text.userdict.MAX_SURFACE` and the rest, is one) and a
 summary per file; exits 0 when every file is clean, 1 when a file has a problem (the server
 would skip those entries with a warning), 2 on a usage error. Nothing is installed.
 """
