@@ -23,9 +23,8 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any, Protocol
 
 from wyoming.audio import AudioChunk, AudioStart, AudioStop
 from wyoming.error import Error
@@ -42,13 +41,13 @@ from wyoming.tts import (
 )
 
 from engine import AudioResult
-from engine.speaker import DEFAULT_STREAM_QUIET
 
-from .admission import Admission, AdmissionRefused, Ticket
-from .events import BadEvent, EventLimits, read_event
-from .info import InfoAnswer, Resolved, VoiceCatalog
+from .context import ServerContext, SpeedMeasurer
+from .errors import HayakoeError
+from .events import BadEvent, read_event
+from .speech import Problem, Speech, SpeechError, SpeechRequest, TooLarge
 
-__all__ = ["ClientGone", "HayakoeHandler", "ServerContext"]
+__all__ = ["ClientGone", "HayakoeHandler", "RequestError", "ServerContext", "SpeedMeasurer"]
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -57,43 +56,17 @@ _CUT_WRITE_S = 1.0  # the most a stopping server waits to tell a cut request why
 CHANNELS = 1
 
 
-class ClientGone(Exception):
+class ClientGone(HayakoeError):
     """The client closed the connection (or it broke) while we were writing."""
 
 
-class RequestError(ValueError):
-    """A request that cannot be served; answered with an ``error`` event."""
+class RequestError(HayakoeError):
+    """An event this door cannot read as a request (a field missing or of the wrong type);
+    answered with an ``error`` event."""
 
     def __init__(self, text: str, code: str = "bad-request") -> None:
         super().__init__(text)
         self.code = code
-
-
-class SpeedMeasurer(Protocol):
-    """What takes a voice's speed measurement again (`engine.TTS.measure_again`: KeyError
-    for an unknown voice, ValueError when there is nothing to measure)."""
-
-    def measure_again(self, name: str) -> object: ...
-
-
-@dataclass
-class ServerContext:
-    """What every connection shares: the voices, the `info` answer, limits and defaults."""
-
-    catalog: VoiceCatalog
-    info: InfoAnswer
-    """The `describe` answer (`info.event()`: says which precision each voice runs now)."""
-    samples_per_chunk: int = 1024
-    max_text_length: int = 100_000
-    stream_quiet: float = DEFAULT_STREAM_QUIET
-    """Seconds without a chunk after which a stream's finished sentences are spoken
-    (`Speaker.astream`'s `quiet`; 0: they wait for the next chunk)."""
-    limits: EventLimits = field(default_factory=EventLimits)
-    admission: Admission = field(default_factory=lambda: Admission(max_queue=10))
-    """Bounds the requests queued per voice; refuses new ones while draining."""
-    measurer: SpeedMeasurer | None = None
-    """Takes a voice's speed measurement again when asked (the page's status), the server's
-    `TTS`; None where nothing can."""
 
 
 class _AudioOut:
@@ -156,7 +129,7 @@ class _AudioOut:
 class _InFlight:
     """The request this connection is answering: what a cut at shutdown reports."""
 
-    resolved: Resolved
+    speech: Speech
     out: _AudioOut
     chars: int = 0
 
@@ -165,26 +138,38 @@ class _InFlight:
 class _Stream:
     """A streaming request in progress."""
 
-    resolved: Resolved
-    out: _AudioOut
     deltas: asyncio.Queue[str | None] = field(default_factory=asyncio.Queue)
+    speech: Speech | None = None
+    """The admitted request: its place in the voice's queue is held until
+    ``synthesize-stopped`` is sent (or the connection ends), so a draining server waits for
+    the whole answer. None: refused."""
+    out: _AudioOut | None = None
     task: asyncio.Task[None] | None = None
     length: int = 0
     failed: bool = False
-    ticket: Ticket | None = None
-    """Its place in the voice's queue: held until ``synthesize-stopped`` is sent (or the
-    connection ends), so a draining server waits for the whole answer."""
     in_flight: _InFlight | None = None
 
+    async def texts(self) -> AsyncIterator[str]:
+        """The deltas as they arrive, to the stop."""
+        while True:
+            delta = await self.deltas.get()
+            if delta is None:
+                return
+            yield delta
 
-def _nothing_said(length: int, resolved: Resolved, peer: str) -> None:
+    def close(self) -> None:
+        if self.speech is not None:
+            self.speech.close()
+
+
+def _nothing_said(length: int, speech: Speech, peer: str) -> None:
     _LOGGER.warning(
         "Nothing to say in %d characters for %s (%s/%s): no letters or digits; answered "
         "with empty audio",
         length,
         peer,
-        resolved.speaker.name,
-        resolved.style,
+        speech.voice,
+        speech.style,
     )
 
 
@@ -223,7 +208,6 @@ class HayakoeHandler(AsyncEventHandler):
         self.context = context
         self._write_lock = asyncio.Lock()
         self._stream: _Stream | None = None
-        self._tickets: list[Ticket] = []  # released when the connection ends, at the latest
         self._in_flight: _InFlight | None = None
         peer = writer.get_extra_info("peername")
         self.peer = (
@@ -257,20 +241,29 @@ class HayakoeHandler(AsyncEventHandler):
             raise
         finally:
             await self._abort_stream()
-            for ticket in self._tickets:
-                ticket.release()
             await self.disconnect()
             self.writer.close()
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self.writer.wait_closed(), timeout=1.0)
 
     async def write_event(self, event: Event) -> None:
-        """Send one event whole; `ClientGone` if the client has left."""
+        """Send one event whole; `ClientGone` if the client has left, or has read nothing
+        for ``limits.write_timeout`` seconds while the event waited (then the connection
+        is dropped: the request's synthesis stops and its voice is free for the next)."""
         if self.writer.is_closing():
             raise ClientGone()
+        timeout = self.context.limits.write_timeout
         async with self._write_lock:
             try:
-                await async_write_event(event, self.writer)
+                await asyncio.wait_for(async_write_event(event, self.writer), timeout)
+            except asyncio.TimeoutError:
+                _LOGGER.warning(
+                    "Client %s read nothing for %g s: taken as gone, connection dropped",
+                    self.peer,
+                    timeout,
+                )
+                self.writer.transport.abort()
+                raise ClientGone() from None
             except (ConnectionError, OSError) as exc:
                 raise ClientGone() from exc
 
@@ -286,8 +279,8 @@ class HayakoeHandler(AsyncEventHandler):
             "Server stopping: request from %s with %s/%s cut off after %.2f s of audio "
             "(%d characters of text received)",
             self.peer,
-            cut.resolved.speaker.name,
-            cut.resolved.style,
+            cut.speech.voice,
+            cut.speech.style,
             spoken,
             cut.chars,
         )
@@ -320,48 +313,70 @@ class HayakoeHandler(AsyncEventHandler):
                 await self._stream_stop()
             else:
                 _LOGGER.debug("Ignoring event %s from %s", event.type, self.peer)
-        except (RequestError, AdmissionRefused) as exc:
+        except RequestError as exc:
             await self._error(str(exc), exc.code)
+        except SpeechError as exc:
+            await self._error(str(exc), exc.problem.wyoming_code)
         return True
 
     # -- one-shot --------------------------------------------------------------------------
     async def _synthesize(self, event: Event) -> None:
         text = _text_of(event)
         voice = _voice_of(event)
-        self._check_length(len(text))
-        resolved = self.context.catalog.resolve(voice)
-        _LOGGER.debug(
-            "synthesize %d chars with %s/%s for %s",
-            len(text),
-            resolved.speaker.name,
-            resolved.style,
-            self.peer,
+        request = SpeechRequest(
+            text,
+            voice.name if voice else None,
+            voice.speaker if voice else None,
+            fallback=True,
+            door="wyoming",
         )
-        ticket = self.context.admission.enter(resolved.speaker.name)
-        try:
-            await self._speak(resolved, text)
-        finally:
-            ticket.release()
+        with self.context.service.open(request) as speech:
+            _LOGGER.debug(
+                "synthesize %d chars with %s/%s for %s",
+                len(text),
+                speech.voice,
+                speech.style,
+                self.peer,
+            )
+            await self._speak(speech, text)
 
-    async def _speak(self, resolved: Resolved, text: str) -> None:
-        out = _AudioOut(self, resolved.rate, self.context.samples_per_chunk)
-        self._in_flight = _InFlight(resolved, out, len(text))
+    async def _speak(self, speech: Speech, text: str) -> None:
+        out = _AudioOut(self, speech.rate, self.context.samples_per_chunk)
+        self._in_flight = _InFlight(speech, out, len(text))
         try:
-            await self._speak_to(resolved, text, out)
+            await self._speak_to(speech, text, out)
         except ClientGone:
             self._in_flight = None
             raise
         self._in_flight = None  # (left set when cancelled: `_cut_off` reports it)
 
-    async def _speak_to(self, resolved: Resolved, text: str, out: _AudioOut) -> None:
+    async def _speak_to(self, speech: Speech, text: str, out: _AudioOut) -> None:
+        if not await self._send_audio(speech, out):
+            return
+        await out.finish()
+        if not out.sent_audio:
+            _nothing_said(len(text), speech, self.peer)
+            return
+        _LOGGER.info(
+            "Spoke %d characters with %s/%s for %s: %s",
+            len(text),
+            speech.voice,
+            speech.style,
+            self.peer,
+            out.summary(),
+        )
+
+    async def _send_audio(self, speech: Speech, out: _AudioOut) -> bool:
+        """The request's audio to the client; False when it failed (the client was told
+        with an ``error``, and the audio closed if it had started)."""
         try:
-            async with contextlib.aclosing(
-                self._audio(resolved, text, measure_whole=True)
-            ) as chunks:
+            async with contextlib.aclosing(speech.stream()) as chunks:
                 async for chunk in chunks:
                     await out.send(chunk)
         except (ClientGone, asyncio.CancelledError):
             raise
+        except SpeechError as exc:  # the audio bound: what was made is kept
+            await self._error(str(exc), exc.problem.wyoming_code)
         except Exception as exc:  # a synthesis failure: tell the client, keep the connection
             _LOGGER.error(
                 "Synthesis failed for %s: %s",
@@ -372,43 +387,11 @@ class HayakoeHandler(AsyncEventHandler):
             await self.write_event(
                 Error(text=f"synthesis failed: {exc}", code="synthesis-failed").event()
             )
-            if out.started:
-                await out.finish()
-            return
-        await out.finish()
-        if not out.sent_audio:
-            _nothing_said(len(text), resolved, self.peer)
-            return
-        _LOGGER.info(
-            "Spoke %d characters with %s/%s for %s: %s",
-            len(text),
-            resolved.speaker.name,
-            resolved.style,
-            self.peer,
-            out.summary(),
-        )
-
-    def _audio(
-        self, resolved: Resolved, text: Any, *, measure_whole: bool = False
-    ) -> AsyncGenerator[AudioResult, None]:
-        """The request's audio: its style, its options (the server-wide ones under a preset's,
-        merged by the catalog), its output shaping (a one-shot request's loudness is measured
-        over the whole text)."""
-        return resolved.speaker.astream(
-            text,
-            style=resolved.style,
-            output=resolved.output,
-            measure_whole=measure_whole,
-            quiet=self.context.stream_quiet,
-            **resolved.options,
-        )
-
-    def _check_length(self, length: int) -> None:
-        if length > self.context.max_text_length:
-            raise RequestError(
-                f"text too long: {length} characters (limit {self.context.max_text_length})",
-                code="text-too-long",
-            )
+        else:
+            return True
+        if out.started:
+            await out.finish()
+        return False
 
     # -- streaming -------------------------------------------------------------------------
     async def _stream_start(self, event: Event) -> None:
@@ -421,50 +404,32 @@ class HayakoeHandler(AsyncEventHandler):
         except RequestError as exc:
             _LOGGER.warning("%s; using the default voice", exc)
             voice = None
-        resolved = self.context.catalog.resolve(voice)
-        _LOGGER.debug(
-            "stream start with %s/%s for %s", resolved.speaker.name, resolved.style, self.peer
+        stream = self._stream = _Stream()
+        request = SpeechRequest(
+            stream.texts(),
+            voice.name if voice else None,
+            voice.speaker if voice else None,
+            fallback=True,
+            measure_whole=False,
+            door="wyoming",
         )
-        stream = _Stream(
-            resolved=resolved,
-            out=_AudioOut(self, resolved.rate, self.context.samples_per_chunk),
-        )
-        self._stream = stream
-        stream.in_flight = self._in_flight = _InFlight(resolved, stream.out)
         try:
-            stream.ticket = self.context.admission.enter(resolved.speaker.name)
-        except AdmissionRefused:
+            speech = self.context.service.open(request)
+        except SpeechError:
             stream.failed = True  # its chunks are ignored; synthesize-stop is answered
-            self._in_flight = None  # refused: nothing to cut
             raise
-        self._tickets.append(stream.ticket)
-        stream.task = asyncio.create_task(self._stream_audio(stream), name=f"stream {self.peer}")
+        _LOGGER.debug("stream start with %s/%s for %s", speech.voice, speech.style, self.peer)
+        stream.speech = speech
+        stream.out = _AudioOut(self, speech.rate, self.context.samples_per_chunk)
+        stream.in_flight = self._in_flight = _InFlight(speech, stream.out)
+        stream.task = asyncio.create_task(
+            self._stream_audio(speech, stream), name=f"stream {self.peer}"
+        )
 
-    async def _stream_audio(self, stream: _Stream) -> None:
-        async def deltas() -> AsyncIterator[str]:
-            while True:
-                delta = await stream.deltas.get()
-                if delta is None:
-                    return
-                yield delta
-
-        try:
-            async with contextlib.aclosing(self._audio(stream.resolved, deltas())) as chunks:
-                async for chunk in chunks:
-                    await stream.out.send(chunk)
-        except (ClientGone, asyncio.CancelledError):
-            raise
-        except Exception as exc:
+    async def _stream_audio(self, speech: Speech, stream: _Stream) -> None:
+        assert stream.out is not None
+        if not await self._send_audio(speech, stream.out):
             stream.failed = True
-            _LOGGER.error(
-                "Streaming synthesis failed for %s: %s",
-                self.peer,
-                exc,
-                exc_info=_LOGGER.isEnabledFor(logging.DEBUG),
-            )
-            await self.write_event(
-                Error(text=f"synthesis failed: {exc}", code="synthesis-failed").event()
-            )
 
     async def _stream_chunk(self, event: Event) -> None:
         stream = self._stream
@@ -479,15 +444,19 @@ class HayakoeHandler(AsyncEventHandler):
         stream.length += len(text)
         if stream.in_flight is not None:
             stream.in_flight.chars = stream.length
-        if stream.length > self.context.max_text_length:
+        try:
+            self.context.service.check_length(stream.length)
+        except TooLarge as exc:
             stream.failed = True
             if stream.task is not None:
                 stream.task.cancel()
-            raise RequestError(
-                f"streamed text too long: over {self.context.max_text_length} characters; "
+            raise TooLarge(
+                Problem.TEXT_TOO_LONG,
+                f"streamed text too long: over {exc.limit:g} characters; "
                 "the rest of this stream is ignored",
-                code="text-too-long",
-            )
+                "text",
+                exc.limit,
+            ) from None
         stream.deltas.put_nowait(text)
 
     async def _stream_stop(self) -> None:
@@ -497,39 +466,43 @@ class HayakoeHandler(AsyncEventHandler):
             await self.write_event(SynthesizeStopped().event())
             return
         stream.deltas.put_nowait(None)
-        if stream.task is not None:
-            try:
-                await stream.task
-            except asyncio.CancelledError:
-                if not stream.failed:  # we were cancelled ourselves
-                    raise
-        if not stream.failed or stream.out.started:
-            await stream.out.finish()
-        await self.write_event(SynthesizeStopped().event())
-        if stream.ticket is not None:
-            stream.ticket.release()
-            self._tickets.remove(stream.ticket)
+        try:
+            if stream.task is not None:
+                try:
+                    await stream.task
+                except asyncio.CancelledError:
+                    if not stream.failed:  # we were cancelled ourselves
+                        raise
+            out = stream.out
+            if out is not None and (not stream.failed or out.started):
+                await out.finish()
+            await self.write_event(SynthesizeStopped().event())
+        finally:
+            stream.close()
         if self._in_flight is stream.in_flight:
             self._in_flight = None
-        if not stream.failed and not stream.out.sent_audio:
-            _nothing_said(stream.length, stream.resolved, self.peer)
+        if stream.speech is None or out is None:
+            return
+        if not stream.failed and not out.sent_audio:
+            _nothing_said(stream.length, stream.speech, self.peer)
             return
         _LOGGER.info(
             "Streamed %d characters with %s/%s for %s: %s",
             stream.length,
-            stream.resolved.speaker.name,
-            stream.resolved.style,
+            stream.speech.voice,
+            stream.speech.style,
             self.peer,
-            stream.out.summary(),
+            out.summary(),
         )
 
     async def _abort_stream(self) -> None:
-        """Stop a stream whose client left (releases the speaker's lock)."""
+        """Stop a stream whose client left (releases the speaker's lock and its place in
+        the voice's queue)."""
         stream, self._stream = self._stream, None
-        if stream is None or stream.task is None:
+        if stream is None:
             return
-        stream.task.cancel()
-        with contextlib.suppress(BaseException):
-            await stream.task
-        if stream.ticket is not None:
-            stream.ticket.release()
+        if stream.task is not None:
+            stream.task.cancel()
+            with contextlib.suppress(BaseException):
+                await stream.task
+        stream.close()

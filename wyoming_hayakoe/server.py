@@ -23,15 +23,20 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
+from wyoming.error import Error
+from wyoming.event import async_write_event
+
 from engine import Speaker, __version__
 from engine.heap import limit_malloc_arenas
 from engine.text.userdict_watch import reload_user_dictionary
 
 from .admission import Admission
+from .context import ServerContext
 from .events import EventLimits
-from .handler import HayakoeHandler, ServerContext
+from .handler import HayakoeHandler
 from .info import InfoAnswer
 from .memory import IdleHeapTrim
+from .net.ratelog import RateLimitedLog
 from .settings import Settings
 from .voices import attach_library, build_catalog, prepare_tts
 from .zeroconf import ZeroconfAdvertiser
@@ -48,6 +53,7 @@ __all__ = ["HayakoeServer", "run_server"]
 _LOGGER = logging.getLogger(__name__)
 
 _STOP_GRACE_S = 5.0
+_REFUSE_WRITE_S = 1.0  # the most a refused connection is given to take its error
 
 
 class HayakoeServer:
@@ -60,11 +66,14 @@ class HayakoeServer:
             catalog=catalog,
             info=InfoAnswer(catalog, streaming=settings.streaming),
             samples_per_chunk=settings.samples_per_chunk,
-            max_text_length=settings.max_text_length,
+            bounds=settings.bounds,
             stream_quiet=settings.stream_quiet,
             limits=EventLimits(
                 max_data=settings.max_event_data_bytes,
                 max_payload=settings.max_event_payload_bytes,
+                max_header=settings.connections.max_event_header_bytes,
+                event_timeout=settings.connections.event_timeout,
+                write_timeout=settings.connections.write_timeout,
             ),
             admission=Admission(settings.max_queue),
         )
@@ -78,6 +87,7 @@ class HayakoeServer:
         admission.on_idle = self._heap_trim
         self._server: asyncio.AbstractServer | None = None
         self._connections: set[asyncio.Task[None]] = set()
+        self._refusals = RateLimitedLog(_LOGGER)
         self._zeroconf: ZeroconfAdvertiser | None = None
         self._stdio_task: asyncio.Task[None] | None = None
         self.web: WebServer | None = None
@@ -114,7 +124,7 @@ class HayakoeServer:
         if self.settings.http is not None:
             from .web.app import WebServer  # aiohttp only when the page is on
 
-            self.web = WebServer(self._web_state(self.settings.http))
+            self.web = WebServer(self._web_state(self.settings.http), self.settings.connections)
             await self.web.start()
         if self.settings.engine_api is not None:
             from .apis.app import EngineApiServer, api_state_for  # aiohttp only when on
@@ -125,7 +135,9 @@ class HayakoeServer:
                     self.context,
                     self._dictionary(),
                     self.settings.rewrite,
-                )
+                ),
+                self.settings.connections,
+                query_text=self.settings.max_text_length,
             )
             await self.engine_api.start()
         if self.settings.zeroconf_name and self.port is not None and self.host is not None:
@@ -241,6 +253,10 @@ class HayakoeServer:
     async def _on_connection(
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> None:
+        cap = self.settings.connections.max_connections
+        if len(self._connections) >= cap:
+            await self._refuse(writer, cap)
+            return
         task = asyncio.current_task()
         if task is not None:
             self._connections.add(task)
@@ -253,6 +269,25 @@ class HayakoeServer:
         finally:
             if task is not None:
                 self._connections.discard(task)
+
+    async def _refuse(self, writer: asyncio.StreamWriter, cap: int) -> None:
+        """A connection past ``--max-connections``: an ``error`` and closed at once."""
+        peer = writer.get_extra_info("peername")
+        self._refusals.warning(
+            "Refusing a connection from %s: %d connections are open (--max-connections)",
+            f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) and len(peer) >= 2 else "client",
+            cap,
+        )
+        text = f"too many connections: {cap} are open; try again later"
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(
+                async_write_event(Error(text=text, code="too-many-connections").event(), writer),
+                _REFUSE_WRITE_S,
+            )
+        if writer.transport.get_write_buffer_size():
+            writer.transport.abort()  # it reads nothing: nothing more is owed
+        else:
+            writer.close()
 
     async def _serve_stdio(self, limit: int) -> None:
         loop = asyncio.get_running_loop()

@@ -28,6 +28,7 @@ from .flags import (
     VoiceSpec,
     non_negative_float,
     non_negative_int,
+    positive_float,
     positive_int,
 )
 from .knobs import (
@@ -40,6 +41,13 @@ from .knobs import (
 )
 from .library.options import LibrarySettings, add_library_arguments, library_settings_from_args
 from .logs import LOG_FORMAT
+from .net.options import ConnectionLimits, add_connection_arguments, connection_limits_from_args
+from .speech.bounds import (
+    DEFAULT_MAX_AUDIO_SECONDS,
+    DEFAULT_MAX_QUERIES,
+    DEFAULT_MAX_TEXT_LENGTH,
+    RequestBounds,
+)
 from .subcommands import SUBCOMMANDS
 from .web.options import HttpSettings, add_http_arguments, http_settings_from_args
 
@@ -62,7 +70,6 @@ __all__ = [
 
 DEFAULT_URI = "tcp://0.0.0.0:10200"
 DEFAULT_ZEROCONF_NAME = "hayakoe"
-DEFAULT_MAX_TEXT_LENGTH = 100_000
 DEFAULT_MAX_QUEUE = 10
 DEFAULT_DRAIN_TIMEOUT = 10.0
 
@@ -97,6 +104,11 @@ class Settings:
     presets: tuple[Preset, ...] = ()
     """Named bundles of voice, style and options, served as voices of their own."""
     max_text_length: int = DEFAULT_MAX_TEXT_LENGTH
+    """Characters one request may carry, on every door (`RequestBounds`)."""
+    max_audio_seconds: float = DEFAULT_MAX_AUDIO_SECONDS
+    """Seconds of audio one request may make, silences included (`RequestBounds`)."""
+    max_queries: int = DEFAULT_MAX_QUERIES
+    """AudioQueries one ``/multi_synthesis`` may carry (`RequestBounds`)."""
     stream_quiet: float = DEFAULT_STREAM_QUIET
     """Seconds without a ``synthesize-chunk`` after which a stream's finished sentences are
     spoken without waiting for the next chunk; 0: they wait for it (or the stop)."""
@@ -115,6 +127,8 @@ class Settings:
     """The web page (`wyoming_hayakoe.web`); None: off."""
     engine_api: EngineApiSettings | None = None
     """The VOICEVOX / AivisSpeech and OpenAI APIs (`wyoming_hayakoe.apis`); None: off."""
+    connections: ConnectionLimits = ConnectionLimits()
+    """What a slow, stuck or greedy client may hold on each port (`wyoming_hayakoe.net`)."""
     library: LibrarySettings = LibrarySettings()
     """The voice library (`wyoming_hayakoe.library`): its folder, the hub, the upload limit."""
     engine: EngineOptions = EngineOptions()
@@ -127,6 +141,11 @@ class Settings:
         if self.compile is not None:
             return self.compile
         return self.device.startswith("cuda")
+
+    @property
+    def bounds(self) -> RequestBounds:
+        """Every request's bounds, on every door."""
+        return RequestBounds(self.max_text_length, self.max_audio_seconds, self.max_queries)
 
     @property
     def max_event_data_bytes(self) -> int:
@@ -260,7 +279,22 @@ def build_parser() -> argparse.ArgumentParser:
         "--max-text-length",
         type=positive_int("--max-text-length"),
         default=DEFAULT_MAX_TEXT_LENGTH,
-        help="longest text (characters) one request may carry (default: %(default)s)",
+        help="longest text (characters) one request may carry, on every door: Wyoming, the "
+        "page, the engine APIs (default: %(default)s)",
+    )
+    p.add_argument(
+        "--max-audio-seconds",
+        type=positive_float("--max-audio-seconds"),
+        default=DEFAULT_MAX_AUDIO_SECONDS,
+        metavar="SECONDS",
+        help="most audio one request may make, silences included; a longer one stops there "
+        "with an error (default: %(default)s)",
+    )
+    p.add_argument(
+        "--max-queries",
+        type=positive_int("--max-queries"),
+        default=DEFAULT_MAX_QUERIES,
+        help="most AudioQueries one /multi_synthesis may carry (default: %(default)s)",
     )
     p.add_argument(
         "--stream-quiet",
@@ -288,6 +322,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_http_arguments(p)
     add_engine_api_arguments(p)
     add_library_arguments(p)
+    add_connection_arguments(p)
     p.add_argument("--debug", action="store_true", help="log DEBUG messages")
     p.add_argument(
         "--log-format",
@@ -381,6 +416,8 @@ def settings_from_args(
         streaming=not args.no_streaming,
         presets=presets,
         max_text_length=args.max_text_length,
+        max_audio_seconds=args.max_audio_seconds,
+        max_queries=args.max_queries,
         stream_quiet=args.stream_quiet,
         max_queue=args.max_queue,
         drain_timeout=args.drain_timeout,
@@ -390,6 +427,7 @@ def settings_from_args(
         http=http,
         engine_api=engine_api_settings_from_args(args),
         library=library_settings_from_args(args),
+        connections=connection_limits_from_args(args),
         **{**voice_fields(args, env), "user_dicts": tuple(user_dicts)},
     )
 

@@ -57,6 +57,7 @@ OPTION_FLAGS = {
     "bert_source": "--bert-source",
     "hf_token": "--hf-token",  # passed as $HF_TOKEN, which the server reads in its place
     "engine_api_token": "--engine-api-token-file",  # a file under /data, never argv
+    "openai_voices": "--openai-voice",
     "debug_logging": "--debug",
 }
 

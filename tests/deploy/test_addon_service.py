@@ -249,6 +249,18 @@ CASES = {
         ),
         {"engine_api", *(f"engine_api.{f}" for f in ("host", "port", "token", "allowed_hosts"))},
     ),
+    "openai_voices": (
+        ["alloy=jvnv-F1-jp:Happy", " Nova = mine"],
+        lambda s, r: (
+            s.engine_api is not None
+            and s.engine_api.openai_voices == (("alloy", "jvnv-F1-jp:Happy"), ("nova", "mine"))
+        ),
+        {
+            "engine_api",
+            *(f"engine_api.{f}" for f in ("host", "port", "token", "allowed_hosts")),
+            "engine_api.openai_voices",
+        },
+    ),
     "debug_logging": (True, lambda s, r: s.debug is True, {"debug"}),
     "volume": (
         "-6dB",
@@ -278,6 +290,10 @@ CASES = {
 }
 
 
+NEEDS: dict[str, dict] = {"openai_voices": {"engine_api_token": "api_not_a_real_token"}}
+"""Options that act only beside another: that one is set with them."""
+
+
 def _share_files(share: Path) -> None:
     """The files options may name under /share/hayakoe."""
     share.mkdir(parents=True, exist_ok=True)
@@ -296,6 +312,7 @@ def test_each_option_reaches_the_server_and_changes_only_its_setting(tmp_path, b
     value, check, may_change = CASES[option]
     options = copy.deepcopy(DEFAULTS)
     options[option] = value
+    options.update(NEEDS.get(option, {}))
     _share_files(tmp_path / "share" / "hayakoe")
     run = run_service(tmp_path, options)
     assert run.returncode == 0, run.stderr
@@ -318,6 +335,15 @@ def test_all_options_together(tmp_path):
         if option != "default_voice":
             assert check(s, run), option
     assert s.default_voice == "mine"
+
+
+def test_openai_voices_without_the_engine_api_are_not_passed_and_said(tmp_path):
+    options = dict(DEFAULTS, openai_voices=["alloy=mine"])
+    run = run_service(tmp_path, options)
+    assert run.returncode == 0, run.stderr
+    assert run.settings().engine_api is None
+    assert not any("openai-voice" in a for a in run.argv or [])
+    assert "openai_voices" in run.stderr and "engine_api_token" in run.stderr
 
 
 def test_the_token_travels_in_the_environment_never_on_the_command_line(tmp_path):

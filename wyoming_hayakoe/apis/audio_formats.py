@@ -6,6 +6,12 @@ stream), ``mp3`` / ``opus`` (in Ogg) / ``aac`` (ADTS) / ``flac`` encoded by PyAV
 wheels bundle FFmpeg's libraries with LAME and libopus for x86_64 and aarch64; nothing is
 fetched at run time). An `Encoder` takes the audio as it is made and hands back the bytes
 ready to send, so a stream's first sentence leaves before the second is made.
+
+A streamed ``flac`` carries no length: its STREAMINFO block is sent before the audio exists,
+so its total samples are 0 ("unknown", which the FLAC format allows and decoders read to the
+end of). A whole answer (`encode_all`, or an `Encoder` made with ``whole=True``) is muxed
+into a seekable buffer, so FFmpeg's FLAC muxer goes back and writes the true total samples
+(and MD5) there.
 """
 
 from __future__ import annotations
@@ -90,7 +96,9 @@ class Encoder:
     """One response's encoder: `push` int16 samples → bytes to send now; `finish` → the
     rest. `fmt` one of `FORMATS`; `rate` the samples' rate."""
 
-    def __init__(self, fmt: str, rate: int) -> None:
+    def __init__(self, fmt: str, rate: int, whole: bool = False) -> None:
+        """`whole`: the bytes are sent only once `finish`ed (`push` keeps them), so the
+        container's header can be completed at the end (a FLAC's length)."""
         if fmt not in CONTENT_TYPES:
             raise ValueError(f"unknown format {fmt!r}")
         self.fmt = fmt
@@ -103,7 +111,9 @@ class Encoder:
 
             container_name, codec, sample_format = _AV[fmt]
             self._sink = _Sink()
-            self._container = av.open(self._sink, mode="w", format=container_name)
+            self._whole: io.BytesIO | None = io.BytesIO() if whole else None
+            target = self._whole if self._whole is not None else self._sink
+            self._container = av.open(target, mode="w", format=container_name)
             self._stream = self._container.add_stream(codec, rate=rate)
             self._stream.layout = "mono"
             self._sample_format = sample_format
@@ -142,15 +152,17 @@ class Encoder:
         for packet in self._stream.encode(None):
             self._container.mux(packet)
         self._container.close()
+        if self._whole is not None:
+            return self._whole.getvalue()
         return self._sink.take()
 
 
 def encode_all(samples: np.ndarray, rate: int, fmt: str) -> bytes:
-    """A whole answer in `fmt` (a ``wav`` with its true sizes)."""
+    """A whole answer in `fmt` (a ``wav`` with its true sizes, a ``flac`` with its length)."""
     pcm = np.asarray(samples, dtype=np.int16).reshape(-1)
     if fmt == "wav":
         return _wav_header(rate, pcm.size * 2) + pcm.tobytes()
-    encoder = Encoder(fmt, rate)
+    encoder = Encoder(fmt, rate, whole=True)
     return encoder.push(pcm) + encoder.finish()
 
 

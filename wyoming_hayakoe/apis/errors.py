@@ -6,6 +6,13 @@ VOICEVOX routes answer as FastAPI does: a value a request may not have is 422
 answer ``{"error": {"message", "type", "param", "code"}}``. Every JSON answer has
 ``Content-Type: application/json`` exactly (some VOICEVOX clients parse a body only then).
 A bug is a 500 with one logged traceback; the server goes on.
+
+A request aiohttp cannot even parse (raw UTF-8 in the URL: ``curl "...?text=こんにちは"``
+sends the bytes unencoded, and aiohttp's C parser refuses them, "Invalid char in url query")
+never reaches a route: aiohttp answers it a plain-text 400 itself. `HANDLER_ARGS` gives the
+application's request handlers a logger (`RequestErrorLog`) that writes such a refusal as one
+warning line saying how to send the text, where aiohttp would log ``ERROR aiohttp.server`` and
+a traceback.
 """
 
 from __future__ import annotations
@@ -13,17 +20,23 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
+from typing import Any
 
 from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
 
 from ..json_depth import MAX_JSON_DEPTH, JsonDepthError, loads_bounded
+from ..speech import SpeechError, UnknownVoice
+from ..speech.http import STATUS
 
 __all__ = [
+    "HANDLER_ARGS",
     "MAX_BODY",
     "OPENAI_PREFIX",
     "Invalid",
     "Refused",
+    "RequestErrorLog",
     "errors_middleware",
     "json_answer",
     "read_json",
@@ -116,6 +129,11 @@ async def errors_middleware(request: web.Request, handler: Handler) -> web.Strea
         return _answer(request, status, f"{param}: {exc.msg}", param, exc)
     except Refused as exc:
         return _answer(request, exc.status, exc.message, exc.param)
+    except SpeechError as exc:  # the request service's refusals: one status table
+        status = STATUS[exc.problem]
+        if isinstance(exc, UnknownVoice) and not request.path.startswith(OPENAI_PREFIX):
+            status = 404  # a VOICEVOX style ID whose voice left meanwhile: as an unknown ID
+        return _answer(request, status, str(exc), exc.field)
     except web.HTTPException as exc:
         if exc.status < 400:
             raise
@@ -126,3 +144,30 @@ async def errors_middleware(request: web.Request, handler: Handler) -> web.Strea
     except Exception:
         _LOGGER.exception("Engine API: %s %s failed", request.method, request.path)
         return _answer(request, 500, "internal error (the server's log has the details)")
+
+
+class RequestErrorLog(logging.LoggerAdapter):  # type: ignore[type-arg]
+    """aiohttp's ``aiohttp.server`` logger for the engine APIs' connections: a request it
+    could not parse (`HttpProcessingError`: a bad request line, raw UTF-8 in the URL) is one
+    warning, without a traceback; anything else is logged as aiohttp logs it."""
+
+    def exception(self, msg: object, *args: object, exc_info: Any = True, **kwargs: Any) -> None:
+        if isinstance(exc_info, HttpProcessingError):
+            said = (exc_info.message or type(exc_info).__name__).splitlines()[0].rstrip(": ")
+            _LOGGER.warning(
+                "Engine API: refused a request that could not be parsed (%s, answered %s); "
+                "a text in the URL must be percent-encoded (curl --get --data-urlencode text=...)",
+                said[:200],
+                exc_info.code or 400,
+            )
+            return
+        self.logger.exception(msg, *args, exc_info=exc_info, **kwargs)
+
+    def process(
+        self, msg: Any, kwargs: MutableMapping[str, Any]
+    ) -> tuple[Any, MutableMapping[str, Any]]:
+        return msg, kwargs
+
+
+HANDLER_ARGS: Mapping[str, Any] = {"logger": RequestErrorLog(logging.getLogger("aiohttp.server"))}
+"""`web.Application`'s ``handler_args`` for the engine APIs (`RequestErrorLog`)."""

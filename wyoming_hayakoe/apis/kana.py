@@ -3,14 +3,23 @@
 Accent phrases are separated by ``/`` (no pause) or ``、`` (a pause); each has one ``'``
 right after its accent mora; ``_`` before a mora marks it unvoiced (read voiced here); a
 phrase ending in ``？`` is a question. `KanaError` says where the text breaks a rule.
+
+`phrases_kana` writes phrases so (an AudioQuery's ``kana``, as VOICEVOX's ``create_kana``
+writes it): ``'`` after the accent mora, ``？`` after a question's last mora, ``、`` after a
+phrase followed by a pause or ending a sentence, ``/`` between the others, nothing after the
+last. No ``_``: our phrases' morae do not mark unvoiced vowels (the voice devoices on its own,
+and an AudioQuery's moras carry lower-case vowels), so `parse_kana` reads the kana back into
+the same phrases.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection, Sequence
+
 from engine.text.accents import AccentPhrase
 from engine.text.from_phrases import mora_phones
 
-__all__ = ["KanaError", "parse_kana"]
+__all__ = ["KanaError", "parse_kana", "phrases_kana"]
 
 
 class KanaError(ValueError):
@@ -64,3 +73,18 @@ def parse_kana(text: str) -> list[AccentPhrase]:
         if last:
             break
     return phrases
+
+
+def phrases_kana(phrases: Sequence[AccentPhrase], ends: Collection[int] = ()) -> str:
+    """`phrases` in AquesTalk-style kana (the module text); `ends`: the indexes of phrases
+    that end a sentence (a pause follows them)."""
+    out: list[str] = []
+    for i, phrase in enumerate(phrases):
+        morae = list(phrase.morae)
+        accent = min(max(phrase.accent, 1), len(morae))
+        out.append("".join(morae[:accent]) + "'" + "".join(morae[accent:]))
+        if phrase.question:
+            out.append("？")
+        if i < len(phrases) - 1:
+            out.append("、" if phrase.pause_after or i in ends else "/")
+    return "".join(out)

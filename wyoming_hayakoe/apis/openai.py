@@ -1,49 +1,53 @@
-"""OpenAI's speech API: ``POST /v1/audio/speech``, ``GET /v1/audio/voices``, ``GET /v1/models``.
+"""OpenAI's speech API: ``POST /v1/audio/speech``, ``GET /v1/audio/voices``,
+``GET /v1/audio/models``, ``GET /v1/models``.
 
 ``voice`` is a voice name as Wyoming lists it (the voice-name rule: case-insensitive,
-``VOICE:STYLE``, presets; unknown: 400 listing the names); ``speed`` 0.25-4.0 multiplies the
+``VOICE:STYLE``, presets), or one of OpenAI's names (``alloy`` ... ``cedar``: the voice
+``--openai-voice`` assigns it, else the default voice; `openai_voices`); unknown: 400 listing
+the names; ``speed`` 0.25-4.0 multiplies the
 voice's speed; ``response_format`` mp3 (default), opus, aac, flac, wav, pcm, all at 24 kHz
 mono (``pcm``: 16-bit little-endian, no header); ``input`` at most 4096 characters;
 ``instructions`` is accepted and not used; ``stream_format`` ``audio`` (default: the bytes
 of the format, chunked, each sentence's as soon as it is made) or ``sse`` (``data:`` events
-``speech.audio.delta`` with base64 audio, then ``speech.audio.done``). ``model`` is any of
-`MODELS` (or any other string: there is one engine).
+``speech.audio.delta`` with base64 audio, then ``speech.audio.done`` with ``usage``:
+`openai_voices.done_event`). ``model`` is any of `MODELS` (or any other string: there is one
+engine).
+
+Discovery: ``GET /v1/audio/voices`` → ``{"voices": [{"id", "name"}, ...], "default",
+"openai_voices": {OpenAI name: voice}}`` (Open WebUI's shape); ``GET /v1/audio/models`` →
+``{"models": [{"id"}, ...]}`` (Open WebUI's); ``GET /v1/models``: OpenAI's model list.
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import contextlib
 import json
+import logging
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
 
-from engine import OutputOptions
-
-from ..info import Resolved
-from ..resolve import UnknownNameError
+from ..speech import SpeechError, SpeechOptions, SpeechRequest
 from .audio_formats import FORMATS, Encoder
-from .errors import Invalid, Refused, json_answer, read_json
+from .errors import Invalid, json_answer, read_json
+from .openai_voices import MODELS, done_event, voice_entries
 from .queries import DEFAULT_SEED
 from .state import API_STATE, ApiState
 
 __all__ = ["MODELS", "OPENAI_RATE", "add_openai_routes", "voice_names"]
 
+_LOGGER = logging.getLogger(__name__)
+
 OPENAI_RATE = 24000
-MODELS = ("tts-1", "tts-1-hd", "gpt-4o-mini-tts", "hayakoe")
 
 
 def voice_names(state: ApiState) -> list[str]:
-    catalog = state.catalog
-    names: list[str] = []
-    for name, speaker in catalog.speakers.items():
-        names.append(name)
-        names.extend(f"{name}:{style}" for style in speaker.styles)
-    names.extend(catalog.presets)
-    return names
+    """Every served voice name (voices, ``VOICE:STYLE``, presets)."""
+    return state.catalog.names().all()
 
 
 def _field(data: dict[str, Any], name: str, kinds: tuple[type, ...], default: Any) -> Any:
@@ -56,23 +60,21 @@ def _field(data: dict[str, Any], name: str, kinds: tuple[type, ...], default: An
 
 
 @dataclass(frozen=True)
-class SpeechRequest:
-    text: str
-    resolved: Resolved
+class OpenAiSpeech:
+    """A ``/v1/audio/speech`` body as the request service takes it, and how to answer."""
+
+    request: SpeechRequest
     fmt: str
-    speed: float
     sse: bool
 
 
-def parse_speech(state: ApiState, data: object) -> SpeechRequest:
+def parse_speech(state: ApiState, data: object) -> OpenAiSpeech:
     """A ``/v1/audio/speech`` body, each field checked (`Invalid` names it)."""
     if not isinstance(data, dict):
         raise Invalid(("body",), "the body must be a JSON object", "type_error")
     text = _field(data, "input", (str,), None)
     if not text or not text.strip():
         raise Invalid(("body", "input"), "write something to say", "missing")
-    if len(text) > state.max_text:
-        raise Invalid(("body", "input"), f"at most {state.max_text} characters", "too_long")
     voice = data.get("voice")
     if isinstance(voice, dict):
         voice = voice.get("id")
@@ -88,30 +90,21 @@ def parse_speech(state: ApiState, data: object) -> SpeechRequest:
     if stream_format not in ("audio", "sse"):
         raise Invalid(("body", "stream_format"), "audio or sse")
     _field(data, "instructions", (str,), "")
-    try:
-        resolved = state.resolve(voice, None)
-    except UnknownNameError as exc:
-        names = voice_names(state)
-        raise Refused(400, f"{exc} (voices: {', '.join(names)})", "voice") from None
-    return SpeechRequest(text, resolved, fmt, speed, stream_format == "sse")
+    request = SpeechRequest(
+        text,
+        state.openai_voice(voice) or voice,
+        options=SpeechOptions(speed=speed, sample_rate=OPENAI_RATE, seed=DEFAULT_SEED),
+        measure_whole=False,  # played as it comes
+        door="openai",
+    )
+    return OpenAiSpeech(request, fmt, stream_format == "sse")
 
 
 async def speech(request: web.Request) -> web.StreamResponse:
     state: ApiState = request.app[API_STATE]
     asked = parse_speech(state, await read_json(request))
-    text, resolved, fmt, speed, sse = (
-        asked.text,
-        asked.resolved,
-        asked.fmt,
-        asked.speed,
-        asked.sse,
-    )
-    speaker = resolved.speaker
-    options = dict(resolved.options)
-    options["speed"] = float(options.get("speed", 1.0)) * speed
-    options["seed"] = DEFAULT_SEED
-    output: OutputOptions = replace(resolved.output, sample_rate=OPENAI_RATE)
-    encoder = Encoder(fmt, OPENAI_RATE)
+    sse = asked.sse
+    encoder = Encoder(asked.fmt, OPENAI_RATE)
     response = web.StreamResponse(
         headers={
             "Content-Type": "text/event-stream" if sse else encoder.content_type,
@@ -128,28 +121,47 @@ async def speech(request: web.Request) -> web.StreamResponse:
             chunk = f"data: {json.dumps(event)}\n\n".encode()
         await response.write(chunk)
 
-    ticket = state.admit(speaker.name)
-    try:
-        chunks = speaker.astream(text, output=output, style=resolved.style, **options)
-        async with contextlib.aclosing(chunks):
-            async for piece in chunks:
-                if not response.prepared:  # an error before the first audio is still JSON
-                    await response.prepare(request)
-                await send(encoder.push(piece.data))
+    with state.service.open(asked.request) as spoken:  # SpeechError: errors_middleware
+        samples = 0
+        try:
+            async with contextlib.aclosing(spoken.stream()) as chunks:
+                async for piece in chunks:
+                    if not response.prepared:  # an error before the first audio is still JSON
+                        await response.prepare(request)
+                    samples += len(piece.data)
+                    await send(await asyncio.to_thread(encoder.push, piece.data))
+        except SpeechError as exc:
+            if not response.prepared:
+                raise
+            _LOGGER.warning("OpenAI request cut: %s", exc)  # the audio so far was sent
         if not response.prepared:
             await response.prepare(request)
-        await send(encoder.finish())
+        await send(await asyncio.to_thread(encoder.finish))
         if sse:
-            await response.write(b'data: {"type": "speech.audio.done"}\n\n')
-    finally:
-        ticket.release()
+            text = asked.request.text
+            assert isinstance(text, str)
+            await response.write(done_event(text, samples, OPENAI_RATE))
     await response.write_eof()
     return response
 
 
 async def voices(request: web.Request) -> web.Response:
+    """Open WebUI's shape (``{v["id"]: v["name"] for v in voices}``), the default voice, and
+    what each OpenAI name speaks with."""
     state: ApiState = request.app[API_STATE]
-    return json_answer({"voices": voice_names(state), "default": state.catalog.default_voice})
+    catalog = state.catalog
+    return json_answer(
+        {
+            "voices": [e.json() for e in voice_entries(catalog.names())],
+            "default": catalog.default_voice,
+            "openai_voices": state.settings.openai_voice_table(catalog.default_voice),
+        }
+    )
+
+
+async def audio_models(request: web.Request) -> web.Response:
+    """Open WebUI's ``GET {base}/audio/models``: ``{"models": [{"id": ...}]}``."""
+    return json_answer({"models": [{"id": m, "name": m} for m in MODELS]})
 
 
 async def models(request: web.Request) -> web.Response:
@@ -167,4 +179,5 @@ async def models(request: web.Request) -> web.Response:
 def add_openai_routes(app: web.Application) -> None:
     app.router.add_post("/v1/audio/speech", speech)
     app.router.add_get("/v1/audio/voices", voices)
+    app.router.add_get("/v1/audio/models", audio_models)
     app.router.add_get("/v1/models", models)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ..flags import SettingsError
 from ..web.options import allowed_host_name, is_loopback
+from .openai_voices import OpenAIVoiceError, assigned_voices, parse_openai_voice
 
 __all__ = [
     "AIVISSPEECH_PORT",
@@ -35,6 +36,13 @@ class EngineApiSettings:
     so); needed for any bind other than loopback."""
     allowed_hosts: tuple[str, ...] = ()
     """Host names answered besides `host`, ``localhost`` and loopback when no token is set."""
+    openai_voices: tuple[tuple[str, str], ...] = ()
+    """``--openai-voice NAME=VOICE``: an OpenAI voice name (lower case) → the served voice it
+    speaks with; OpenAI's names not given speak with the default voice."""
+
+    def openai_voice_table(self, default_voice: str) -> dict[str, str]:
+        """Each OpenAI voice name → the voice it speaks with (the page shows it)."""
+        return assigned_voices(dict(self.openai_voices), default_voice)
 
 
 def add_engine_api_arguments(parser: argparse.ArgumentParser) -> None:
@@ -64,6 +72,15 @@ def add_engine_api_arguments(parser: argparse.ArgumentParser) -> None:
         help="without a token the engine APIs answer only requests addressed to their own "
         "address, localhost or loopback; also answer to NAME (repeatable)",
     )
+    g.add_argument(
+        "--openai-voice",
+        action="append",
+        default=[],
+        metavar="NAME=VOICE",
+        help="OpenAI's voice NAME (alloy, ash, ... cedar) speaks with the served VOICE "
+        "(a voice, VOICE:STYLE or a preset; repeatable); OpenAI's names not given speak "
+        "with the default voice",
+    )
 
 
 def engine_api_settings_from_args(args: argparse.Namespace) -> EngineApiSettings | None:
@@ -71,6 +88,8 @@ def engine_api_settings_from_args(args: argparse.Namespace) -> EngineApiSettings
     if args.engine_api_port is None:
         if args.engine_api_token or args.engine_api_token_file or args.engine_api_allowed_host:
             raise SettingsError("--engine-api-token/-allowed-host need --engine-api-port")
+        if args.openai_voice:
+            raise SettingsError("--openai-voice needs --engine-api-port")
         return None
     if not 0 <= args.engine_api_port <= 65535:
         raise SettingsError(f"--engine-api-port {args.engine_api_port}: a port, 0 to 65535")
@@ -91,6 +110,17 @@ def engine_api_settings_from_args(args: argparse.Namespace) -> EngineApiSettings
             "--engine-api-token or --engine-api-token-file (or bind 127.0.0.1)"
         )
     allowed = tuple(dict.fromkeys(allowed_host_name(h) for h in args.engine_api_allowed_host))
+    voices: dict[str, str] = {}
+    for spec in args.openai_voice:
+        try:
+            name, voice = parse_openai_voice(spec)
+        except OpenAIVoiceError as exc:
+            raise SettingsError(str(exc)) from None
+        voices[name] = voice  # the last one given for a name wins
     return EngineApiSettings(
-        host=host, port=args.engine_api_port, token=token or None, allowed_hosts=allowed
+        host=host,
+        port=args.engine_api_port,
+        token=token or None,
+        allowed_hosts=allowed,
+        openai_voices=tuple(voices.items()),
     )

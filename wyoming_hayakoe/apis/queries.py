@@ -20,12 +20,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from engine import OutputOptions
 from engine.text.accents import AccentPhrase
 from engine.text.from_phrases import PhrasedText, mora_phones
 from engine.text.mora import MORA_TO_PHONES
 
+from ..speech import SpeechOptions
 from .errors import Invalid
+from .kana import phrases_kana
 
 __all__ = [
     "DEFAULT_SEED",
@@ -114,32 +115,22 @@ class Scales:
     """``pauseLength`` × ``pauseLengthScale``: seconds between sentences at speed 1 (None: the
     voice's, which its predicted durations already scale)."""
 
-    def overrides(self, defaults: Mapping[str, Any]) -> dict[str, Any]:
-        """Keywords for `Speaker.agenerate`: speed, style strength (``intonationScale``),
-        rhythm (``tempoDynamicsScale`` × sdp_ratio), pitch (2 ** ``pitchScale``), a fixed seed."""
-        weight = float(defaults.get("style_weight", 1.0))
-        sdp = float(defaults.get("sdp_ratio", 0.2))
-        out: dict[str, Any] = {
-            "speed": float(defaults.get("speed", 1.0)) * self.speed,
-            "style_weight": weight * self.intonation,
-            "sdp_ratio": min(1.0, sdp * self.tempo_dynamics),
-            "seed": DEFAULT_SEED,
-        }
-        if self.pitch:
-            out["pitch_scale"] = 2.0**self.pitch
-        if self.pause is not None:
-            out["sentence_silence"] = self.pause / self.speed
-        return out
-
-    def output(self, base: OutputOptions) -> OutputOptions:
-        from dataclasses import replace
-
-        return replace(
-            base,
-            volume=base.volume * self.volume,
-            lead_silence=self.pre / self.speed,
-            tail_silence=self.post / self.speed,
-            sample_rate=self.rate if self.rate is not None else base.sample_rate,
+    def options(self) -> SpeechOptions:
+        """The request's options for the request service, each over the voice's own: speed,
+        style strength (``intonationScale``), rhythm (``tempoDynamicsScale`` × sdp_ratio),
+        pitch (2 ** ``pitchScale``), volume, rate, the silences (divided by the speed), a
+        fixed seed."""
+        return SpeechOptions(
+            speed=self.speed,
+            pitch=2.0**self.pitch,
+            style_strength=self.intonation,
+            tempo_dynamics=self.tempo_dynamics,
+            volume=self.volume,
+            sample_rate=self.rate,
+            lead_silence=self.pre,
+            tail_silence=self.post,
+            sentence_pause=self.pause,
+            seed=DEFAULT_SEED,
         )
 
 
@@ -260,8 +251,9 @@ def phrases_json(spoken: PhrasedText) -> list[dict[str, Any]]:
     return [phrase_json(p, i in spoken.ends) for i, p in enumerate(spoken.phrases)]
 
 
-def query_json(spoken: PhrasedText, text: str, rate: int) -> dict[str, Any]:
-    """An AudioQuery with the defaults (AivisSpeech's fields; the voice's own rate)."""
+def query_json(spoken: PhrasedText, rate: int) -> dict[str, Any]:
+    """An AudioQuery with the defaults (AivisSpeech's fields; the voice's own rate); its
+    ``kana`` is the phrases in AquesTalk-style kana (`kana.phrases_kana`), as VOICEVOX's."""
     return {
         "accent_phrases": phrases_json(spoken),
         "speedScale": 1.0,
@@ -275,5 +267,5 @@ def query_json(spoken: PhrasedText, text: str, rate: int) -> dict[str, Any]:
         "pauseLengthScale": 1.0,
         "outputSamplingRate": rate,
         "outputStereo": False,
-        "kana": text,
+        "kana": phrases_kana(spoken.phrases, spoken.ends),
     }

@@ -2,7 +2,9 @@
 
 1. No token: the ``Host`` header names the bound address, ``localhost``, a loopback address
    or an allowed name (a name rebound to 127.0.0.1 by a web page reaches nothing): 403.
-2. A token: ``Authorization: Bearer T`` (OpenAI clients send their API key so): 401.
+2. A token: ``Authorization: Bearer T`` (OpenAI clients send their API key so): 401; but a
+   ``GET``/``HEAD`` of the portal page (`portal.PUBLIC_PATHS`) is answered without it (Home
+   Assistant's VOICEVOX integration checks ``GET /``; the page then shows no version).
 3. A write from a browser is same-origin: ``Origin`` (when sent) names an allowed host on
    the port asked, ``Sec-Fetch-Site`` (when sent) is ``same-origin``: 403 otherwise. Clients
    that are not browsers send neither.
@@ -28,6 +30,7 @@ from ..web.options import HttpSettings, is_loopback
 from ..web.security import host_allowed, origin_on_allowed_host, split_host
 from .errors import Refused
 from .options import EngineApiSettings
+from .portal import PUBLIC_PATHS
 
 __all__ = ["add_cors_headers", "local_app", "security_middleware"]
 
@@ -87,7 +90,9 @@ def security_middleware(api: EngineApiSettings) -> Middleware:
                     request.headers.get("Host", "")[:100],
                 )
                 raise Refused(403, "this API answers only to its own address or localhost")
-        elif not _token_ok(request, api.token):
+        elif _token_ok(request, api.token):
+            request["token_ok"] = True
+        elif request.method not in ("GET", "HEAD") or request.path not in PUBLIC_PATHS:
             raise Refused(401, "token required (Authorization: Bearer TOKEN)")
         if request.method not in ("GET", "HEAD", "OPTIONS") and not _origin_ok(
             request, names, api.token

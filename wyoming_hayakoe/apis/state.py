@@ -1,36 +1,37 @@
-"""What the engine API routes share: the Wyoming server's voices and queue, the page's
-dictionary."""
+"""What the engine API routes share: the Wyoming server's voices and its one way in for
+speech (`SpeechService`: the same queue, options and bounds), the page's dictionary."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from aiohttp import web
 
 from engine import Speaker
 
-from ..admission import Admission, AdmissionRefused
-from ..info import Resolved, VoiceCatalog
+from ..info import VoiceCatalog
+from ..speech import SpeechService, TooLarge
 from ..web.dictionary import PageDictionary
 from .errors import Invalid, Refused
+from .openai_voices import openai_voice
 from .options import EngineApiSettings
 from .style_ids import StyleEntry, StyleTable, style_table
 
-__all__ = ["API_STATE", "ApiState", "MAX_API_TEXT"]
-
-MAX_API_TEXT = 4096
-"""Longest text either API speaks (OpenAI's limit for ``input``)."""
+__all__ = ["API_STATE", "ApiState"]
 
 
 @dataclass
 class ApiState:
     settings: EngineApiSettings
     catalog: VoiceCatalog
-    admission: Admission
+    service: SpeechService
     dictionary: PageDictionary
     rewrite: bool = True
-    max_text: int = MAX_API_TEXT
+
+    @property
+    def max_text(self) -> int:
+        """Longest text a request may carry (``--max-text-length``)."""
+        return self.service.bounds.max_text_length
 
     def styles(self) -> StyleTable:
         return style_table(self.catalog.speakers)
@@ -56,20 +57,19 @@ class ApiState:
             raise _unknown_id(entry.id)
         return found
 
-    def resolve(self, voice: str, style: str | None) -> Resolved:
-        return self.catalog.resolve_exact(voice, style)
-
-    def admit(self, voice: str) -> Any:
-        try:
-            return self.admission.enter(voice)
-        except AdmissionRefused as exc:
-            raise Refused(503, str(exc)) from None
+    def openai_voice(self, name: str) -> str | None:
+        """The served voice OpenAI's voice `name` speaks with (``--openai-voice``, else the
+        default voice); None when `name` is no OpenAI name or is a served name itself."""
+        return openai_voice(self.catalog, dict(self.settings.openai_voices), name)
 
     def text(self, raw: object, loc: tuple[str, ...]) -> str:
+        """A text to read (a reading, not speech: checked against the same bound)."""
         if not isinstance(raw, str):
             raise Invalid(loc, "Field required", "missing")
-        if len(raw) > self.max_text:
-            raise Invalid(loc, f"at most {self.max_text} characters", "string_too_long")
+        try:
+            self.service.check_length(len(raw), str(loc[-1]))
+        except TooLarge as exc:
+            raise Refused(413, str(exc), str(loc[-1])) from None
         return raw
 
 

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import io
+import contextlib
 import logging
+import tempfile
 import uuid
 import zipfile
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 from aiohttp import web
@@ -31,7 +32,8 @@ from engine.text.from_phrases import PhrasedText
 from engine.text.pipeline import TextPipeline
 from engine.text.userdict import UserDictionaryError, UserWord
 
-from ..resolve import UnknownNameError
+from ..errors import HayakoeError
+from ..speech import OutputBudget, SpeechRequest
 from .audio_formats import MAX_JOINED_BYTES, read_wav, wav_bytes
 from .errors import Invalid, Refused, json_answer, read_json
 from .kana import KanaError, parse_kana
@@ -42,6 +44,15 @@ from .state import API_STATE, ApiState
 __all__ = ["NOT_SERVED", "add_voicevox_routes"]
 
 _LOGGER = logging.getLogger(__name__)
+
+_ZIP_IN_MEMORY = 8 << 20
+"""A ``/multi_synthesis`` ZIP is kept in memory up to this size, then in a temporary file."""
+Loc = tuple[str | int, ...]
+
+
+class ClientGone(HayakoeError):
+    """The client left while its answer was made: the work stops."""
+
 
 _DICT_NAMESPACE = uuid.UUID("0b1f7f8e-5d2c-4c0e-8f7a-3f5b2a9d6c41")
 _WORD_TYPES = {"PROPER_NOUN": "proper_noun", "COMMON_NOUN": "noun"}
@@ -222,7 +233,7 @@ async def audio_query(request: web.Request) -> web.Response:
     text = state.text(request.query.get("text"), ("query", "text"))
     rate = state.speaker(entry).sample_rate  # before the await: the voice may leave meanwhile
     spoken = await _phrases_of(state, text)
-    return json_answer(query_json(spoken, text, rate))
+    return json_answer(query_json(spoken, rate))
 
 
 async def accent_phrases(request: web.Request) -> web.Response:
@@ -253,56 +264,104 @@ async def validate_kana(request: web.Request) -> web.Response:
 # -- synthesis -----------------------------------------------------------------------------
 
 
-async def _synthesize(state: ApiState, style_raw: object, query: object) -> bytes:
+def _speech_request(state: ApiState, style_raw: object, query: object, loc: Loc) -> SpeechRequest:
+    """An AudioQuery as a request for the request service (each field checked, `Invalid`
+    naming it under `loc`)."""
     if not isinstance(query, dict):
-        raise Invalid(("body",), "Input should be a valid dictionary", "dict_type")
-    spoken = phrases_from_json(query.get("accent_phrases"))
+        raise Invalid(loc, "Input should be a valid dictionary", "dict_type")
+    spoken = phrases_from_json(query.get("accent_phrases"), (*loc, "accent_phrases"))
     scales = scales_from_json(query)
     entry = state.style(style_raw)
-    try:
-        resolved = state.resolve(entry.voice, entry.style)
-    except UnknownNameError as exc:  # removed between the lookup and now
-        raise Refused(404, str(exc)) from None
-    speaker = resolved.speaker
-    options = {**resolved.options, **scales.overrides(resolved.options)}
-    output = scales.output(resolved.output)
-    ticket = state.admit(speaker.name)
-    try:
-        if spoken.phrases:
-            # decoded in windows as Wyoming's one-shot synthesize is: decoding each sentence
-            # whole took 1.11x the time on the full-size int8 voice (the same audio)
-            audio = await speaker.agenerate(
-                spoken, output=output, style=resolved.style, whole_sentences=False, **options
-            )
-            samples, rate = audio.data, audio.sr
-        else:
-            rate = output.rate_for(speaker.sample_rate)
-            samples = np.zeros(round((output.lead_silence + output.tail_silence) * rate), np.int16)
-    except ValueError as exc:  # an option the voice cannot take (pitch on a neural voice)
-        loc = ("body", "pitchScale") if "pitch" in str(exc) else ("body",)
-        raise Invalid(loc, str(exc)) from None
-    finally:
-        ticket.release()
-    return wav_bytes(samples, rate, scales.stereo)
+    return SpeechRequest(
+        spoken, entry.voice, entry.style, options=scales.options(), door="voicevox"
+    )
+
+
+def _client_gone(request: web.Request) -> bool:
+    transport = request.transport
+    return transport is None or transport.is_closing()
+
+
+async def _wav_of(
+    state: ApiState,
+    request: web.Request,
+    asked: SpeechRequest,
+    stereo: bool,
+    budget: OutputBudget | None = None,
+) -> bytes:
+    """One query's WAV; stops (`ClientGone`) as soon as the client has left."""
+    with state.service.open(asked, budget) as speech:
+        pieces: list[np.ndarray] = []
+        async with contextlib.aclosing(speech.stream()) as chunks:
+            async for chunk in chunks:
+                if _client_gone(request):
+                    raise ClientGone(request.path)
+                pieces.append(chunk.data)
+        samples = np.concatenate(pieces) if pieces else np.zeros(0, np.int16)
+        rate = speech.rate
+    return await asyncio.to_thread(wav_bytes, samples, rate, stereo)
 
 
 async def synthesis(request: web.Request) -> web.Response:
     state = _state(request)
-    wav = await _synthesize(state, request.query.get("speaker"), await read_json(request))
+    query = await read_json(request)
+    asked = _speech_request(state, request.query.get("speaker"), query, ("body",))
+    stereo = isinstance(query, dict) and query.get("outputStereo") is True
+    try:
+        wav = await _wav_of(state, request, asked, stereo)
+    except ClientGone:
+        return _gone(request)
     return web.Response(body=wav, content_type="audio/wav")
 
 
-async def multi_synthesis(request: web.Request) -> web.Response:
+def _gone(request: web.Request) -> web.Response:
+    _LOGGER.debug("%s: the client left; its synthesis stopped", request.path)
+    return web.Response(status=400, text="the client left")
+
+
+async def multi_synthesis(request: web.Request) -> web.StreamResponse:
+    """A ZIP of WAVs, one per query: the queries checked and their least audio held to the
+    request's budget before any is spoken; the ZIP built off the event loop in a file that
+    spills to disk; the work stops when the client leaves."""
     state = _state(request)
     queries = await read_json(request)
     if not isinstance(queries, list):
         raise Invalid(("body",), "Input should be a valid list", "list_type")
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED) as archive:
-        for i, query in enumerate(queries, 1):
-            wav = await _synthesize(state, request.query.get("speaker"), query)
-            archive.writestr(f"{i:03d}.wav", wav)
-    return web.Response(body=buffer.getvalue(), content_type="application/zip")
+    state.service.check_queries(len(queries))
+    speaker = request.query.get("speaker")
+    asked = [_speech_request(state, speaker, q, ("body", i)) for i, q in enumerate(queries)]
+    budget = state.service.budget()
+    state.service.reserve(asked, budget)
+    spool = tempfile.SpooledTemporaryFile(max_size=_ZIP_IN_MEMORY)
+    try:
+        return await _zip_answer(state, request, queries, asked, budget, spool)
+    except ClientGone:
+        return _gone(request)
+    finally:
+        spool.close()
+
+
+async def _zip_answer(
+    state: ApiState,
+    request: web.Request,
+    queries: list[Any],
+    asked: list[SpeechRequest],
+    budget: OutputBudget,
+    spool: IO[bytes],
+) -> web.StreamResponse:
+    with zipfile.ZipFile(spool, "w", zipfile.ZIP_STORED) as archive:
+        for i, (query, one) in enumerate(zip(queries, asked, strict=True), 1):
+            stereo = query.get("outputStereo") is True
+            wav = await _wav_of(state, request, one, stereo, budget)
+            await asyncio.to_thread(archive.writestr, f"{i:03d}.wav", wav)
+    response = web.StreamResponse(headers={"Content-Type": "application/zip"})
+    response.content_length = spool.tell()
+    await response.prepare(request)
+    spool.seek(0)
+    while block := await asyncio.to_thread(spool.read, 1 << 16):
+        await response.write(block)
+    await response.write_eof()
+    return response
 
 
 async def connect_waves(request: web.Request) -> web.Response:

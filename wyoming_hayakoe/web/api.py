@@ -13,11 +13,13 @@
 | GET /api/dictionary.csv | the page's words as CSV |
 | GET /api/status | voices, memory, requests, queue, version, last warnings |
 
-Synthesis goes through the Wyoming server's `Admission` (same queue bounds) and the same
-`VoiceCatalog`, so the page hears what Home Assistant hears. Voice names follow the same rule
-(`wyoming_hayakoe.resolve`: case-insensitive, ``VOICE:STYLE``, presets), except that a name or
-style that matches nothing is refused (400, ``field`` ``voice`` or ``style``, ``available``:
-the names that exist) where Wyoming falls back to the default voice.
+Synthesis goes through the server's one way in (`wyoming_hayakoe.speech.SpeechService`: the
+same voices, queue, options and bounds as Wyoming), so the page hears what Home Assistant
+hears. Voice names follow the same rule (`wyoming_hayakoe.resolve`: case-insensitive,
+``VOICE:STYLE``, presets), except that a name or style that matches nothing is refused (400,
+``field`` ``voice`` or ``style``, ``available``: the names that exist) where Wyoming falls back
+to the default voice. The controls (speed, pitch, intonation, volume) are factors over the
+voice's or preset's own settings, as on every door.
 """
 
 from __future__ import annotations
@@ -36,14 +38,23 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from engine import Speaker, __version__
+from engine import AudioResult, Speaker, __version__
 from engine.text.pipeline import TextPipeline
 from engine.text.userdict import UserWord
 
-from ..admission import Admission, AdmissionRefused
-from ..handler import SpeedMeasurer
-from ..info import Resolved, VoiceCatalog
-from ..resolve import UnknownNameError
+from ..admission import Admission
+from ..context import SpeedMeasurer
+from ..info import VoiceCatalog
+from ..speech import (
+    Speech,
+    SpeechError,
+    SpeechOptions,
+    SpeechRequest,
+    SpeechService,
+    TooLarge,
+    UnknownVoice,
+)
+from ..speech.http import STATUS
 from .dictionary import (
     FieldError,
     ImportError_,
@@ -61,23 +72,21 @@ if TYPE_CHECKING:  # types only: the engine APIs' part imports the page's, never
     from ..apis.options import EngineApiSettings
     from ..apis.style_ids import StyleTable
 
-__all__ = ["STATE", "MAX_BODY", "MAX_PAGE_TEXT", "SAMPLE_TEXT", "WebState", "add_routes"]
+__all__ = ["STATE", "MAX_BODY", "SAMPLE_TEXT", "WebState", "add_routes"]
 
 _LOGGER = logging.getLogger(__name__)
 
 MAX_BODY = MAX_JSON_BODY
 """Largest request body (a CSV import); more gets 413 ``too_large``."""
-MAX_PAGE_TEXT = 2000
-"""Longest text the page speaks or reads (characters; the Wyoming limit may be lower)."""
 SAMPLE_TEXT = "こんにちは。この声で、家のお知らせを読み上げます。"
 _SAMPLE_CACHE = 32
 
-# name → (option key, low, high): the per-request controls of "Try it"
+# name → (low, high): the per-request controls of "Try it", each a `SpeechOptions` factor
 _CONTROLS = {
-    "speed": ("speed", 0.25, 4.0),
-    "pitch": ("pitch_scale", 0.5, 2.0),
-    "intonation": ("intonation_scale", 0.0, 4.0),
-    "volume": ("volume", 0.0, 4.0),
+    "speed": (0.25, 4.0),
+    "pitch": (0.5, 2.0),
+    "intonation": (0.0, 4.0),
+    "volume": (0.0, 4.0),
 }
 
 
@@ -88,9 +97,10 @@ class WebState:
     http: HttpSettings
     catalog: VoiceCatalog
     admission: Admission
+    service: SpeechService
+    """The one way in for speech (the Wyoming server's, with its bounds)."""
     dictionary: PageDictionary
     rewrite: bool = True
-    max_text: int = MAX_PAGE_TEXT
     warnings: WarningLog = field(default_factory=WarningLog)
     started: float = field(default_factory=time.monotonic)
     samples: OrderedDict[tuple[Any, ...], bytes] = field(default_factory=OrderedDict)
@@ -103,6 +113,11 @@ class WebState:
     """The engine APIs' settings (``--engine-api-port``); None while they are off."""
     engine_api_port: Callable[[], int | None] | None = None
     """The port the engine APIs are bound to now (``--engine-api-port 0``: any free one)."""
+
+    @property
+    def max_text(self) -> int:
+        """Longest text a request may carry (``--max-text-length``)."""
+        return self.service.bounds.max_text_length
 
 
 STATE = web.AppKey("state", WebState)
@@ -125,42 +140,35 @@ class BadRequest(ApiError):
         self.available = available
 
 
+def _refused(exc: SpeechError) -> BadRequest:
+    """A request the service refused, in the page's shape (`speech.http.STATUS`)."""
+    status = STATUS[exc.problem]
+    available = list(exc.available) if isinstance(exc, UnknownVoice) else None
+    code = "too_large" if isinstance(exc, TooLarge) else exc.problem.value
+    return BadRequest(exc.field or "text", str(exc), status, available, code=code)
+
+
 def _text(state: WebState, data: Mapping[str, Any]) -> str:
     text = data.get("text")
     if not isinstance(text, str) or not text.strip():
         raise BadRequest("text", "text: write something to say")
-    if len(text) > min(state.max_text, MAX_PAGE_TEXT):
-        raise BadRequest(
-            "text",
-            f"text: at most {min(state.max_text, MAX_PAGE_TEXT)} characters",
-            413,
-            code="too_large",
-        )
+    try:
+        state.service.check_length(len(text))
+    except TooLarge as exc:
+        raise _refused(exc) from None
     return text
 
 
-def _resolve(state: WebState, voice: object, style: object) -> Resolved:
-    """The voice rule (`wyoming_hayakoe.resolve`) without Wyoming's fallback: a name or
-    style that matches nothing is a 400 naming it, with the available names."""
-    if voice is not None and not isinstance(voice, str):
-        raise BadRequest("voice", f"voice: a name, got {voice!r}")
-    if style is not None and not isinstance(style, str):
-        raise BadRequest("style", f"style: a name, got {style!r}")
-    try:
-        return state.catalog.resolve_exact(voice, style)
-    except UnknownNameError as exc:
-        unknown = exc.unknown
-        raise BadRequest(
-            unknown.kind,
-            str(exc),
-            available=list(unknown.available),
-            code=f"unknown_{unknown.kind}",
-        ) from None
+def _name(data: Mapping[str, Any], key: str) -> str | None:
+    value = data.get(key)
+    if value is not None and not isinstance(value, str):
+        raise BadRequest(key, f"{key}: a name, got {value!r}")
+    return value
 
 
-def _controls(data: Mapping[str, Any]) -> dict[str, float]:
+def _controls(data: Mapping[str, Any]) -> SpeechOptions:
     found: dict[str, float] = {}
-    for name, (_, low, high) in _CONTROLS.items():
+    for name, (low, high) in _CONTROLS.items():
         value = data.get(name)
         if value in (None, ""):
             continue
@@ -169,19 +177,19 @@ def _controls(data: Mapping[str, Any]) -> dict[str, float]:
         if not low <= float(value) <= high:
             raise BadRequest(name, f"{name}: a number from {low} to {high}, got {value}")
         found[name] = float(value)
-    return found
+    return SpeechOptions(
+        speed=found.get("speed", 1.0),
+        pitch=found.get("pitch", 1.0),
+        intonation=found.get("intonation", 1.0),
+        volume=found.get("volume", 1.0),
+    )
 
 
-def _request_args(resolved: Resolved, controls: Mapping[str, float]) -> dict[str, Any]:
-    """Keywords for `Speaker.astream`/`agenerate`: style, output, synthesis options."""
-    options: dict[str, Any] = dict(resolved.options)  # merged by the catalog
-    for name, value in controls.items():
-        if name != "volume":
-            options[_CONTROLS[name][0]] = value
-    output = resolved.output
-    if "volume" in controls:
-        output = dataclasses.replace(output, volume=output.volume * controls["volume"])
-    return {"style": resolved.style, "output": output, **options}
+def _open(state: WebState, request: SpeechRequest) -> Speech:
+    try:
+        return state.service.open(request)
+    except SpeechError as exc:
+        raise _refused(exc) from None
 
 
 def _jsonable(value: object) -> object:
@@ -220,7 +228,13 @@ def _engine_api_json(state: WebState) -> dict[str, object]:
     if api is None:
         return {"on": False}
     port = state.engine_api_port() if state.engine_api_port is not None else api.port
-    return {"on": True, "host": api.host, "port": port or None, "token": api.token is not None}
+    return {
+        "on": True,
+        "host": api.host,
+        "port": port or None,
+        "token": api.token is not None,
+        "openai_voices": api.openai_voice_table(state.catalog.default_voice),
+    }
 
 
 async def voices(request: web.Request) -> web.Response:
@@ -261,7 +275,7 @@ async def voices(request: web.Request) -> web.Response:
             "presets": presets,
             "default_voice": catalog.default_voice,
             "sample_text": SAMPLE_TEXT,
-            "max_text": min(state.max_text, MAX_PAGE_TEXT),
+            "max_text": state.max_text,
             "engine_api": _engine_api_json(state),
         }
     )
@@ -270,17 +284,17 @@ async def voices(request: web.Request) -> web.Response:
 async def sample(request: web.Request) -> web.Response:
     state = request.app[STATE]
     query = request.query
-    resolved = _resolve(state, query.get("voice"), query.get("style"))
-    args = _request_args(resolved, {})
+    asked = SpeechRequest(SAMPLE_TEXT, _name(query, "voice"), _name(query, "style"), door="page")
+    try:
+        resolved = state.service.resolve(asked)  # the cache's key, before any queueing
+    except SpeechError as exc:
+        raise _refused(exc) from None
     speaker = resolved.speaker  # an updated voice has the same name and another version
-    key = (speaker.name, speaker.version, resolved.style, resolved.preset, repr(args))
+    key = (speaker.name, speaker.version, resolved.style, resolved.preset)
     wav = state.samples.get(key)
     if wav is None:
-        ticket = _admit(state, resolved)
-        try:
-            audio = await resolved.speaker.agenerate(SAMPLE_TEXT, **args)
-        finally:
-            ticket.release()
+        with _open(state, asked) as speech:
+            audio = await _whole(speech)
         wav = audio.to_wav_bytes()
         state.samples[key] = wav
         while len(state.samples) > _SAMPLE_CACHE:
@@ -290,27 +304,27 @@ async def sample(request: web.Request) -> web.Response:
     )
 
 
-def _admit(state: WebState, resolved: Resolved) -> Any:
+async def _whole(speech: Speech) -> AudioResult:
     try:
-        return state.admission.enter(resolved.speaker.name)
-    except AdmissionRefused as exc:
-        code = "shutting_down" if exc.code == "shutting-down" else "busy"
-        raise BadRequest("voice", str(exc), 503, code=code) from None
+        return await speech.generate()
+    except SpeechError as exc:
+        raise _refused(exc) from None
 
 
 async def speak(request: web.Request) -> web.StreamResponse:
     state = request.app[STATE]
     data = await read_json_object(request)
     text = _text(state, data)
-    resolved = _resolve(state, data.get("voice"), data.get("style"))
-    args = _request_args(resolved, _controls(data))
+    voice, style = _name(data, "voice"), _name(data, "style")
+    options = _controls(data)
     fmt = data.get("format", "pcm")
     if fmt not in ("pcm", "wav"):
         raise BadRequest("format", "format: pcm or wav")
-    ticket = _admit(state, resolved)
-    try:
-        if fmt == "wav":
-            audio = await resolved.speaker.agenerate(text, **args)
+    whole = fmt == "wav"
+    asked = SpeechRequest(text, voice, style, options=options, measure_whole=whole, door="page")
+    with _open(state, asked) as speech:
+        if whole:
+            audio = await _whole(speech)
             return web.Response(
                 body=audio.to_wav_bytes(),
                 content_type="audio/wav",
@@ -319,26 +333,28 @@ async def speak(request: web.Request) -> web.StreamResponse:
         response = web.StreamResponse(
             headers={
                 "Content-Type": "application/octet-stream",
-                "X-Sample-Rate": str(resolved.rate),
+                "X-Sample-Rate": str(speech.rate),
                 "Cache-Control": "no-store",
             }
         )
-        async with contextlib.aclosing(resolved.speaker.astream(text, **args)) as chunks:
-            started = False
-            async for chunk in chunks:
-                if not started:  # an error before the first audio is still a JSON answer
-                    await response.prepare(request)
-                    started = True
-                pcm = chunk.pcm_bytes()
-                if pcm:
-                    await response.write(pcm)
-            if not started:
-                await response.prepare(request)
-        ticket.release()  # before the end reaches the client: the status it asks next is true
-        await response.write_eof()
-        return response
-    finally:
-        ticket.release()
+        try:
+            async with contextlib.aclosing(speech.stream()) as chunks:
+                async for chunk in chunks:
+                    if not response.prepared:  # an error before audio is still a JSON answer
+                        await response.prepare(request)
+                    pcm = chunk.pcm_bytes()
+                    if pcm:
+                        await response.write(pcm)
+        except SpeechError as exc:
+            if not response.prepared:
+                raise _refused(exc) from None
+            _LOGGER.warning("Page request cut: %s", exc)  # the audio so far was sent
+        if not response.prepared:
+            await response.prepare(request)
+    # the place in the queue is given back before the end reaches the client: the status
+    # it asks next is true
+    await response.write_eof()
+    return response
 
 
 async def reading(request: web.Request) -> web.Response:

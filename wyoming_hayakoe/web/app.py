@@ -12,7 +12,9 @@ from aiohttp import web
 
 from engine import Speaker
 
-from ..handler import ServerContext
+from ..context import ServerContext
+from ..net.http_guard import GuardedSite, HttpGuard
+from ..net.options import ConnectionLimits
 from .api import MAX_BODY, STATE, WebState, add_routes
 from .dictionary import PageDictionary
 from .errors import api_errors_middleware, mark_started
@@ -79,9 +81,9 @@ def state_for(
         http=http,
         catalog=context.catalog,
         admission=context.admission,
+        service=context.service,
         dictionary=PageDictionary(http.dictionary, readonly),
         rewrite=settings.rewrite,
-        max_text=context.max_text_length,
         warnings=WarningLog(),
         measurer=context.measurer,
         style_ids=style_ids,
@@ -93,8 +95,10 @@ def state_for(
 class WebServer:
     """Serves the page on `http.host`:`http.port` until `stop`; keeps the last warnings."""
 
-    def __init__(self, state: WebState) -> None:
+    def __init__(self, state: WebState, limits: ConnectionLimits | None = None) -> None:
         self.state = state
+        self.guard = HttpGuard(limits or ConnectionLimits(), "page")
+        """The port's connection cap and timeouts (`wyoming_hayakoe.net.http_guard`)."""
         self._runner: web.AppRunner | None = None
         self.port: int | None = None
 
@@ -104,13 +108,13 @@ class WebServer:
 
         register_secret(http.token)  # never in a log line (a URL with ?token=, say)
         logging.getLogger().addHandler(self.state.warnings)
-        self._runner = web.AppRunner(build_app(self.state), access_log=None)
+        app = build_app(self.state)
+        self.guard.install(app)
+        self._runner = web.AppRunner(app, access_log=None, **self.guard.handler_args())
         await self._runner.setup()
-        site = web.TCPSite(self._runner, http.host, http.port)
+        site = GuardedSite(self._runner, http.host, http.port, self.guard)
         await site.start()
-        server = getattr(site, "_server", None)
-        sockets = getattr(server, "sockets", None) or []
-        self.port = int(sockets[0].getsockname()[1]) if sockets else http.port
+        self.port = site.port
         mode = " (Home Assistant ingress)" if http.ingress else ""
         _LOGGER.info("Web page on http://%s:%s/%s", http.host, self.port, mode)
 

@@ -33,6 +33,7 @@ const STRINGS = {
     engine_api_voices: "Clients name a style by its ID below; OpenAI's voice is a voice's name, or name:style.",
     engine_api_local: "Reachable from the server's own machine only (`--engine-api-host` with a token opens it to others).",
     engine_api_token: "Clients send the token: `Authorization: Bearer TOKEN`.",
+    openai_voices: "OpenAI's voice names speak with", openai_voices_hint: "Set one with `--openai-voice alloy=VOICE` (the add-on: `openai_voices`).",
     engine_api_off: "The engine API (VOICEVOX / AivisSpeech and OpenAI speech) is off. The style IDs below are the ones it will serve: start the server with `--engine-api-port 10101` (the add-on: set `engine_api_token`).",
     styles: "Styles", presets: "Presets", preset: "preset", preset_of: "preset of {voice}",
     version: "Version", uptime: "Up for", memory: "Memory (RSS)", requests: "Requests served",
@@ -144,6 +145,7 @@ const STRINGS = {
     engine_api_voices: "クライアントではスタイルを下の ID で指定します。OpenAI の voice は声の名前か「名前:スタイル」です。",
     engine_api_local: "サーバーと同じ機器からのみ使えます（他の機器からは `--engine-api-host` とトークンで）。",
     engine_api_token: "クライアントはトークンを `Authorization: Bearer TOKEN` で送ります。",
+    openai_voices: "OpenAI の声の名前で話す声", openai_voices_hint: "`--openai-voice alloy=声` で変えられます（アドオンでは `openai_voices`）。",
     engine_api_off: "エンジン API（VOICEVOX / AivisSpeech・OpenAI 音声）は無効です。下のスタイル ID は有効にしたときに使われるものです。`--engine-api-port 10101` を付けて起動してください（アドオンでは `engine_api_token` を設定）。",
     styles: "スタイル", presets: "プリセット", preset: "プリセット", preset_of: "{voice} のプリセット",
     version: "バージョン", uptime: "稼働時間", memory: "メモリ (RSS)", requests: "処理したリクエスト",
@@ -532,6 +534,23 @@ function renderEngineApi(api) {
   box.append(facts, note, el("p", { class: "hint", text: t("engine_api_voices") }));
   if (isLoopback(api.host)) box.append(hint(t("engine_api_local")));
   if (api.token) box.append(hint(t("engine_api_token")));
+  if (api.openai_voices) box.append(openAiVoices(api.openai_voices));
+}
+
+// OpenAI's voice names (alloy ... cedar) and the served voice each speaks with, grouped by voice
+function openAiVoices(table) {
+  const byVoice = new Map();
+  for (const [name, voice] of Object.entries(table)) {
+    if (!byVoice.has(voice)) byVoice.set(voice, []);
+    byVoice.get(voice).push(name);
+  }
+  const facts = el("dl", { class: "facts openai-voices", id: "openai-voices" });
+  for (const [voice, names] of byVoice) {
+    facts.append(el("dt", {}, el("code", { text: voice })), el("dd", { text: names.join(", ") }));
+  }
+  const section = el("div", {}, el("h3", { text: t("openai_voices") }), facts);
+  section.append(hint(t("openai_voices_hint")));
+  return section;
 }
 
 // a voice's styles with the IDs the engine API serves (GET /speakers), each selectable and
