@@ -19,11 +19,13 @@ from engine import __version__
 
 from .state import API_STATE
 
-__all__ = ["ENGINE_NAME", "PUBLIC_PATHS", "add_portal_route", "portal"]
+__all__ = ["ENGINE_NAME", "PUBLIC_PATHS", "TOKEN_GIVEN", "add_portal_route", "portal"]
 
 ENGINE_NAME = "wyoming-hayakoe"
 PUBLIC_PATHS = frozenset({"/"})
 """Answered (``GET``/``HEAD``) without the token: the portal page, as a health check."""
+TOKEN_GIVEN = web.RequestKey("engine_api_token_given", bool)
+"""Set by the `security` middleware on a request that carried the token."""
 
 # (path, what it answers): the page's links, read by people
 _ENDPOINTS: tuple[tuple[str, str], ...] = (
@@ -73,7 +75,7 @@ def _page(authorized: bool, token_set: bool) -> str:
 
 async def portal(request: web.Request) -> web.Response:
     settings = request.app[API_STATE].settings
-    authorized = settings.token is None or bool(request.get("token_ok", False))
+    authorized = settings.token is None or request.get(TOKEN_GIVEN, False)
     response = web.Response(
         text=_page(authorized, settings.token is not None), content_type="text/html"
     )

@@ -30,7 +30,7 @@ from ..web.options import HttpSettings, is_loopback
 from ..web.security import host_allowed, origin_on_allowed_host, split_host
 from .errors import Refused
 from .options import EngineApiSettings
-from .portal import PUBLIC_PATHS
+from .portal import PUBLIC_PATHS, TOKEN_GIVEN
 
 __all__ = ["add_cors_headers", "local_app", "security_middleware"]
 
@@ -91,7 +91,7 @@ def security_middleware(api: EngineApiSettings) -> Middleware:
                 )
                 raise Refused(403, "this API answers only to its own address or localhost")
         elif _token_ok(request, api.token):
-            request["token_ok"] = True
+            request[TOKEN_GIVEN] = True
         elif request.method not in ("GET", "HEAD") or request.path not in PUBLIC_PATHS:
             raise Refused(401, "token required (Authorization: Bearer TOKEN)")
         if request.method not in ("GET", "HEAD", "OPTIONS") and not _origin_ok(
