@@ -4,7 +4,11 @@ real Content-Security-Policy) served by a small aiohttp app on loopback whose an
 test sets, so what the page does with a Markdown license, an error code, a failed job, a
 style ID to copy with or without the Clipboard API and a phone's width is checked by events,
 in seconds, without a voice. Debian's chromium and chromium-driver, headless (skipped without
-them, as `test_browser.py`).
+them): the shared `browser` fixture and its waits (`tests.helpers.browser`).
+
+The tab draws itself twice on each load, the listing, then the listing after AivisHub was
+asked (``?check=1``); here the second tells of a newer version, so a test waits for the
+Update button (`_open`) before it acts: nothing it clicks is redrawn under it after that.
 
 ``HAYAKOE_SCREENSHOTS=DIR`` saves the Library tab in both languages at 390 and 1280 px there.
 """
@@ -14,38 +18,34 @@ from __future__ import annotations
 import asyncio
 import copy
 import os
-import shutil
 import threading
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from aiohttp import web
 
+from tests.helpers.browser import (
+    WAIT_S,
+    attribute,
+    click,
+    screenshot,
+    set_width,
+    shown,
+    skip_without_browser,
+    text,
+    wait,
+)
 from tests.helpers.net import free_port
 from tests.helpers.paths import REPO_ROOT
 from wyoming_hayakoe.web.security import add_security_headers
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-DRIVER = shutil.which("chromedriver")
-if CHROMIUM is None or DRIVER is None:
-    pytest.skip(
-        "chromium and chromium-driver are not installed "
-        "(apt-get install chromium chromium-driver; .ci/run does)",
-        allow_module_level=True,
-    )
-pytest.importorskip("selenium", reason="selenium (the test extra) is not installed")
-from selenium import webdriver
-from selenium.webdriver.chrome.options import Options
-from selenium.webdriver.chrome.service import Service
+skip_without_browser()
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
-from selenium.webdriver.support.ui import WebDriverWait
 
 pytestmark = pytest.mark.slow
 
-WAIT_S = 30
 STATIC_DIR = REPO_ROOT / "wyoming_hayakoe" / "web" / "static"
 UUID = "0f3c6a52-3f1e-4c55-9a41-5b2c1e0d9a77"
 LICENSE = (
@@ -197,7 +197,11 @@ class StandInPage:
             )
 
         async def library(request: web.Request) -> web.Response:
-            return web.json_response(copy.deepcopy(self.listing))
+            listing = copy.deepcopy(self.listing)
+            if request.query.get("check") != "1":  # AivisHub not asked yet: no newer version
+                for entry in listing["installed"]:
+                    entry.update(latest_version=None, update_available=False)
+            return web.json_response(listing)
 
         async def install(request: web.Request) -> web.Response:
             source = (await request.json()).get("source", "")
@@ -267,58 +271,25 @@ def page(stand_in: StandInPage) -> StandInPage:
     return stand_in
 
 
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebDriver]:
-    options = Options()
-    options.binary_location = CHROMIUM
-    profile = tmp_path_factory.mktemp("chromium-profile")
-    for arg in (
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        f"--user-data-dir={profile}",
-        "--window-size=1280,900",
-    ):
-        options.add_argument(arg)
-    driver = webdriver.Chrome(service=Service(DRIVER), options=options)
-    yield driver
-    driver.quit()
-
-
-def _wait(driver: WebDriver, condition: Any, message: str) -> Any:
-    return WebDriverWait(driver, WAIT_S, poll_frequency=0.05).until(condition, message)
-
-
-def _width(driver: WebDriver, width: int, height: int = 900) -> None:
-    """The viewport as a phone's (`mobile`: the page's viewport meta applies) or a desktop's."""
-    driver.execute_cdp_cmd(
-        "Emulation.setDeviceMetricsOverride",
-        {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": width < 600},
-    )
+ROW = "#lib-table tr.installed"
+LICENSE_CELL = f"{ROW} td.lib-license"
 
 
 def _open(driver: WebDriver, page: StandInPage, lang: str, *, clear: bool = True) -> None:
-    """The Library tab in `lang`, once its table is drawn (a fresh origin's storage when
-    `clear`: no job dismissed here by an earlier test)."""
+    """The Library tab in `lang`, drawn the second time, after AivisHub was asked (its
+    Update button shown; a fresh origin's storage when `clear`: no job dismissed here by an
+    earlier test)."""
+    driver.get("about:blank")  # a load, not a jump within the page at the same address
     driver.get(page.url + f"?lang={lang}#library")
     if clear:
         driver.execute_script("localStorage.clear()")
         driver.refresh()
-    _wait(
-        driver,
-        lambda d: d.find_elements(By.CSS_SELECTOR, "#lib-table tr.installed"),
-        "the library listed",
-    )
+    wait(driver, lambda d: shown(d, f"{ROW} button.lib-update"), "the library listed, checked")
 
 
 def _tab(driver: WebDriver, view: str) -> None:
-    driver.find_element(By.ID, f"tab-{view}").click()
-    _wait(driver, lambda d: d.find_element(By.ID, f"view-{view}").is_displayed(), view)
+    click(driver, f"#tab-{view}")
+    wait(driver, lambda d: shown(d, f"#view-{view}"), view)
 
 
 def _job_ids(driver: WebDriver) -> list[str]:
@@ -328,87 +299,78 @@ def _job_ids(driver: WebDriver) -> list[str]:
     return ids
 
 
-def _shot(driver: WebDriver, name: str) -> None:
-    folder = os.environ.get("HAYAKOE_SCREENSHOTS")
-    if folder:
-        Path(folder).mkdir(parents=True, exist_ok=True)
-        assert driver.save_screenshot(str(Path(folder) / f"page-{name}.png"))
-
-
 def test_a_markdown_license_is_shown_as_text(browser: WebDriver, page: StandInPage):
-    _width(browser, 1280)
+    set_width(browser, 1280)
     _open(browser, page, "ja")
-    cell = browser.find_element(By.CSS_SELECTOR, "#lib-table tr.installed td.lib-license")
-    text: str = browser.execute_script("return arguments[0].textContent", cell)
-    assert "テスト用ライセンス" in text and "利用条件" in text and "商用利用" in text
-    lines = browser.execute_script(
-        "return arguments[0].querySelector('.license-text').textContent.split('\\n')", cell
+    cell_text, lines, made = browser.execute_script(
+        "const cell = document.querySelector(arguments[0]);"
+        "return [cell.textContent,"
+        " cell.querySelector('.license-text').textContent.split('\\n'),"
+        " cell.querySelectorAll('img, h1, h2, strong, em, code, ul, a').length];",
+        LICENSE_CELL,
     )
-    assert not [line for line in [text, *lines] if line.lstrip().startswith("#")], text
-    assert "**" not in text and "`" not in text and "](" not in text
-    assert "AivisHub (https://hub.aivis-project.com/)" in text
-    # the server's text is never HTML: no element made from it
-    assert not cell.find_elements(By.CSS_SELECTOR, "img, h1, h2, strong, em, code, ul, a")
-    summary = cell.find_element(By.CSS_SELECTOR, "summary")
-    assert summary.text == "テスト用ライセンス"
-    summary.click()  # the whole text, as text
-    body = _wait(
+    assert "テスト用ライセンス" in cell_text and "利用条件" in cell_text and "商用利用" in cell_text
+    assert not [line for line in [cell_text, *lines] if line.lstrip().startswith("#")], cell_text
+    assert "**" not in cell_text and "`" not in cell_text and "](" not in cell_text
+    assert "AivisHub (https://hub.aivis-project.com/)" in cell_text
+    assert made == 0  # the server's text is never HTML: no element made from it
+    assert text(browser, f"{LICENSE_CELL} summary") == "テスト用ライセンス"
+    click(browser, f"{LICENSE_CELL} summary")  # the whole text, as text
+    body = wait(
         browser,
-        lambda d: (b := cell.find_element(By.CSS_SELECTOR, ".license-text")).is_displayed() and b,
+        lambda d: (
+            shown(d, f"{LICENSE_CELL} .license-text") and text(d, f"{LICENSE_CELL} .license-text")
+        ),
         "the whole license",
     )
-    assert "• 商用利用：可" in body.text.splitlines()
+    assert "• 商用利用：可" in body.splitlines()
 
 
 def test_errors_are_shown_in_the_pages_language(browser: WebDriver, page: StandInPage):
-    _width(browser, 1280)
+    set_width(browser, 1280)
     _open(browser, page, "ja")
     # a refusal: the page's words for its code, the field named, the server's sentence behind
     browser.find_element(By.ID, "lib-source").send_keys("ftp://example.com/x.aivmx")
-    browser.find_element(By.ID, "lib-install").click()
-    error = _wait(
+    click(browser, "#lib-install")
+    wait(browser, lambda d: shown(d, "#lib-error .error-text"), "the refusal")
+    assert attribute(browser, "#lib-error", "data-code") == "source_invalid"
+    said = text(browser, "#lib-error .error-text") or ""
+    assert said.startswith("入手元：") and "ボイスライブラリに追加できない入手元です" in said
+    assert SOURCE_SENTENCE not in (text(browser, "#lib-error") or "")  # behind "詳細", closed
+    click(browser, "#lib-error summary")
+    wait(
         browser,
-        lambda d: (e := d.find_element(By.ID, "lib-error")).is_displayed() and e,
-        "the refusal",
+        lambda d: SOURCE_SENTENCE in (text(d, "#lib-error") or ""),
+        "the server's sentence on demand",
     )
-    assert error.get_attribute("data-code") == "source_invalid"
-    shown = error.find_element(By.CSS_SELECTOR, ".error-text").text
-    assert shown.startswith("入手元：") and "ボイスライブラリに追加できない入手元です" in shown
-    assert SOURCE_SENTENCE not in error.text  # behind "詳細", closed
-    error.find_element(By.CSS_SELECTOR, "summary").click()
-    _wait(browser, lambda d: SOURCE_SENTENCE in error.text, "the server's sentence on demand")
     # a failed job: its state and its code's words in Japanese
-    job = browser.find_element(By.CSS_SELECTOR, '#lib-jobs li.job[data-job="7"]')
-    assert "失敗" in job.find_element(By.CSS_SELECTOR, ".job-state").text
-    words = job.find_element(By.CSS_SELECTOR, ".job-error .error-text").text
+    job = '#lib-jobs li.job[data-job="7"]'
+    assert "失敗" in (text(browser, f"{job} .job-state") or "")
+    words = text(browser, f"{job} .job-error .error-text") or ""
     assert "BERT" in words and "約 500 MB" in words and "オフライン" in words
-    assert BERT_SENTENCE not in job.text
+    assert BERT_SENTENCE not in (text(browser, job) or "")
     # a code the page does not know: the server's own sentence, with its field
-    source = browser.find_element(By.ID, "lib-source")
+    source = browser.find_element(By.ID, "lib-source")  # the form is never redrawn
     source.clear()
     source.send_keys("unknown-code")
-    browser.find_element(By.ID, "lib-install").click()
-    _wait(
+    click(browser, "#lib-install")
+    wait(
         browser,
-        lambda d: d.find_element(By.ID, "lib-error").text == "入手元：a new refusal",
+        lambda d: text(d, "#lib-error") == "入手元：a new refusal",
         "the server's sentence for an unknown code",
     )
     # a word refused: the words for its field beside it, the server's sentence as its title
     _tab(browser, "dictionary")
     browser.find_element(By.ID, "dict-surface").send_keys("葦簀野")
     browser.find_element(By.ID, "dict-reading").send_keys("アシズノ")
-    browser.find_element(By.ID, "dict-save").click()
-    beside = _wait(
-        browser,
-        lambda d: (e := d.find_element(By.ID, "err-reading")).text and e,
-        "the reading's error",
-    )
-    assert beside.text == "読みをカタカナかひらがなで、64 文字以内で入力してください。"
-    assert beside.get_attribute("title") == READING_SENTENCE
+    click(browser, "#dict-save")
+    beside = wait(browser, lambda d: text(d, "#err-reading"), "the reading's error")
+    assert beside == "読みをカタカナかひらがなで、64 文字以内で入力してください。"
+    assert attribute(browser, "#err-reading", "title") == READING_SENTENCE
     # the same page in English
     _open(browser, page, "en")
-    job = browser.find_element(By.CSS_SELECTOR, '#lib-jobs li.job[data-job="7"]')
-    assert "Failed" in job.text and "shared BERT model (about 500 MB)" in job.text
+    said = text(browser, job) or ""
+    assert "Failed" in said and "shared BERT model (about 500 MB)" in said
 
 
 @pytest.mark.parametrize("endpoint", [True, False], ids=["dismissed-by-the-server", "404"])
@@ -416,24 +378,24 @@ def test_a_failed_job_stays_until_dismissed(browser: WebDriver, page: StandInPag
     page.dismiss_endpoint = endpoint
     if not endpoint:  # an older server lists its failed job on and on
         page.listing["jobs"].append({**page.listing["jobs"][0], "id": "8", "error": "other"})
-    _width(browser, 1280)
+    set_width(browser, 1280)
     _open(browser, page, "ja")
     assert "7" in _job_ids(browser)
-    browser.refresh()  # still there after a reload
-    _wait(browser, lambda d: "7" in _job_ids(d), "the failed job after a reload")
-    dismiss = browser.find_element(By.CSS_SELECTOR, '#lib-jobs li.job[data-job="7"] .job-dismiss')
-    assert dismiss.text == "閉じる"
-    dismiss.click()
-    _wait(browser, lambda d: "7" not in _job_ids(d), "the job dismissed")
-    assert browser.find_element(By.ID, "lib-error").get_attribute("hidden") is not None
+    _open(browser, page, "ja", clear=False)  # still there after a reload
+    assert "7" in _job_ids(browser)
+    dismiss = '#lib-jobs li.job[data-job="7"] .job-dismiss'
+    assert text(browser, dismiss) == "閉じる"
+    click(browser, dismiss)
+    wait(browser, lambda d: "7" not in _job_ids(d), "the job dismissed")
+    assert attribute(browser, "#lib-error", "hidden") is not None
     assert page.dismissed == (["7"] if endpoint else [])
     _open(browser, page, "ja", clear=False)
     assert "7" not in _job_ids(browser)  # gone after a reload too
     if not endpoint:
         assert _job_ids(browser) == ["8"]  # only the one dismissed is hidden
-        assert browser.find_element(By.ID, "lib-jobs-card").is_displayed()
+        assert shown(browser, "#lib-jobs-card")
     else:
-        assert not browser.find_element(By.ID, "lib-jobs-card").is_displayed()
+        assert not shown(browser, "#lib-jobs-card")
 
 
 def _no_horizontal_scroll(driver: WebDriver) -> tuple[int, int]:
@@ -445,21 +407,22 @@ def _no_horizontal_scroll(driver: WebDriver) -> tuple[int, int]:
 
 @pytest.mark.parametrize("lang", ["ja", "en"])
 def test_usable_at_a_phones_width(browser: WebDriver, page: StandInPage, lang: str):
-    _width(browser, 390, 844)
+    set_width(browser, 390, 844)
     try:
         _open(browser, page, lang)
-        remove = browser.find_element(By.CSS_SELECTOR, "#lib-table tr.installed .lib-remove")
         right, width = browser.execute_script(
-            "arguments[0].scrollIntoView({block: 'center'});"
-            "return [arguments[0].getBoundingClientRect().right, window.innerWidth]",
-            remove,
+            "const b = document.querySelector(arguments[0]);"
+            "b.scrollIntoView({block: 'center'});"
+            "return [b.getBoundingClientRect().right, window.innerWidth]",
+            f"{ROW} .lib-remove",
         )
         assert width == 390
         assert 0 < right <= width, (right, width)
         scroll, inner = _no_horizontal_scroll(browser)
         assert scroll <= inner, f"the Library tab scrolls sideways: {scroll} > {inner}"
         # the license's whole text, opened, still fits
-        browser.find_element(By.CSS_SELECTOR, "td.lib-license summary").click()
+        click(browser, f"{LICENSE_CELL} summary")
+        wait(browser, lambda d: shown(d, f"{LICENSE_CELL} .license-text"), "the whole license")
         scroll, inner = _no_horizontal_scroll(browser)
         assert scroll <= inner, f"an opened license scrolls sideways: {scroll} > {inner}"
         for view in ("voices", "try", "dictionary", "status"):
@@ -475,20 +438,21 @@ def test_usable_at_a_phones_width(browser: WebDriver, page: StandInPage, lang: s
 @pytest.mark.parametrize("width", [390, 1280])
 def test_screenshots(browser: WebDriver, page: StandInPage, lang: str, width: int):
     """The Library tab whole (a refusal, a failed job, a voice with its license open)."""
-    _width(browser, width)
+    set_width(browser, width)
     try:
         _open(browser, page, lang)
         browser.find_element(By.ID, "lib-source").send_keys("ftp://example.com/x.aivmx")
-        browser.find_element(By.ID, "lib-install").click()
-        _wait(browser, lambda d: d.find_element(By.ID, "lib-error").is_displayed(), "refusal")
-        browser.find_element(By.CSS_SELECTOR, "td.lib-license summary").click()
+        click(browser, "#lib-install")
+        wait(browser, lambda d: shown(d, "#lib-error"), "refusal")
+        click(browser, f"{LICENSE_CELL} summary")
+        wait(browser, lambda d: shown(d, f"{LICENSE_CELL} .license-text"), "the whole license")
         height = browser.execute_script("return document.documentElement.scrollHeight")
-        _width(browser, width, int(height))
-        _shot(browser, f"library-{lang}-{width}")
+        set_width(browser, width, int(height))
+        screenshot(browser, f"library-{lang}-{width}")
         for view in ("voices", "try", "dictionary", "status"):
-            _width(browser, width, 900)
+            set_width(browser, width, 900)
             _tab(browser, view)
-            _shot(browser, f"{view}-{lang}-{width}")
+            screenshot(browser, f"{view}-{lang}-{width}")
     finally:
         browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
 
@@ -499,7 +463,7 @@ def test_screenshots(browser: WebDriver, page: StandInPage, lang: str, width: in
 def _open_voices(driver: WebDriver, page: StandInPage, lang: str) -> None:
     driver.get("about:blank")  # a load, not a jump within the page at the same address
     driver.get(page.url + f"?lang={lang}#voices")
-    _wait(driver, lambda d: d.find_elements(By.CSS_SELECTOR, "code.style-id"), "the style IDs")
+    wait(driver, lambda d: d.find_elements(By.CSS_SELECTOR, "code.style-id"), "the style IDs")
 
 
 def _shown_ids(driver: WebDriver) -> list[list[str]]:
@@ -511,11 +475,22 @@ def _shown_ids(driver: WebDriver) -> list[list[str]]:
     return rows
 
 
-def _copy(driver: WebDriver, style: str) -> Any:
-    """Click the Copy button of `style`'s ID; its button once it has said how it copied."""
-    button = driver.find_element(By.CSS_SELECTOR, f'.style-ids li[data-style="{style}"] .copy')
-    button.click()
-    return _wait(driver, lambda d: button.get_attribute("data-copied") and button, "copied")
+def _copy(driver: WebDriver, style: str) -> tuple[str, str]:
+    """Click the Copy button of `style`'s ID; once it has said how it copied, how (its
+    ``data-copied``) and its text, read together (the text turns back after 2.5 s)."""
+    button = f'.style-ids li[data-style="{style}"] .copy'
+    driver.execute_script("delete document.querySelector(arguments[0]).dataset.copied", button)
+    click(driver, button)
+    how, said = wait(
+        driver,
+        lambda d: d.execute_script(
+            "const b = document.querySelector(arguments[0]);"
+            "return b && b.dataset.copied ? [b.dataset.copied, b.textContent] : null;",
+            button,
+        ),
+        "copied",
+    )
+    return how, said
 
 
 def _selection(driver: WebDriver) -> str:
@@ -540,51 +515,51 @@ _REFUSING_CLIPBOARD = (
 
 
 def test_style_ids_are_shown_as_text_and_copied(browser: WebDriver, page: StandInPage):
-    _width(browser, 1280)
+    set_width(browser, 1280)
     _open_voices(browser, page, "en")
     assert _shown_ids(browser) == [
         ["Neutral", "Neutral", "5013"],
         ["Happy", "Happy", "888753760"],
     ]
-    heading = browser.find_element(By.CSS_SELECTOR, "article.voice .style-ids").find_element(
-        By.XPATH, "preceding-sibling::h3[1]"
+    heading = browser.execute_script(
+        "const ids = document.querySelector('article.voice .style-ids');"
+        "let h = ids.previousElementSibling;"
+        "while (h && h.tagName !== 'H3') h = h.previousElementSibling;"
+        "return h ? h.innerText : null;"
     )
-    assert heading.text.lower() == "style ids (engine api)"
+    assert heading.lower() == "style ids (engine api)"
     # where the API listens: a wildcard bind is reached by the page's own host name
-    box = browser.find_element(By.ID, "engine-api")
-    assert box.get_attribute("data-on") == "true"
-    assert browser.find_element(By.ID, "engine-api-url").text == "http://127.0.0.1:10101"
-    assert browser.find_element(By.ID, "openai-api-url").text == "http://127.0.0.1:10101/v1"
-    assert "Authorization: Bearer TOKEN" in box.text  # the API asks for a token
-    assert "own machine only" not in box.text  # not bound to loopback
+    assert attribute(browser, "#engine-api", "data-on") == "true"
+    assert text(browser, "#engine-api-url") == "http://127.0.0.1:10101"
+    assert text(browser, "#openai-api-url") == "http://127.0.0.1:10101/v1"
+    box = text(browser, "#engine-api") or ""
+    assert "Authorization: Bearer TOKEN" in box  # the API asks for a token
+    assert "own machine only" not in box  # not bound to loopback
     # the Clipboard API: given the ID, the button says so
+    note = "article.voice .copy-note"
     browser.execute_script(_RECORDING_CLIPBOARD)
-    button = _copy(browser, "Happy")
-    assert button.get_attribute("data-copied") == "clipboard"
-    assert button.text == "Copied"
+    assert _copy(browser, "Happy") == ("clipboard", "Copied")
     assert browser.execute_script("return window.copied") == ["888753760"]
-    note = browser.find_element(By.CSS_SELECTOR, "article.voice .copy-note")
-    assert not note.is_displayed()
+    assert not shown(browser, note)
     # no Clipboard API (plain http on a LAN): the ID selected, copied by the browser's own
     # command where it can, else the note says how to copy it by hand
     browser.execute_script(_NO_CLIPBOARD + "; window.getSelection().removeAllRanges()")
-    button = _copy(browser, "Neutral")
+    how, _ = _copy(browser, "Neutral")
     assert _selection(browser) == "5013"
-    assert button.get_attribute("data-copied") in ("command", "selected")
+    assert how in ("command", "selected")
     browser.execute_script(_NO_CLIPBOARD + "; document.execCommand = () => false")
-    button = _copy(browser, "Happy")
-    assert button.get_attribute("data-copied") == "selected" and button.text == "Selected"
+    assert _copy(browser, "Happy") == ("selected", "Selected")
     assert _selection(browser) == "888753760"
-    assert note.is_displayed() and "Ctrl+C" in note.text
+    assert shown(browser, note) and "Ctrl+C" in (text(browser, note) or "")
     # a Clipboard API that refuses (no permission): the same fallback
     browser.execute_script(_REFUSING_CLIPBOARD + "; window.getSelection().removeAllRanges()")
-    button = _copy(browser, "Neutral")
-    assert button.get_attribute("data-copied") == "selected"
+    how, _ = _copy(browser, "Neutral")
+    assert how == "selected"
     assert _selection(browser) == "5013"
     # the address is copied the same way
     browser.execute_script(_RECORDING_CLIPBOARD)
-    box.find_element(By.CSS_SELECTOR, ".copy").click()
-    _wait(browser, lambda d: d.execute_script("return window.copied.length"), "address copied")
+    click(browser, "#engine-api .copy")
+    wait(browser, lambda d: d.execute_script("return window.copied.length"), "address copied")
     assert browser.execute_script("return window.copied") == ["http://127.0.0.1:10101"]
 
 
@@ -592,29 +567,33 @@ def test_style_ids_while_the_engine_api_is_off(browser: WebDriver, page: StandIn
     """Off: the IDs it will serve are listed, the card says it is off and how to turn it on,
     in Japanese; the IDs and their buttons stay within a phone's width."""
     page.engine_api = {"on": False}
-    _width(browser, 390, 844)
+    set_width(browser, 390, 844)
     try:
         _open_voices(browser, page, "ja")
-        box = browser.find_element(By.ID, "engine-api")
-        assert box.get_attribute("data-on") == "false"
-        assert box.find_element(By.CSS_SELECTOR, "h2 .tag").text == "無効"
-        assert "エンジン API" in box.text and "無効です" in box.text
-        flags = [c.text for c in box.find_elements(By.CSS_SELECTOR, "code.flag")]
+        assert attribute(browser, "#engine-api", "data-on") == "false"
+        assert text(browser, "#engine-api h2 .tag") == "無効"
+        box = text(browser, "#engine-api") or ""
+        assert "エンジン API" in box and "無効です" in box
+        flags = browser.execute_script(
+            "return [...document.querySelectorAll('#engine-api code.flag')].map((c) => c.innerText)"
+        )
         assert flags == ["--engine-api-port 10101", "engine_api_token"]
-        assert not box.find_elements(By.ID, "engine-api-url")
+        assert not browser.find_elements(By.ID, "engine-api-url")
         assert [row[2] for row in _shown_ids(browser)] == ["5013", "888753760"]
-        buttons = browser.find_elements(By.CSS_SELECTOR, ".style-ids .copy")
-        assert [b.text for b in buttons] == ["コピー", "コピー"]
-        for b in buttons:
-            right = browser.execute_script("return arguments[0].getBoundingClientRect().right", b)
+        buttons = browser.execute_script(
+            "return [...document.querySelectorAll('.style-ids .copy')]"
+            ".map((b) => [b.innerText, b.getBoundingClientRect().right])"
+        )
+        assert [said for said, _ in buttons] == ["コピー", "コピー"]
+        for _, right in buttons:
             assert 0 < right <= 390, right
         scroll, inner = _no_horizontal_scroll(browser)
         assert scroll <= inner, f"the Voices tab scrolls sideways: {scroll} > {inner}"
         browser.execute_script(_NO_CLIPBOARD + "; document.execCommand = () => false")
-        button = _copy(browser, "Happy")
-        assert button.text == "選択済み" and _selection(browser) == "888753760"
-        note = browser.find_element(By.CSS_SELECTOR, "article.voice .copy-note")
-        assert note.is_displayed() and "長押し" in note.text
-        _shot(browser, "voices-off-ja-390")
+        assert _copy(browser, "Happy") == ("selected", "選択済み")
+        assert _selection(browser) == "888753760"
+        note = "article.voice .copy-note"
+        assert shown(browser, note) and "長押し" in (text(browser, note) or "")
+        screenshot(browser, "voices-off-ja-390")
     finally:
         browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
