@@ -3,11 +3,16 @@
 Why int16: it is what Wyoming, WAV files and sound cards take, so the conversion from the
 voices' float audio happens once, in one place (`to_int16`), with one fixed scale: a stream
 cut into chunks has the same loudness as the whole text synthesized at once.
+
+hayakoe 1.3's shapes are here too: `PhonemeTiming` (`generate(..., with_timing=True)` fills
+`AudioResult.timings`), `streaming_wav_header` (what `Speaker.stream_wav` sends first) and
+`AudioResult.to_bytes` (hayakoe's name for `to_wav_bytes`).
 """
 
 from __future__ import annotations
 
 import io
+import struct
 import wave
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -16,12 +21,68 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["AudioResult", "to_int16"]
+__all__ = ["AudioResult", "PhonemeTiming", "streaming_wav_header", "to_int16"]
 
 SAMPLE_WIDTH = 2
 """Bytes per sample of every `AudioResult` (int16)."""
 
 CHANNELS = 1
+
+UNKNOWN_LENGTH = 0xFFFFFFFF
+"""The RIFF and data sizes of a WAV stream whose length is not known when it starts (the
+live-streaming convention players, browsers and ffmpeg accept; hayakoe's)."""
+
+
+def streaming_wav_header(sample_rate: int, *, channels: int = 1, sampwidth: int = 2) -> bytes:
+    """The 44-byte header of a WAV stream of unknown length: RIFF and data sizes
+    `UNKNOWN_LENGTH`, then PCM follows (`AudioResult.pcm_bytes` of each chunk)."""
+    if int(sample_rate) <= 0:
+        raise ValueError(f"streaming_wav_header: sample_rate must be positive, got {sample_rate!r}")
+    block = channels * sampwidth
+    fmt = struct.pack(
+        "<IHHIIHH",
+        16,
+        1,
+        channels,
+        int(sample_rate),
+        int(sample_rate) * block,
+        block,
+        sampwidth * 8,
+    )
+    return b"".join(
+        (
+            b"RIFF",
+            struct.pack("<I", UNKNOWN_LENGTH),
+            b"WAVE",
+            b"fmt ",
+            fmt,
+            b"data",
+            struct.pack("<I", UNKNOWN_LENGTH),
+        )
+    )
+
+
+@dataclass(frozen=True)
+class PhonemeTiming:
+    """Where one phoneme is heard in the audio: hayakoe 1.3's shape.
+
+    One per symbol the synthesizer read, in order: the model's phonemes (``"a"``, ``"k"``,
+    ``"N"``, ``"q"``...), its punctuation (``"."``, ``","``, ``"!"``...) and the ``"_"``
+    blanks between them. A phoneme in silence that was trimmed at a sentence's end keeps
+    its place with its time cut to the audio kept (possibly zero long); the pause between
+    sentences belongs to no phoneme."""
+
+    phoneme: str
+    """The model's symbol."""
+    start: float
+    """Seconds from the start of the audio (of the whole request, in a stream too)."""
+    duration: float
+    """Seconds it lasts."""
+
+    @property
+    def end(self) -> float:
+        """Seconds from the start of the audio to its end."""
+        return self.start + self.duration
 
 
 def to_int16(samples: np.ndarray) -> np.ndarray:
@@ -46,6 +107,9 @@ class AudioResult:
 
     sr: int
     data: np.ndarray
+    timings: list[PhonemeTiming] | None = None
+    """Phoneme timings, only when asked (`with_timing=True`; None otherwise), as hayakoe
+    1.3 gives them; times count from the start of the request's audio."""
 
     def __post_init__(self) -> None:
         if int(self.sr) <= 0:
@@ -107,6 +171,11 @@ class AudioResult:
             wav.setframerate(self.sr)
             wav.writeframes(self.pcm_bytes())
         return buf.getvalue()
+
+    def to_bytes(self) -> bytes:
+        """A complete WAV file (hayakoe's name for `to_wav_bytes`). Chunks of a stream each
+        make a whole file; to join them into one stream use `Speaker.stream_wav`."""
+        return self.to_wav_bytes()
 
     def save(self, path: str | PathLike[str]) -> Path:
         """Write a WAV file; returns its path."""

@@ -13,6 +13,9 @@ into float audio (`engine.voice_backend.Voice.render`):
 - per-request output shaping (`engine.output`: volume with a limiter, loudness, lead/tail
   silence, output rate, chime), one `OutputStage` per request; default: none,
 - async wrappers that never run synthesis on the event loop,
+- hayakoe 1.3's surface: `sampling_rate`, `with_timing=True` (phoneme timings placed on the
+  request's output timeline, `_Timeline`), `stream_wav` / `astream_wav` (a WAV header of
+  unknown length, then PCM), `lang=` and `batch_bert=` accepted,
 - pacing (`engine.pacing`): one `RequestPacing` per request owns its listener model (the
   voice's decoder windows are sized from it) and its playback guard: on a machine slower
   than speech a stream's first audio is held back just long enough that a real-time
@@ -48,7 +51,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .audio import AudioResult
+from .audio import AudioResult, PhonemeTiming, streaming_wav_header
 from .fair_lock import FairLock
 from .output import OutputOptions, OutputStage
 from .pacing import SYSTEM_CLOCK, Clock, PacingReport, RequestPacing, SpeedMeter
@@ -143,6 +146,11 @@ class Speaker:
     @property
     def sample_rate(self) -> int:
         return int(self.voice.sample_rate)
+
+    @property
+    def sampling_rate(self) -> int:
+        """The voice's own rate in Hz (hayakoe's name for `sample_rate`)."""
+        return self.sample_rate
 
     @property
     def attribution_name(self) -> str:
@@ -253,6 +261,8 @@ class Speaker:
         text: str,
         *,
         output: OutputOptions | None = None,
+        lang: object = "JP",
+        batch_bert: bool = True,
         **options: Unpack[SynthesisOverrides],
     ) -> AudioResult:
         """The whole text as one `AudioResult` (empty for text with nothing to say).
@@ -260,13 +270,18 @@ class Speaker:
         `output` shapes the audio (`engine.output.OutputOptions`: volume, loudness measured
         over the whole text, silence, rate, chime); default: as the voice made it.
         Sentences are decoded whole unless `whole_sentences=False` is given (then in
-        windows, as `stream` decodes them).
+        windows, as `stream` decodes them). `with_timing=True` fills `timings` (each
+        phoneme's start and duration, hayakoe 1.3's `PhonemeTiming`; an empty list for a
+        voice that cannot tell). `lang` (Japanese only) and `batch_bert` (BERT runs
+        batched here anyway) are hayakoe's, accepted so its scripts run unchanged.
         """
+        _check_lang(lang)
+        del batch_bert  # hayakoe's switch between batched and per-sentence BERT: see doc
         # Nobody hears the first piece early here: whole-sentence decoding is the default.
         options.setdefault("whole_sentences", True)
         opts = self.options(**options)
-        chunks = self._speak(text, opts, None, output, measure_whole=True, guard=False)
-        return AudioResult.concat(chunks, sr=self.output_rate(output))
+        chunks = list(self._speak(text, opts, None, output, measure_whole=True, guard=False))
+        return _joined(chunks, self.output_rate(output), opts.with_timing)
 
     def stream(
         self,
@@ -275,6 +290,7 @@ class Speaker:
         output: OutputOptions | None = None,
         measure_whole: bool = False,
         guard: bool | None = None,
+        lang: object = "JP",
         **options: Unpack[SynthesisOverrides],
     ) -> Generator[AudioResult, None, None]:
         """Yield audio sentence by sentence (at least one chunk per sentence).
@@ -285,12 +301,34 @@ class Speaker:
         is measured on the first sentence (held back until it is complete) and kept for the
         stream, or over the whole text when `measure_whole` (then nothing comes until the end).
         `guard` (default: `playback_guard`) paces the chunks for a listener that plays them
-        in real time from the first one (`engine.pacing`).
+        in real time from the first one (`engine.pacing`). With `with_timing=True` each
+        chunk carries the timings of the phonemes made for it, timed from the start of the
+        stream.
         """
+        _check_lang(lang)
         opts = self.options(**options)
         return self._speak(
             text, opts, None, output, measure_whole=measure_whole, guard=self._guarded(guard)
         )
+
+    def stream_wav(
+        self,
+        text: str | Iterable[str],
+        *,
+        output: OutputOptions | None = None,
+        **options: Unpack[SynthesisOverrides],
+    ) -> Generator[bytes, None, None]:
+        """One WAV stream in pieces of bytes, as hayakoe 1.3 gives it: first a header of
+        unknown length (`engine.audio.streaming_wav_header`, at the output rate), then each
+        chunk of `stream` as raw 16-bit PCM. Joined, they make a WAV that players read to
+        its end. Keywords as `stream`; closing it early releases the speaker."""
+        chunks = self.stream(text, output=output, **options)
+        try:
+            yield streaming_wav_header(self.output_rate(output))
+            for chunk in chunks:
+                yield chunk.pcm_bytes()
+        finally:
+            chunks.close()
 
     # -- async API ---------------------------------------------------------------------
     async def agenerate(
@@ -298,13 +336,18 @@ class Speaker:
         text: str,
         *,
         output: OutputOptions | None = None,
+        lang: object = "JP",
+        batch_bert: bool = True,
         **options: Unpack[SynthesisOverrides],
     ) -> AudioResult:
         """`generate` off the event loop (cancelling it stops the synthesis)."""
+        _check_lang(lang)
+        del batch_bert  # see generate
         options.setdefault("whole_sentences", True)  # see generate
+        timed = bool(options.get("with_timing", self.defaults.with_timing))
         chunks = self.astream(text, output=output, measure_whole=True, guard=False, **options)
         pieces = [chunk async for chunk in chunks]
-        return AudioResult.concat(pieces, sr=self.output_rate(output))
+        return _joined(pieces, self.output_rate(output), timed)
 
     async def astream(
         self,
@@ -314,6 +357,7 @@ class Speaker:
         measure_whole: bool = False,
         guard: bool | None = None,
         quiet: float | None = DEFAULT_STREAM_QUIET,
+        lang: object = "JP",
         **options: Unpack[SynthesisOverrides],
     ) -> AsyncGenerator[AudioResult, None]:
         """`stream` driven by a worker thread; text may also be an async iterable of deltas.
@@ -325,6 +369,7 @@ class Speaker:
         Closing the async generator (or cancelling the task iterating it) stops the worker
         and waits until it has released the speaker's lock.
         """
+        _check_lang(lang)
         opts = self.options(**options)
         guarded = self._guarded(guard)
         cancel = threading.Event()
@@ -358,6 +403,22 @@ class Speaker:
         try:
             async for chunk in chunks:
                 yield chunk
+        finally:
+            await chunks.aclose()
+
+    async def astream_wav(
+        self,
+        text: str | Iterable[str] | AsyncIterable[str],
+        *,
+        output: OutputOptions | None = None,
+        **options: Unpack[SynthesisOverrides],
+    ) -> AsyncGenerator[bytes, None]:
+        """`stream_wav` of `astream` (what a FastAPI `StreamingResponse` takes as it is)."""
+        chunks = self.astream(text, output=output, **options)
+        try:
+            yield streaming_wav_header(self.output_rate(output))
+            async for chunk in chunks:
+                yield chunk.pcm_bytes()
         finally:
             await chunks.aclose()
 
@@ -411,12 +472,14 @@ class Speaker:
         if pacing is None:
             pacing = self._pacing(guard)
         paced = pacing
+        timeline = _Timeline(self.sample_rate, _lead_s(output, stage))
 
         def chunks() -> Generator[AudioResult, None, None]:
-            yield from self._stream(text, opts, cancel, stage, paced, count)
+            yield from self._stream(text, opts, cancel, stage, paced, timeline, count)
             rest = stage.finish()
-            if rest.size:
-                yield AudioResult(stage.rate, rest)
+            held = timeline.take()  # timings of audio the stage held back until now
+            if rest.size or held:
+                yield AudioResult(stage.rate, rest, held)
 
         try:
             yield from pacing.pace(chunks())
@@ -473,6 +536,7 @@ class Speaker:
         cancel: threading.Event | None,
         stage: OutputStage,
         pacing: RequestPacing,
+        timeline: _Timeline,
         count_arrivals: bool = False,
     ) -> Generator[AudioResult, None, None]:
         """The request's text through `engine.text.TextPipeline`, each `Part` rendered in
@@ -492,8 +556,9 @@ class Speaker:
             if part.silence > 0:
                 n = round(part.silence * self.sample_rate)
                 chunk = stage.push(np.zeros(n, np.float32), final=True)
+                timeline.pushed(n)
                 if chunk.size or stage.passthrough:
-                    yield AudioResult(stage.rate, chunk)
+                    yield AudioResult(stage.rate, chunk, timeline.take())
                 spoken = False  # the break is the pause before what follows
                 continue
             at = dataclasses.replace(opts, speed=opts.speed * part.rate) if part.rate != 1 else opts
@@ -506,6 +571,7 @@ class Speaker:
                 stage,
                 pause_before=pause,
                 pacing=pacing,
+                timeline=timeline,
                 less_waited=clause,
             )
             spoken, clause = spoken or heard, part.clause
@@ -519,6 +585,7 @@ class Speaker:
         *,
         pause_before: float | None,
         pacing: RequestPacing,
+        timeline: _Timeline,
         less_waited: bool = False,
     ) -> Generator[AudioResult, None, bool]:
         """Voice.render under the lock; int16 chunks (through `stage`). Returns whether any
@@ -544,15 +611,17 @@ class Speaker:
                     samples = np.asarray(piece.samples, dtype=np.float32).reshape(-1)
                     compute += spent
                     audio += samples.size / sr
+                    gap_n = 0
                     if pause_before is not None and not heard and samples.size:
                         waited = pacing.silence_heard() if less_waited else 0.0
-                        gap = np.zeros(int(round(max(0.0, pause_before - waited) * sr)), np.float32)
-                        samples = np.concatenate([gap, samples])
+                        gap_n = int(round(max(0.0, pause_before - waited) * sr))
+                        samples = np.concatenate([np.zeros(gap_n, np.float32), samples])
                     heard = heard or samples.size > 0
                     pacing.produced(samples.size / sr, spent, piece.remaining, piece.tail)
                     chunk = stage.push(samples, final=piece.final)
+                    timeline.pushed(samples.size, piece.timings, gap_n)
                     if chunk.size or stage.passthrough:  # a held-back piece yields nothing
-                        yield AudioResult(stage.rate, chunk)
+                        yield AudioResult(stage.rate, chunk, timeline.take())
                 self.speed.observe(key, compute, audio)
             finally:
                 pieces.close()
@@ -565,6 +634,58 @@ class Speaker:
             return max(0.0, float(opts.sentence_silence))
         pause = self.voice.sentence_pause
         return DEFAULT_STREAM_PAUSE if pause is None else float(pause)
+
+
+class _Timeline:
+    """One request's phoneme timings (`with_timing`) placed on its output's timeline: a
+    piece's timings count from its own first sample, so each is shifted by the voice audio
+    pushed into the request's `OutputStage` before it (and by the pause put in front of it
+    here), plus what the stage puts before the first sound (chime, lead silence). They wait
+    in `pending` until a chunk goes out (a stage that holds audio back holds them too)."""
+
+    def __init__(self, voice_rate: int, lead_s: float) -> None:
+        self.voice_rate = voice_rate
+        self.lead_s = lead_s
+        self.samples = 0
+        """Voice-rate samples pushed into the stage so far."""
+        self.pending: list[PhonemeTiming] | None = None
+
+    def pushed(self, n: int, timings: Sequence[PhonemeTiming] | None = None, at: int = 0) -> None:
+        """`n` samples pushed; `timings` of a piece whose audio starts `at` samples in."""
+        if timings is not None:
+            base = self.lead_s + (self.samples + at) / self.voice_rate
+            moved = [PhonemeTiming(t.phoneme, base + t.start, t.duration) for t in timings]
+            self.pending = (self.pending or []) + moved
+        self.samples += n
+
+    def take(self) -> list[PhonemeTiming] | None:
+        """The timings waiting for a chunk (None: none were made)."""
+        out, self.pending = self.pending, None
+        return out
+
+
+def _lead_s(output: OutputOptions | None, stage: OutputStage) -> float:
+    """Seconds the stage puts before the request's first sound (chime, lead silence)."""
+    if output is None or stage.passthrough:
+        return 0.0
+    chime = output.chime.duration if output.chime is not None else 0.0
+    return chime + round(output.lead_silence * stage.rate) / stage.rate
+
+
+def _joined(chunks: Sequence[AudioResult], sr: int, timed: bool) -> AudioResult:
+    """A request's chunks as one result; with `timed`, their timings joined (each chunk's
+    are already on the request's timeline)."""
+    result = AudioResult.concat(chunks, sr=sr)
+    if timed:
+        result.timings = [t for c in chunks for t in (c.timings or ())]
+    return result
+
+
+def _check_lang(lang: object) -> None:
+    """hayakoe's `lang=`: Japanese only (its `Lang.JP`, or "JP"), as hayakoe 1.3 checks."""
+    value = str(getattr(lang, "value", lang))
+    if value.upper() != "JP":
+        raise NotImplementedError(f"only Japanese (lang='JP') is supported, got lang={value!r}")
 
 
 _END = object()

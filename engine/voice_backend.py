@@ -13,6 +13,7 @@ from typing import Any, Protocol, TypedDict, runtime_checkable
 
 import numpy as np
 
+from .audio import PhonemeTiming
 from .option_info import option
 
 
@@ -38,9 +39,14 @@ class SynthesisOptions:
     pitch_scale: float = option(
         1.0, "pitch factor (above 1 higher, below 1 lower)", low=0.0, low_open=True
     )
+    """Factor on the mean F0 (1.1: 10 % higher). A neural voice changes it after synthesis
+    with WORLD, per sentence, as hayakoe does (`engine.neural.world`; costs time and a little
+    quality, so only when not 1); the embedded voice shifts its HTS engine."""
     intonation_scale: float = option(
         1.0, "intonation factor (above 1 wider, below 1 flatter)", low=0.0
     )
+    """Factor on each frame's F0 distance from the sentence's mean (0.5: half the melody,
+    0: a monotone); WORLD on a neural voice, as `pitch_scale`."""
     speaker_id: int = 0
     seed: int | None = None
     """Same seed → same samples, run after run, on the same backend."""
@@ -52,6 +58,9 @@ class SynthesisOptions:
     """Decode each sentence whole, never in windows: for a caller that takes the audio only
     once all of it is made (`Speaker.generate`), where nobody hears a first piece early and
     whole-sentence decoding costs less."""
+    with_timing: bool = False
+    """Give each phoneme's start and end (`engine.audio.PhonemeTiming`, hayakoe 1.3's
+    `with_timing`): `AudioResult.timings`. A neural voice then decodes sentences whole."""
 
     def merged(self, **overrides: object) -> SynthesisOptions:
         """A copy with the given fields replaced (None values are ignored)."""
@@ -77,6 +86,7 @@ class SynthesisOverrides(TypedDict, total=False):
     seed: int | None
     sentence_silence: float | None
     whole_sentences: bool
+    with_timing: bool
 
 
 @dataclass
@@ -96,6 +106,10 @@ class AudioPiece:
     the voice cannot tell. Read by the request's pacing (`engine.pacing`)."""
     tail: float = 0.0
     """Seconds in the largest single piece still to come (audio arrives piece by piece)."""
+    timings: list[PhonemeTiming] | None = None
+    """The phonemes of this piece, seconds from the start of its `samples` (the pause in
+    front belongs to none); only when the options ask (`with_timing`), None otherwise or
+    where the voice cannot tell."""
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,12 @@ synthesizer predicted for that sentence (the frames of its final punctuation and
 blanks around it, at least `MIN_PAUSE_S`, less the silence it already ends with), or
 exactly `sentence_silence`. Each strategy applies it through
 `engine.synth.edges.SentenceEdges`.
+
+Asked for (never otherwise, so the default path stays as it was): a pitch or intonation
+change is applied to each whole sentence as the synthesizer made it, before its ends are
+trimmed (`engine.neural.world`), and phoneme timings are read from the durations the
+synthesizer used (`engine.neural.timings`); either makes every sentence decode whole (a
+window of a sentence is not what WORLD or a phoneme's end can be measured on alone).
 """
 
 from __future__ import annotations
@@ -49,6 +55,8 @@ from ..synth.windowed import DecodeSpeed, StreamingPlans, WindowedSentence, Wind
 from ..voice_backend import AudioPiece, ListenerView, SynthesisOptions
 from .overlap import Prefetch
 from .progress import RenderProgress
+from .timings import phoneme_timings
+from .world import reshape_pitch, reshapes
 
 if TYPE_CHECKING:
     from ..text.analysis import Analysis
@@ -215,7 +223,13 @@ class RenderCall:
         self.request = request
         synth = setup.synth
         self.split = synth if isinstance(synth, SplitSynth) else None
-        windows = not request.options.whole_sentences and self.split is not None
+        options = request.options
+        self.reshape = reshapes(options)
+        """A pitch or intonation change is asked (WORLD on each whole sentence)."""
+        self.timed = options.with_timing
+        """Phoneme timings are asked."""
+        whole = options.whole_sentences or self.reshape or self.timed
+        windows = not whole and self.split is not None
         self.plans = setup.plans if windows else None
         self.overlap = (
             setup.overlap
@@ -268,21 +282,38 @@ class RenderCall:
         """A sentence with nothing to say: one empty piece."""
         rest, tail = self.progress.after(i, 0, 0, None, self._plan(self.ends.started))
         self._start_ahead(i)
-        yield AudioPiece(np.zeros(0, np.float32), i, True, rest, tail)
+        yield AudioPiece(np.zeros(0, np.float32), i, True, rest, tail, [] if self.timed else None)
 
     def _whole(
         self, i: int, inputs: SynthInputs, latent: Latent | None, edges: SentenceEdges
     ) -> PieceGen:
         """The sentence in one piece, its ends measured on the whole of it."""
         out = self._decode_whole(i, inputs, latent)
-        audio = np.clip(out.audio, -1.0, 1.0).astype(np.float32)
+        raw = out.audio
+        if self.reshape:
+            opts = self.request.options
+            raw = reshape_pitch(
+                raw, self.setup.sample_rate, opts.pitch_scale, opts.intonation_scale
+            )
+        audio = np.clip(raw, -1.0, 1.0).astype(np.float32)
         lead, trail = silent_edges(audio, self.setup.sample_rate)
-        trail_cut = edges.trail_cut(trail)
-        body = edges.piece(audio, edges.lead_cut(lead), trail_cut, first=True)
+        trail_cut, lead_cut = edges.trail_cut(trail), edges.lead_cut(lead)
+        body = edges.piece(audio, lead_cut, trail_cut, first=True)
         self.progress.predicted(i, len(audio) // self.setup.hop_length)
         rest, tail = self.progress.after(i, 0, 0, None, None)
         self._start_ahead(i)
-        yield AudioPiece(body, i, True, rest, tail)
+        timings = None
+        if self.timed:
+            kept = (lead_cut, len(audio) - trail_cut)
+            timings = phoneme_timings(
+                inputs.phone_ids,
+                out.durations,
+                self.setup.hop_length,
+                self.setup.sample_rate,
+                kept,
+                edges.lead_in,
+            )
+        yield AudioPiece(body, i, True, rest, tail, timings)
         return SentenceDone(out.durations, trail, trail_cut)
 
     def _decode_whole(self, i: int, inputs: SynthInputs, latent: Latent | None) -> SynthOutput:

@@ -14,7 +14,10 @@ hop/sample_rate, at least 0.08 s; silence the sentence already ends with is coun
 `options.sentence_silence` set, every sentence is trimmed and exactly that much silence goes
 between them. Silence at the very start and end of the request is trimmed. One render call,
 its decoding strategies (nothing to say, whole, windows) and their one trim/pad policy:
-`engine.neural.render`.
+`engine.neural.render`. A pitch or intonation change (`pitch_scale`, `intonation_scale`
+not 1) is made on each sentence after synthesis with WORLD, as hayakoe makes it
+(`engine.neural.world`); phoneme timings (`with_timing`) come from the durations the
+synthesizer used (`engine.neural.timings`).
 
 `silent_edges` (`engine.synth.edges`), `MIN_PAUSE_S` and `boundary_frames`
 (`engine.neural.render`) are named here too, where the pauses are described.
@@ -41,6 +44,7 @@ from ..voice_config import VoiceConfig, load_config
 from .render import MIN_PAUSE_S as MIN_PAUSE_S
 from .render import RenderCall, RenderSetup, SentenceRequest
 from .render import boundary_frames as boundary_frames
+from .world import check_scales
 
 if TYPE_CHECKING:
     from ..int8.plan import PrecisionChoice
@@ -207,11 +211,9 @@ class NeuralVoice:
             )
         if options.speed <= 0:
             raise VoiceOptionError(f"speed must be positive, got {options.speed}")
-        if options.pitch_scale != 1.0 or options.intonation_scale != 1.0:
-            raise VoiceOptionError(
-                "pitch_scale and intonation_scale other than 1.0 are not supported by this "
-                "engine (hayakoe implements them with a pyworld resynthesis)"
-            )
+        scales = check_scales(options.pitch_scale, options.intonation_scale)
+        if scales is not None:  # applied after synthesis with WORLD (`engine.neural.world`)
+            raise VoiceOptionError(scales)
         if not 0 <= options.speaker_id < self.n_speakers:
             raise VoiceOptionError(
                 f"speaker_id {options.speaker_id} out of range: voice {self.name!r} has "
