@@ -22,7 +22,9 @@ For each run, left to right:
      the way Japanese borrows English plurals);
    - any other word goes to ``kanalizer`` (cached per process; ヴ is folded to the
      バ-row the way most Japanese speakers say it). If kanalizer cannot read it, it is
-     spelled.
+     spelled. So is a word longer than :data:`engine.text.limits.MAX_LATIN_WORD` letters
+     (no English word is that long): kanalizer's time grows with the square of a word's
+     length, and it holds the interpreter meanwhile.
 
 A lone capital letter (``会議室B``) is left to OpenJTalk, which reads letter names itself.
 """
@@ -33,9 +35,10 @@ import functools
 import logging
 import re
 
+from .limits import MAX_LATIN_WORD
 from .readings import ENGLISH_DIGITS, LATIN_READINGS, LETTER_READINGS
 
-__all__ = ["kanalizer_reading", "lookup", "read_latin"]
+__all__ = ["kanalizer_reading", "lookup", "read_latin", "spell"]
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -143,6 +146,8 @@ def _read_word(word: str) -> str:
     stem = _plural_stem(word)
     if stem is not None:
         return _read_word(stem)
+    if len(word) > MAX_LATIN_WORD:
+        return spell(word)
     return kanalizer_reading(word.lower()) or spell(word)
 
 

@@ -5,7 +5,8 @@ What it does, in order (see ``docs/frontend.md``):
 1. NFKC (full-width letters/digits and half-width katakana fold; ``℃`` → ``°C``).
 2. Numbers become kanji: thousands separators ``[0-9]{1,3}(,[0-9]{3})+`` are dropped, a
    currency sign before a number moves behind it as a word (``$5`` → ``5ドル``), then each
-   ``[0-9]+(\\.[0-9]+)?`` is read by ``num2words(lang="ja")`` (``23.5`` → 二十三点五).
+   ``[0-9]+(\\.[0-9]+)?`` is read by ``num2words(lang="ja")`` (``23.5`` → 二十三点五); a
+   number it refuses (more than 52 digits, where the reference raises) digit by digit.
 3. ``~ ～ 〜`` become the long-vowel mark ``ー``.
 4. Punctuation is mapped onto ``! ? , . ' -`` (``、``→``,``, ``。``→``.``, ``…``→``...``,
    brackets and quotes → ``'``, line break → ``.``, dash variants → ``-``).
@@ -56,10 +57,16 @@ _NUMBER_RE = re.compile(r"[0-9]+(?:\.[0-9]+)?")
 _SEPARATED_NUMBER_RE = re.compile(r"[0-9]{1,3}(?:,[0-9]{3})+")
 
 
+_KANJI_DIGITS = dict(zip("0123456789.", "零一二三四五六七八九点", strict=True))
+
+
 def _number_to_kanji(number: str) -> str:
     from num2words import num2words  # imported on first use (slow import)
 
-    return str(num2words(number, lang="ja"))
+    try:
+        return str(num2words(number, lang="ja"))
+    except OverflowError:  # more than 52 digits, where the reference raises: digit by digit
+        return "".join(_KANJI_DIGITS[c] for c in number)
 
 
 def _numbers_to_words(text: str) -> str:

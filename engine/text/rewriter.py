@@ -35,6 +35,11 @@ Rules, in order (input is NFKC-normalised first; examples show the rewritten tex
     words through :func:`engine.text.english.read_latin` (curated table, then kanalizer;
     ``Living Room`` → ``リビングルーム``, ``USB`` → ``ユーエスビー``)
 
+Before the rules, a run of more than :data:`engine.text.limits.MAX_NUMBER_DIGITS` digits
+(thousands separators included) is read digit by digit as a dictated number (``イチニー…``;
+after a decimal point, ``点`` and the short forms of rule 9): no one says such a number as a
+quantity, and the rules' number patterns would cost the square of its length.
+
 Words of the active user dictionary (:mod:`engine.text.userdict`) are protected: no rule
 touches them, so the dictionary's reading and accent apply.
 """
@@ -47,7 +52,8 @@ import unicodedata
 from collections.abc import Callable, Iterable
 
 from .english import english_number, read_latin
-from .numbers import dialled, fraction_digits, version
+from .limits import MAX_NUMBER_DIGITS
+from .numbers import DIALLED_DIGITS, dialled, fraction_digits, version
 from .readings import ENGLISH_ORDINALS, LATIN_READINGS
 
 __all__ = ["rewrite"]
@@ -192,7 +198,26 @@ _IN_ENGLISH_RE = re.compile(r"(?<=[A-Za-z] )(\d{1,3})(?= [a-z])")
 _ENGLISH_BEFORE_RE = re.compile(r"(?:[A-Za-z']+ ){2,}$")
 _DECIMAL_RE = re.compile(r"(?<![\d.])((?:\d{1,3}(?:,\d{3})+|\d+))\.(\d{2,})(?![\d.])")
 
+# a digit run (thousands separators included) longer than MAX_NUMBER_DIGITS; the dot of a
+# decimal point before it (a digit before the dot) is taken with it
+_LONG_GROUPS = -(-(MAX_NUMBER_DIGITS - 2) // 3)  # groups of 3 after the first: > MAX digits
+_LONG_NUMBER_RE = re.compile(
+    r"(\.(?<=\d\.))?(\d{1,3}(?:,\d{3}){" + str(_LONG_GROUPS) + r",}"
+    r"|\d{" + str(MAX_NUMBER_DIGITS + 1) + r",})"
+)
+
 _PLACEHOLDER_BASE = 0xF0000  # supplementary private use area: never in real text
+
+
+def _long_number(m: re.Match[str]) -> str:
+    """A number too long to say as one: digit by digit (after a decimal point: 点 and the
+    short digit names)."""
+    digits = m.group(2).replace(",", "")
+    if len(digits) <= MAX_NUMBER_DIGITS:
+        return m.group(0)
+    if m.group(1):
+        return "点" + fraction_digits(digits)
+    return "".join(DIALLED_DIGITS[d] for d in digits)
 
 
 def _time(m: re.Match[str]) -> str:
@@ -345,6 +370,7 @@ def rewrite(text: str, *, protect: Iterable[str] | None = None) -> str:
 
         protect = active_surfaces()
     text, kept = _protect(text, (unicodedata.normalize("NFKC", w) for w in protect))
+    text = _LONG_NUMBER_RE.sub(_long_number, text)
     for pattern, repl in _RULES:
         text = pattern.sub(repl, text)
     return _restore(text, kept)

@@ -18,9 +18,16 @@ Rules (the same for :func:`split_sentences` and :class:`SentenceSplitter`):
   bracket or quote (emoji, symbols, stray punctuation, whitespace) is merged into it, so no
   sentence without speech characters is produced; an opening bracket starts the next
   sentence. Text with no speech character at all comes back as one piece (stripped).
-- A sentence that reaches ``max_chars`` (default 150) characters without ending is cut after
+- A sentence that reaches ``max_chars`` (default
+  :data:`engine.text.limits.MAX_SENTENCE_CHARS`, 150) characters without ending is cut after
   its last comma or space (in its last two thirds), else before a trailing Latin/digit run,
   else at the limit — the decision needs only the characters so far, so it streams too.
+  The limit holds for every sentence: one whose terminator run, or whatever follows its end
+  up to the next speech character, would take it past ``max_chars`` ends at the limit (at an
+  opening bracket or quote before it, if any), and a run of ``max_chars`` characters with no
+  speech character (marks, emoji, combining marks, spaces) is a sentence of its own. So
+  ``あ`` + 3,000 ``!`` is 21 sentences, never one that OpenJTalk cannot take (it crashes the
+  process at 2,733 characters); this is the one case where a sentence holds no speech.
 - Each sentence is stripped of surrounding whitespace; no other character is lost, so the
   non-whitespace characters of the output, joined, equal those of the input.
 
@@ -46,6 +53,8 @@ from __future__ import annotations
 import logging
 import unicodedata
 
+from .limits import MAX_SENTENCE_CHARS
+
 __all__ = ["split_sentences", "SentenceSplitter"]
 
 _LOGGER = logging.getLogger(__name__)
@@ -62,9 +71,8 @@ _OPENERS = frozenset("「『（(【〔［[｛{〈《〘〖〚“‘«‹｢") | 
 
 _SOFT_BREAKS = frozenset("、，,;；:：\u3000 \t")
 
-MAX_CHARS = 150
-"""Default longest sentence: a longer one is cut (BERT reads at most 510 characters, and
-long sentences delay streaming)."""
+MAX_CHARS = MAX_SENTENCE_CHARS
+"""Default longest sentence: a longer one is cut (`engine.text.limits.MAX_SENTENCE_CHARS`)."""
 
 
 def _is_ascii_alnum(ch: str) -> bool:
@@ -82,10 +90,10 @@ def _dot_continues(ch: str) -> bool:
     return ch.isdigit() or ("a" <= ch <= "z") or ("A" <= ch <= "Z")
 
 
-def _long_cut(seg: str) -> int | None:
+def _long_cut(seg: str) -> int:
     """Where to cut an over-long sentence ``seg``: after its last comma or space in the last
     two thirds, else before a trailing Latin/digit run (so 1,200 or a word stays whole), else
-    at its end. None if the part before the cut has no speech character."""
+    at its end; at its end too if the part before the cut has no speech character."""
     floor = len(seg) // 3
     at = None
     for k in range(len(seg) - 1, floor - 1, -1):
@@ -99,7 +107,7 @@ def _long_cut(seg: str) -> int | None:
         if at == floor:
             at = len(seg)
     if not any(_is_speech(c) for c in seg[:at]):
-        return None
+        return len(seg)
     return at
 
 
@@ -123,6 +131,17 @@ def _scan(
     quote_end = -1  # index right after a terminator run that ended with a closing quote
 
     while i < n:
+        if max_chars and i - start >= max_chars:
+            # The sentence reached the limit in its terminator run or in what followed its
+            # end (no speech character since): it ends here, or at an opener before.
+            end = i if cut is None or cut <= start else cut
+            _emit(out, buf[start:end])
+            start = end
+            pending = False
+            cut = None
+            has_speech = False
+            quote_end = -1
+            continue
         ch = buf[i]
         if pending:
             if _is_speech(ch):
@@ -149,10 +168,9 @@ def _scan(
             i += 1
             if max_chars and i - start >= max_chars:
                 at = _long_cut(buf[start:i])
-                if at is not None:
-                    out.append(buf[start : start + at].strip())
-                    start += at
-                    has_speech = any(_is_speech(c) for c in buf[start:i])
+                _emit(out, buf[start : start + at])
+                start += at
+                has_speech = any(_is_speech(c) for c in buf[start:i])
             continue
         if ch in _DOTS:
             if i + 1 >= n:
@@ -163,11 +181,12 @@ def _scan(
                 continue
         # A terminator: take the run of terminators and closers that follows it.
         j = i + 1
-        while j < n and (
+        limit = start + max_chars if max_chars else n
+        while j < min(n, limit) and (
             buf[j] in _TERMINATORS or buf[j] in _CLOSERS or buf[j] in _AMBIGUOUS_QUOTES
         ):
             j += 1
-        if j >= n and not final and not settle:
+        if j >= n and j < limit and not final and not settle:
             break  # more closers may follow in the next delta
         if has_speech:
             pending = True
@@ -177,7 +196,7 @@ def _scan(
 
     if settle and pending:
         end = n if cut is None else cut
-        out.append(buf[start:end].strip())
+        _emit(out, buf[start:end])
         start = end
     if not final:
         return out, start
@@ -185,6 +204,13 @@ def _scan(
     if rest:
         out.append(rest)
     return out, n
+
+
+def _emit(out: list[str], sentence: str) -> None:
+    """Add `sentence` stripped, unless nothing is left of it (a run of spaces at the limit)."""
+    sentence = sentence.strip()
+    if sentence:
+        out.append(sentence)
 
 
 def split_sentences(text: str, max_chars: int | None = MAX_CHARS) -> list[str]:
