@@ -6,13 +6,17 @@ The rule, for a name and an optional style (Wyoming's *speaker*, the page's styl
 
 1. No name: the default voice.
 2. A preset's name, a voice's name, or ``VOICE:STYLE`` (every style is also a voice of its
-   own, as Home Assistant's Assist passes only a voice name), compared case-insensitively;
-   an exact match wins over one that differs only in case.
+   own, as Home Assistant's Assist passes only a voice name), compared case-insensitively
+   and in Unicode's composed form (NFC: ``café`` typed with a combining accent is
+   ``café``); an exact match wins over one that differs only in case.
 3. A style given apart from the name wins over the one in the name (or the preset's), found
    case-insensitively among the chosen voice's styles. A voice that lists no styles (a
    preset as a client sees it in ``describe``) takes any style: its server decides.
 4. No style at all: ``None``, the caller's default style for that voice (``--default-style``,
    else the voice's own).
+
+A preset whose voice is not served (a library voice whose file is gone, until it is back)
+chooses nothing: the problem names the preset and its missing voice.
 
 What did not match is in `Resolution.problems`, and the fields hold the fallback (the default
 voice; the voice's default style). That is the one difference between the front ends: the
@@ -26,6 +30,7 @@ server's ``describe`` answer (`VoiceNames.from_info`) as the server applies it t
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
@@ -39,12 +44,18 @@ __all__ = [
     "UnknownName",
     "UnknownNameError",
     "VoiceNames",
+    "name_key",
     "resolve_name",
     "style_voice_name",
 ]
 
 STYLE_SEPARATOR = ":"
 """Between a voice and its style in a voice name (``jvnv-F1-jp:Happy``)."""
+
+
+def name_key(name: str) -> str:
+    """The form two names are compared in: composed (NFC) and case-folded."""
+    return unicodedata.normalize("NFC", unicodedata.normalize("NFC", name).casefold())
 
 
 def style_voice_name(voice: str, style: str) -> str:
@@ -69,6 +80,10 @@ class VoiceNames:
     voices: Mapping[str, tuple[str, ...]]
     """voice → its styles (empty: not known here, any style is taken)."""
     presets: Mapping[str, PresetTarget] = field(default_factory=dict)
+    waiting: Mapping[str, str] = field(default_factory=dict)
+    """Presets served by nothing now → the voice they need (not served: a library voice
+    whose file is gone). Not listed by `all`; a request for one is told which voice is
+    missing."""
 
     def all(self) -> list[str]:
         """Every name that chooses something: each voice, then its ``VOICE:STYLE`` names,
@@ -108,11 +123,18 @@ class UnknownName:
     available: tuple[str, ...]
     voice: str | None = None
     """Whose style was asked for (kind ``style``)."""
+    missing: str | None = None
+    """The voice a preset needs that is not served (`VoiceNames.waiting`; kind ``voice``)."""
 
     def message(self, where: str = "") -> str:
         """One line: the asked name, whose (`where`: ``on HOST:PORT``), what is available."""
         listed = ", ".join(self.available)
         on = f" on {where}" if where else ""
+        if self.missing is not None:
+            return (
+                f"preset {self.asked!r}{on} is not served: its voice {self.missing!r} is "
+                f"missing (a library voice whose file is gone); available: {listed}"
+            )
         if self.kind == "voice":
             return f"unknown voice {self.asked!r}{on}; available: {listed}"
         return f"unknown style {self.asked!r} of voice {self.voice}{on}; available: {listed}"
@@ -153,11 +175,15 @@ class Resolution:
 
 
 def _find(table: Mapping[str, object], name: str) -> str | None:
-    """The key of `table` that is `name` (exactly, else ignoring case)."""
+    """The key of `table` that is `name` (exactly, else in NFC, else ignoring case too)."""
     if name in table:
         return name
-    folded = name.casefold()
-    return next((key for key in table if key.casefold() == folded), None)
+    composed = unicodedata.normalize("NFC", name)
+    same = next((key for key in table if unicodedata.normalize("NFC", key) == composed), None)
+    if same is not None:
+        return same
+    folded = name_key(name)
+    return next((key for key in table if name_key(key) == folded), None)
 
 
 def _find_style(styles: tuple[str, ...], style: str) -> str | None:
@@ -191,7 +217,11 @@ def resolve_name(
             voice, chosen_style, problem = _voice_and_style(names, name)
             if problem is not None:
                 problems.append(problem)
-        if voice is None:
+        waiting = _find(names.waiting, name) if voice is None else None
+        if waiting is not None:
+            missing = names.waiting[waiting]
+            problems.append(UnknownName("voice", waiting, tuple(names.all()), missing=missing))
+        elif voice is None:
             problems.append(UnknownName("voice", name, tuple(names.all())))
     if voice is None:
         voice = default

@@ -38,7 +38,7 @@ from .fetch import contact_hub, download_hub, partial_file
 from .files import claimed, remove_with_cache
 from .jobs import JobState, Report
 from .memory import MemoryRefused, available_bytes, check_fits, estimate_bytes
-from .naming import library_file_name
+from .naming import library_file_name, name_key
 from .options import LibrarySettings
 from .semver import is_newer
 from .state import LibraryEntry, LibraryState, change_state
@@ -120,13 +120,13 @@ def _taken(host: Host, name: str, replace: LibraryEntry | None) -> None:
     state = host.entries()
     entry = state.find(name)
     if entry is not None and (replace is None or entry.name != replace.name):
-        also = "" if entry.name.casefold() == name.casefold() else f" (it serves {name})"
+        also = "" if name_key(entry.name) == name_key(name) else f" (it serves {name})"
         raise LibraryError(
             Code.NAME_TAKEN,
             f"the library already has {entry.name}{also}: remove it or give another name",
             "name",
         )
-    if any(c.casefold() == name.casefold() for c in host.configured()):
+    if any(name_key(c) == name_key(name) for c in host.configured()):
         raise LibraryError(
             Code.NAME_TAKEN, f"a configured voice is named {name}: give another name", "name"
         )
@@ -192,9 +192,9 @@ def verify_file(
     names = tuple(n for n, _ in pairs)
     if plan.replace is None:
         _taken(host, base, None)
-    old = {v.casefold() for v in plan.replace.voices} if plan.replace else set()
+    old = {name_key(v) for v in plan.replace.voices} if plan.replace else set()
     for n in names:
-        if n.casefold() not in old:
+        if name_key(n) not in old:
             _taken(host, n, plan.replace)
     return Verified(file, manifest, base, names)
 

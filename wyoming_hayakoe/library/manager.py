@@ -27,6 +27,7 @@ from .serving import Serving, VoiceUse
 from .sources import OFFICIAL_VOICES, parse_request
 from .sync import follow, watch
 from .updates import CHECK_WAIT_S, UpdateChecker
+from .uploads import Reservation, UploadRoom
 
 if TYPE_CHECKING:
     from engine import TTS
@@ -48,6 +49,8 @@ class Library:
         self.serving = Serving(config, tts, catalog)
         self.updates = UpdateChecker(self.options, lambda: list(self.serving.entries().entries))
         self.queue = JobQueue(self._run)
+        self.uploads = UploadRoom(self.options.max_upload, self.queue.pending_bytes)
+        """The one room all uploads share (`--library-max-upload`)."""
         self.bert = BertCheck(tts)
         """Refuses installs at once when the first neural voice could not load (offline)."""
         self._plans: dict[str, tuple[Plan, tuple[Path, str] | None]] = {}
@@ -142,18 +145,16 @@ class Library:
         )  # fmt: skip
         return self._submit(Job(source=requested.source, name=requested.name), plan, None)
 
-    def upload_room(self) -> int:
-        """Bytes the next upload may take: `--library-max-upload`, less what queued uploads
-        hold (``queue_full`` when no room or no place in the queue is left; ``bert_missing``
-        before any byte of the file is read when no neural voice could load)."""
+    def upload_room(self, filename: str) -> Reservation:
+        """A reservation for the next upload in the room ``--library-max-upload`` gives all
+        uploads together (`uploads.UploadRoom`: the uploads arriving, counted as their bytes
+        arrive, and those queued jobs hold); the caller takes each chunk from it before
+        keeping it and releases it when the upload ends in any way. ``queue_full`` when no
+        room or no place in the queue is left; ``bert_missing`` before any byte of the file
+        is read when no neural voice could load."""
         self.bert.check()
         self.queue.admit()
-        room = self.options.max_upload - self.queue.pending_bytes()
-        if room <= 0:
-            raise LibraryError(
-                Code.QUEUE_FULL, "uploads waiting fill the library's room: try again later"
-            )
-        return room
+        return self.uploads.reserve(filename)
 
     def upload_path(self, filename: str) -> Path:
         """Where an upload is streamed to (removed when it fails, and at the next start)."""

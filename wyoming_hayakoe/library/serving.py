@@ -22,6 +22,7 @@ from engine.sources.cache import CacheDir
 from .errors import Code, LibraryError
 from .files import clean_folder, remove_with_cache
 from .jobs import Report
+from .naming import name_key
 from .options import LibraryConfig
 from .priority import lowered
 from .state import LibraryEntry, LibraryState, StateError, change_state, read_state, signature
@@ -64,7 +65,7 @@ def startup_registrations(
         _LOGGER.error("Voice library left out: %s", exc)
         return []
     clean_folder(folder, cache_dir, state)
-    used = {t.casefold() for t in taken}
+    used = {name_key(t) for t in taken}
     found: list[tuple[str, str]] = []
     for entry in state.entries:
         try:
@@ -72,13 +73,13 @@ def startup_registrations(
         except (OSError, AivmFileError) as exc:
             _LOGGER.error("Library voice %s left out: %s", entry.name, exc)
             continue
-        clash = [n for n, _ in pairs if n.casefold() in used]
+        clash = [n for n, _ in pairs if name_key(n) in used]
         if clash:
             _LOGGER.error(
                 "Library voice %s left out: %s is also a configured voice", entry.name, clash[0]
             )
             continue
-        used.update(n.casefold() for n, _ in pairs)
+        used.update(name_key(n) for n, _ in pairs)
         found.extend(pairs)
     return found
 
@@ -208,7 +209,7 @@ class Serving:
         entry = self.entries().find(name.strip())
         if entry is not None:
             return entry
-        if any(n.casefold() == name.strip().casefold() for n in self.configured()):
+        if any(name_key(n) == name_key(name.strip()) for n in self.configured()):
             raise LibraryError(
                 Code.CONFIGURED_VOICE,
                 f"{name} is a configured voice (flags or add-on options), not a library "

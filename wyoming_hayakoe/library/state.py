@@ -18,6 +18,8 @@ from typing import Any
 
 from engine.sources.base import write_json_atomic
 
+from .naming import name_key
+
 __all__ = [
     "PARTIAL_DIR",
     "STATE_FILE",
@@ -95,10 +97,11 @@ class LibraryState:
     entries: tuple[LibraryEntry, ...] = field(default_factory=tuple)
 
     def find(self, name: str) -> LibraryEntry | None:
-        """The entry installed as `name`, or serving a voice `name` (case-insensitive)."""
-        key = name.casefold()
+        """The entry installed as `name`, or serving a voice `name` (case-insensitive, in NFC:
+        `naming.name_key`)."""
+        key = name_key(name)
         for entry in self.entries:
-            if entry.name.casefold() == key or any(v.casefold() == key for v in entry.voices):
+            if name_key(entry.name) == key or any(name_key(v) == key for v in entry.voices):
                 return entry
         return None
 

@@ -13,9 +13,10 @@
 | POST /api/library/update | ``{"name"}`` → 202 ``{"job"}`` (AivisHub voices) |
 
 The library's errors carry a code and no status: `STATUS` is the one table that maps them.
-An upload is streamed to disk as it arrives (never held whole in memory), bounded by
-``--library-max-upload`` less what queued uploads hold; a failed upload removes its file at
-once. The page's other endpoints keep their 512 KiB limit.
+An upload is streamed to disk as it arrives (never held whole in memory), each chunk counted
+against ``--library-max-upload`` with every other upload arriving or queued
+(`library.uploads`); a failed upload removes its file at once. The page's other endpoints
+keep their 512 KiB limit.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from aiohttp import BodyPartReader, MultipartReader, web
 from ..library.errors import Code, LibraryError
 from ..library.manager import CHECK_WAIT_S, Library
 from ..library.naming import MAX_NAME, check_name
+from ..library.uploads import Reservation
 from .api import STATE
 from .errors import ApiError, Handler, read_json_object
 from .forms import read_form
@@ -113,18 +115,12 @@ async def _name_part(part: BodyPartReader) -> str | None:
     return check_name(text) if text else None
 
 
-async def _stream(part: BodyPartReader, path: Path, filename: str, limit: int) -> int:
+async def _stream(part: BodyPartReader, path: Path, filename: str, room: Reservation) -> int:
     size = 0
     with path.open("wb") as f:
         while chunk := await part.read_chunk(_CHUNK):
+            room.take(len(chunk))  # too_large past the room all uploads share
             size += len(chunk)
-            if size > limit:
-                raise LibraryError(
-                    Code.TOO_LARGE,
-                    f"{filename}: larger than the {limit // 2**20} MB the library takes now "
-                    "(--library-max-upload, less the uploads waiting)",
-                    "file",
-                )
             f.write(chunk)
     if size == 0:
         raise LibraryError(Code.FILE_INVALID, f"{filename}: the file is empty", "file")
@@ -135,6 +131,7 @@ async def _upload(request: web.Request, library: Library) -> web.Response:
     reader = await read_form(request)  # an unreadable part a 400 naming it
     name: str | None = None
     upload: tuple[Path, str] | None = None
+    room: Reservation | None = None
     try:
         while (part := await reader.next()) is not None:
             if isinstance(part, MultipartReader):
@@ -143,10 +140,10 @@ async def _upload(request: web.Request, library: Library) -> web.Response:
                 name = await _name_part(part)
             elif part.name == "file" and upload is None:
                 filename = Path(part.filename or "upload.aivmx").name
-                limit = library.upload_room()
+                room = library.upload_room(filename)
                 path = library.upload_path(filename)
                 upload = (path, filename)  # removed below if anything fails from here on
-                await _stream(part, path, filename, limit)
+                await _stream(part, path, filename, room)
         if upload is None:
             raise LibraryError(Code.FILE_INVALID, "file: no file in the form", "file")
         job = library.install_upload(upload[0], upload[1], name)
@@ -154,6 +151,9 @@ async def _upload(request: web.Request, library: Library) -> web.Response:
         if upload is not None:
             upload[0].unlink(missing_ok=True)
         raise
+    finally:  # the queued job counts its file from here on
+        if room is not None:
+            room.release()
     return web.json_response({"job": job.id}, status=202)
 
 
