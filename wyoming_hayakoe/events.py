@@ -5,6 +5,11 @@ missing ``type``, a huge ``data_length`` or JSON nested 100,000 deep (`Recursion
 raise or allocate without limit. A server facing
 the network reads with limits instead and reports what was wrong, so that one bad client
 gets an ``error`` and a closed connection while the others go on.
+
+It also bounds time: a connection may sit idle between events as long as it likes (Home
+Assistant keeps its connections), but once an event's first byte has come the rest must
+follow within `EventLimits.event_timeout` seconds, so that a client dribbling a header
+cannot hold a connection and its buffer for ever.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from wyoming.event import Event
 
 from .json_depth import MAX_JSON_DEPTH, JsonDepthError, loads_bounded
 
-__all__ = ["BadEvent", "EventLimits", "EventTooLarge", "read_event"]
+__all__ = ["BadEvent", "EventLimits", "EventTimeout", "EventTooLarge", "read_event"]
 
 
 class BadEvent(Exception):
@@ -32,17 +37,33 @@ class EventTooLarge(BadEvent):
     code = "event-too-large"
 
 
+class EventTimeout(BadEvent):
+    """An event begun but not finished in time."""
+
+    code = "event-timeout"
+
+
 @dataclass(frozen=True)
 class EventLimits:
-    """Byte limits for one event's header line, data block and payload."""
+    """Limits for one event: bytes of its header line, data block and payload; seconds for
+    the rest of an event once it has begun, and for one write to the peer."""
 
     max_data: int = 1 << 20
     max_payload: int = 1 << 20
+    max_header: int = 64 << 10
+    """Longest header line. Today's wyoming library sends an event's data in a block of its
+    own after a header of about 100 bytes; the room left is for a peer that inlines a short
+    event's data in the header, as the protocol allows (``data`` merged with the block)."""
+    event_timeout: float | None = None
+    """Seconds an event may take to arrive once its first byte has come; None: no limit."""
+    write_timeout: float | None = None
+    """Seconds one event may take to go out while the peer reads nothing; past it the
+    peer is taken as gone. None: no limit."""
 
     @property
     def max_line(self) -> int:
-        """Header line limit: data may be inlined in the header."""
-        return self.max_data + (64 << 10)
+        """The header line limit (the stream reader's ``limit``)."""
+        return self.max_header
 
 
 def _length(header: dict[str, Any], key: str, limit: int) -> int:
@@ -77,16 +98,34 @@ def _json(raw: bytes, what: str) -> object:
 async def read_event(reader: asyncio.StreamReader, limits: EventLimits) -> Event | None:
     """The next event, or None when the peer has gone (EOF, reset, cut mid-event).
 
-    Raises `BadEvent` (or `EventTooLarge`) for anything that is not a valid event.
-    The reader's own limit must be at least `limits.max_line`.
+    Waits for an event's first byte without limit, then for the rest of it at most
+    `limits.event_timeout` seconds (`EventTimeout`). Raises `BadEvent` (or `EventTooLarge`)
+    for anything that is not a valid event. The reader's own limit must be at least
+    `limits.max_line`.
     """
     try:
-        line = await reader.readline()
+        first = await reader.readexactly(1)
+    except (ConnectionError, asyncio.IncompleteReadError):
+        return None
+    if limits.event_timeout is None:
+        return await _read_rest(first, reader, limits)
+    try:
+        return await asyncio.wait_for(_read_rest(first, reader, limits), limits.event_timeout)
+    except asyncio.TimeoutError:
+        raise EventTimeout(
+            f"event not complete {limits.event_timeout:g} s after its first byte"
+        ) from None
+
+
+async def _read_rest(
+    first: bytes, reader: asyncio.StreamReader, limits: EventLimits
+) -> Event | None:
+    """The event whose first byte is `first`."""
+    try:
+        line = first if first == b"\n" else first + await reader.readline()
     except ValueError as exc:  # asyncio: line longer than the reader's limit
         raise EventTooLarge(f"event header longer than {limits.max_line} bytes") from exc
     except (ConnectionError, asyncio.IncompleteReadError):
-        return None
-    if not line:
         return None
     if not line.endswith(b"\n"):
         return None  # EOF in the middle of a header

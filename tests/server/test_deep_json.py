@@ -11,6 +11,7 @@ from wyoming.event import async_read_event
 
 from wyoming_hayakoe.client import WyomingClient
 from wyoming_hayakoe.json_depth import MAX_JSON_DEPTH, JsonDepthError, json_too_deep, loads_bounded
+from wyoming_hayakoe.net.options import ConnectionLimits
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -44,7 +45,8 @@ def test_depth_is_counted_outside_strings_and_bounded() -> None:
     ids=["data", "header", "data-block"],
 )
 async def test_a_deep_event_gets_an_error_and_the_server_goes_on(start_server, event) -> None:
-    server = await start_server()
+    # a header line this long is refused for its size by default: room for it, to reach depth
+    server = await start_server(connections=ConnectionLimits(max_event_header_bytes=1 << 20))
     reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
     writer.write(event)
     await writer.drain()

@@ -1,0 +1,141 @@
+"""The connection limits' flags → `ConnectionLimits` (part of `wyoming_hayakoe.settings.Settings`).
+
+One table of what a slow, stuck or greedy client may hold on each port; `docs/limits.md`
+lists them with their defaults.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+
+from ..flags import positive_float, positive_int
+
+__all__ = ["ConnectionLimits", "add_connection_arguments", "connection_limits_from_args"]
+
+KIB = 1024
+
+
+@dataclass(frozen=True)
+class ConnectionLimits:
+    """What one client may hold, per port; every figure positive."""
+
+    max_connections: int = 100
+    """Wyoming connections open at once; one more is closed at once (with an ``error``)."""
+    max_event_header_bytes: int = 64 * KIB
+    """Longest Wyoming event header line. Today's clients send the event's data in a block
+    of its own after a header of about 100 bytes; the room left is for a client that inlines
+    a short event's data in the header, as the protocol allows."""
+    event_timeout: float = 30.0
+    """Seconds a Wyoming event may take to arrive once its first byte has come (header, data
+    and payload); a connection idle between events may stay open as long as it likes."""
+    write_timeout: float = 30.0
+    """Seconds one write to a client (a Wyoming event, a streamed HTTP answer's piece) may
+    wait for the client to read; past it the client is taken as gone: its synthesis stops
+    and its voice is free for the next request."""
+    http_max_connections: int = 256
+    """Connections open at once on each HTTP port (the page, the engine APIs); one more gets
+    ``503`` and is closed."""
+    http_header_timeout: float = 15.0
+    """Seconds a request's line and headers may take to arrive, from the connection's start
+    or the next request's first byte."""
+    http_body_timeout: float = 30.0
+    """Seconds a request body may take to arrive after its headers, plus a second for each
+    `http_body_min_rate` bytes received (a large upload on a slow link goes on; a body
+    dribbled a byte at a time does not)."""
+    http_body_min_rate: int = 16 * KIB
+    """Bytes per second that earn a body more time past `http_body_timeout`."""
+    http_idle_timeout: float = 60.0
+    """Seconds a kept-alive HTTP connection may wait for its next request."""
+
+
+def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
+    d = ConnectionLimits()
+    g = parser.add_argument_group(
+        "connection limits (slow, stuck or greedy clients; see docs/limits.md)"
+    )
+    g.add_argument(
+        "--max-connections",
+        type=positive_int("--max-connections"),
+        default=d.max_connections,
+        metavar="N",
+        help="Wyoming connections open at once; one more gets an error and is closed "
+        "(default: %(default)s)",
+    )
+    g.add_argument(
+        "--max-event-header-bytes",
+        type=positive_int("--max-event-header-bytes"),
+        default=d.max_event_header_bytes,
+        metavar="BYTES",
+        help="longest Wyoming event header line (default: %(default)s)",
+    )
+    g.add_argument(
+        "--event-timeout",
+        type=positive_float("--event-timeout"),
+        default=d.event_timeout,
+        metavar="SECONDS",
+        help="a Wyoming event must arrive whole within this long of its first byte; idle "
+        "connections between events stay open (default: %(default)s)",
+    )
+    g.add_argument(
+        "--write-timeout",
+        type=positive_float("--write-timeout"),
+        default=d.write_timeout,
+        metavar="SECONDS",
+        help="a client that reads nothing for this long while audio waits for it is taken "
+        "as gone: its synthesis stops and its voice is freed (every port; default: "
+        "%(default)s)",
+    )
+    g.add_argument(
+        "--http-max-connections",
+        type=positive_int("--http-max-connections"),
+        default=d.http_max_connections,
+        metavar="N",
+        help="connections open at once on each HTTP port (the page, the engine APIs); one "
+        "more gets 503 (default: %(default)s)",
+    )
+    g.add_argument(
+        "--http-header-timeout",
+        type=positive_float("--http-header-timeout"),
+        default=d.http_header_timeout,
+        metavar="SECONDS",
+        help="an HTTP request's line and headers must arrive within this long "
+        "(default: %(default)s)",
+    )
+    g.add_argument(
+        "--http-body-timeout",
+        type=positive_float("--http-body-timeout"),
+        default=d.http_body_timeout,
+        metavar="SECONDS",
+        help="an HTTP request body must arrive within this long after its headers, plus a "
+        "second per --http-body-min-rate received (default: %(default)s)",
+    )
+    g.add_argument(
+        "--http-body-min-rate",
+        type=positive_int("--http-body-min-rate"),
+        default=d.http_body_min_rate // KIB,
+        metavar="KIB_PER_S",
+        help="KiB of body that earn a request one more second (default: %(default)s)",
+    )
+    g.add_argument(
+        "--http-idle-timeout",
+        type=positive_float("--http-idle-timeout"),
+        default=d.http_idle_timeout,
+        metavar="SECONDS",
+        help="a kept-alive HTTP connection is closed after this long without a request "
+        "(default: %(default)s)",
+    )
+
+
+def connection_limits_from_args(args: argparse.Namespace) -> ConnectionLimits:
+    return ConnectionLimits(
+        max_connections=args.max_connections,
+        max_event_header_bytes=args.max_event_header_bytes,
+        event_timeout=args.event_timeout,
+        write_timeout=args.write_timeout,
+        http_max_connections=args.http_max_connections,
+        http_header_timeout=args.http_header_timeout,
+        http_body_timeout=args.http_body_timeout,
+        http_body_min_rate=args.http_body_min_rate * KIB,
+        http_idle_timeout=args.http_idle_timeout,
+    )
