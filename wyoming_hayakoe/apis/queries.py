@@ -140,7 +140,7 @@ _RANGES: dict[str, tuple[float, float, float]] = {
     "pitchScale": (-0.15, 0.15, 0.0),
     "intonationScale": (0.0, 2.0, 1.0),
     "tempoDynamicsScale": (0.0, 2.0, 1.0),
-    "volumeScale": (0.01, 2.0, 1.0),
+    "volumeScale": (0.01, 20.0, 1.0),  # Home Assistant's VOICEVOX integration offers 0.5-20
     "prePhonemeLength": (0.0, 1.5, 0.1),
     "postPhonemeLength": (0.0, 3.0, 0.1),
     "pauseLengthScale": (0.0, 2.0, 1.0),
