@@ -55,10 +55,12 @@ from wyoming.info import Info
 from engine import EMBEDDED_VOICE_NAME
 from engine.sources.redact import redact
 
+from ..admission import Admission
 from ..client import AddressError, ClientError, ServerAddress, WyomingClient
 from ..logs import setup_logging
 from ..presets import PresetError
 from ..resolve import STYLE_SEPARATOR, UnknownNameError, VoiceNames, resolve_name
+from ..speech import SpeechError, SpeechRequest, SpeechService, TooLarge, UnknownVoice
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -390,7 +392,8 @@ def speak_here(
     environ: Mapping[str, str],
 ) -> float:
     """Load the voice (as the server would) and speak; returns the seconds of audio.
-    `UnknownNameError` when the voice, preset or style names nothing loaded."""
+    `UnknownVoice` when the voice, preset or style names nothing loaded, `TooLarge` past
+    the server's bounds (``--max-text-length``)."""
     from ..flags import SettingsError, VoiceSpec
     from ..presets import parse_presets
     from ..settings import Settings, voice_fields
@@ -409,10 +412,10 @@ def speak_here(
                 f"{spec.name!r}"
             )
         voices = (VoiceSpec(preset.voice, spec.source if spec else None),)
-        asked = preset.name
+        asked_name = preset.name
     else:
         spec = spec or VoiceSpec(EMBEDDED_VOICE_NAME)
-        asked = spec.name
+        asked_name = spec.name
         load = spec.name  # VOICE:STYLE loads VOICE; the name is resolved once it is loaded
         if STYLE_SEPARATOR in load:
             load = load.rpartition(STYLE_SEPARATOR)[0] or load
@@ -449,33 +452,37 @@ def speak_here(
         _LOGGER.debug("Loading failed", exc_info=True)
         raise SayError(f"cannot load voice {voices[0].name}: {redact(str(exc))}") from None
     catalog = build_catalog(settings, tts.speakers)  # the server's voices: PresetError
-    resolved = catalog.resolve_exact(asked, request.style)  # the page's rule: UnknownNameError
-    options = resolved.options  # the flags under a preset's, merged by the catalog
-    chunks = resolved.speaker.stream(
+    service = SpeechService(catalog, Admission(max_queue=0), settings.bounds)
+    asked = SpeechRequest(  # the page's rule: UnknownVoice; the server's bounds: TooLarge
         request.text,
-        style=resolved.style,
-        output=resolved.output,
-        measure_whole=True,  # as the server's one-shot requests: one loudness for the text
-        guard=guard,
-        **options,
+        asked_name,
+        request.style,
+        guard=guard,  # one-shot, as the server's: one loudness for the whole text
+        door="say",
     )
-    sink.start(resolved.rate, SAMPLE_WIDTH, 1)
-    total = 0
-    try:
-        for chunk in chunks:
-            pcm = chunk.pcm_bytes()
-            if pcm:
-                sink.write(pcm)
-                total += len(pcm)
-    except SayError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - one line naming what failed
-        _LOGGER.debug("Synthesis failed", exc_info=True)
-        raise SayError(f"synthesis failed with {resolved.speaker.name}: {exc}") from None
-    finally:
-        chunks.close()  # releases the speaker's lock at once
+    return asyncio.run(_speak_to_sink(service, asked, sink))
+
+
+async def _speak_to_sink(service: SpeechService, asked: SpeechRequest, sink: AudioSink) -> float:
+    """The request through the one way in (`SpeechService`) into `sink`; seconds of audio."""
+    with service.open(asked) as speech:
+        sink.start(speech.rate, SAMPLE_WIDTH, 1)
+        total = 0
+        try:
+            async with contextlib.aclosing(speech.stream()) as chunks:  # closing frees the voice
+                async for chunk in chunks:
+                    pcm = chunk.pcm_bytes()
+                    if pcm:
+                        sink.write(pcm)
+                        total += len(pcm)
+        except (SayError, SpeechError):
+            raise
+        except Exception as exc:  # noqa: BLE001 - one line naming what failed
+            _LOGGER.debug("Synthesis failed", exc_info=True)
+            raise SayError(f"synthesis failed with {speech.voice}: {exc}") from None
+        rate = speech.rate
     sink.close()
-    return total / SAMPLE_WIDTH / resolved.rate
+    return total / SAMPLE_WIDTH / rate
 
 
 # -- asking a server -----------------------------------------------------------------------
@@ -559,7 +566,7 @@ def run(
             seconds = speak_here(args, request, sink, environ)
     except UsageError as exc:
         parser.error(str(exc))  # exits 2
-    except (UnknownNameError, PresetError) as exc:  # refused, with what exists: exit 2
+    except (UnknownNameError, UnknownVoice, TooLarge, PresetError) as exc:  # refused: exit 2
         if sink is not None:
             sink.abort()
         print(f"say: {exc}", file=sys.stderr)

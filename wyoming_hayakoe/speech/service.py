@@ -195,7 +195,7 @@ class SpeechService:
         if length > limit:
             raise TooLarge(
                 Problem.TEXT_TOO_LONG,
-                f"{field}: too long: {length} characters (limit {limit}, --max-text-length)",
+                f"{field} too long: {length} characters (limit {limit}, --max-text-length)",
                 field,
                 limit,
             )
