@@ -50,7 +50,7 @@ OPENAI_VOICE_NAMES = (
     "marin",
     "cedar",
 )
-"""OpenAI's built-in voices (its API reference for ``/v1/audio/speech``, openai 2.x)."""
+"""OpenAI's built-in voices (its API reference for ``/v1/audio/speech``; the openai SDK 3.63)."""
 
 MODELS = ("tts-1", "tts-1-hd", "gpt-4o-mini-tts", "hayakoe")
 """The model names answered (any other is accepted too: there is one engine)."""

@@ -705,12 +705,16 @@ async def test_the_pages_style_ids_are_the_engine_apis(start_server, embedded_sp
         assert list(v["style_ids"]) == v["styles"]
         (listed,) = [sp for sp in speakers if sp["name"] == v["name"]]
         assert v["speaker_uuid"] == listed["speaker_uuid"]
+    openai_voices = voices["engine_api"].pop("openai_voices")
+    shown_voices = {v["name"] for v in voices["voices"]}
     assert voices["engine_api"] == {
         "on": True,
         "host": "127.0.0.1",
         "port": server.engine_api.port,
         "token": False,
     }
+    assert len(openai_voices) == 13  # OpenAI's names, each speaking with the default voice
+    assert len(set(openai_voices.values())) == 1 and openai_voices["alloy"] in shown_voices
 
 
 async def test_the_style_ids_are_shown_while_the_engine_api_is_off(page, embedded_speakers):
