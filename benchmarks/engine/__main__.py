@@ -20,6 +20,7 @@ NAMES = (
     "first_clause",
     "int8_kernels",
     "auto_load",
+    "pitch",
 )
 PARTS = {name: f"benchmarks.engine.{name}" for name in NAMES}
 
