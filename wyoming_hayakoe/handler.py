@@ -319,6 +319,10 @@ class HayakoeHandler(AsyncEventHandler):
             await self._error(str(exc), exc.problem.wyoming_code)
         return True
 
+    def _open(self, request: SpeechRequest) -> Speech:
+        """This door's one way in (`SpeechService.open`)."""
+        return self.context.service.open(request)
+
     # -- one-shot --------------------------------------------------------------------------
     async def _synthesize(self, event: Event) -> None:
         text = _text_of(event)
@@ -330,7 +334,7 @@ class HayakoeHandler(AsyncEventHandler):
             fallback=True,
             door="wyoming",
         )
-        with self.context.service.open(request) as speech:
+        with self._open(request) as speech:
             _LOGGER.debug(
                 "synthesize %d chars with %s/%s for %s",
                 len(text),
@@ -414,7 +418,7 @@ class HayakoeHandler(AsyncEventHandler):
             door="wyoming",
         )
         try:
-            speech = self.context.service.open(request)
+            speech = self._open(request)
         except SpeechError:
             stream.failed = True  # its chunks are ignored; synthesize-stop is answered
             raise

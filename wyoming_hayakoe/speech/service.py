@@ -103,7 +103,8 @@ class Speech:
         self.resolved = resolved
         self.output = output
         self.rate = output.rate_for(resolved.speaker.sample_rate)
-        self._keywords = keywords
+        self.keywords = keywords
+        """What the engine is asked for: the voice's options with the request's applied."""
         self._ticket: Ticket | None = ticket
         self._budget = budget
         self._quiet = quiet
@@ -146,7 +147,7 @@ class Speech:
             measure_whole=request.measure_whole and not isinstance(text, AsyncIterable),
             guard=request.guard,
             quiet=self._quiet,
-            **self._keywords,
+            **self.keywords,
         )
         async with contextlib.aclosing(chunks):
             async for chunk in chunks:
