@@ -451,11 +451,11 @@ def voice_fields(args: argparse.Namespace, env: Mapping[str, str]) -> dict[str, 
 def parse_settings(
     argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None
 ) -> Settings:
-    """Parse the command line into `Settings` (argparse exits with a message on bad flags)."""
+    """Parse the command line into `Settings` (argparse exits with a message on bad flags;
+    a value the flags cannot take exits 2 with one line naming the flag, not the usage)."""
     parser = build_parser()
     args = parser.parse_args(list(argv) if argv is not None else None)
     try:
         return settings_from_args(args, environ)
     except SettingsError as exc:
-        parser.error(str(exc))
-        raise  # unreachable: parser.error exits
+        parser.exit(2, f"{parser.prog}: error: {exc}\n")

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..flags import SettingsError
-from ..web.options import allowed_host_name, is_loopback
+from ..web.options import MIN_TOKEN_LENGTH, allowed_host_name, check_token, is_loopback
 from .openai_voices import OpenAIVoiceError, assigned_voices, parse_openai_voice
 
 __all__ = [
@@ -62,7 +62,11 @@ def add_engine_api_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="HOST",
         help="address the engine APIs bind (default %(default)s; another needs a token)",
     )
-    g.add_argument("--engine-api-token", help="token asked as 'Authorization: Bearer TOKEN'")
+    g.add_argument(
+        "--engine-api-token",
+        help="token asked as 'Authorization: Bearer TOKEN' (at least "
+        f"{MIN_TOKEN_LENGTH} visible ASCII characters)",
+    )
     g.add_argument("--engine-api-token-file", type=Path, help="file holding the token")
     g.add_argument(
         "--engine-api-allowed-host",
@@ -94,6 +98,8 @@ def engine_api_settings_from_args(args: argparse.Namespace) -> EngineApiSettings
     if not 0 <= args.engine_api_port <= 65535:
         raise SettingsError(f"--engine-api-port {args.engine_api_port}: a port, 0 to 65535")
     token = args.engine_api_token
+    if token is not None:
+        token = check_token("--engine-api-token", token)
     if args.engine_api_token_file is not None:
         if token:
             raise SettingsError("give --engine-api-token or --engine-api-token-file, not both")
@@ -103,6 +109,7 @@ def engine_api_settings_from_args(args: argparse.Namespace) -> EngineApiSettings
             raise SettingsError(f"--engine-api-token-file: {exc}") from None
         if not token:
             raise SettingsError("--engine-api-token-file: the file is empty")
+        token = check_token("--engine-api-token-file", token)
     host = args.engine_api_host.strip().strip("[]") or DEFAULT_API_HOST
     if not is_loopback(host) and not token:
         raise SettingsError(

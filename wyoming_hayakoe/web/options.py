@@ -13,9 +13,11 @@ from ..flags import SettingsError
 __all__ = [
     "DEFAULT_HTTP_HOST",
     "INGRESS_PROXY",
+    "MIN_TOKEN_LENGTH",
     "HttpSettings",
     "add_http_arguments",
     "allowed_host_name",
+    "check_token",
     "http_settings_from_args",
     "is_loopback",
 ]
@@ -23,6 +25,8 @@ __all__ = [
 DEFAULT_HTTP_HOST = "127.0.0.1"
 INGRESS_PROXY = "172.30.32.2"
 """The Home Assistant Supervisor's ingress proxy: the only peer an ingress panel serves."""
+MIN_TOKEN_LENGTH = 16
+"""Characters a token (the page's, the engine APIs') has at least: a secret, not a word."""
 
 
 @dataclass(frozen=True)
@@ -52,7 +56,11 @@ def add_http_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"serve the web page (voices, try it, readings, dictionary, status) on HOST:PORT "
         f"(default host {DEFAULT_HTTP_HOST}; another host needs --http-token)",
     )
-    g.add_argument("--http-token", help="token the page asks for (compared in constant time)")
+    g.add_argument(
+        "--http-token",
+        help=f"token the page asks for (at least {MIN_TOKEN_LENGTH} visible ASCII characters; "
+        "compared in constant time)",
+    )
     g.add_argument("--http-token-file", type=Path, help="file holding the token")
     g.add_argument(
         "--http-ingress",
@@ -124,6 +132,27 @@ def allowed_host_name(text: str) -> str:
     return value.rstrip(".")
 
 
+def check_token(flag: str, token: str) -> str:
+    """`token` as given by `flag` (``--http-token``, or the file of ``--http-token-file``),
+    or `SettingsError` in one line: empty or only spaces, a character other than visible
+    ASCII inside (a space, a control character, a letter a header cannot carry:
+    ``Authorization: Bearer TOKEN``), or shorter than
+    `MIN_TOKEN_LENGTH` characters (one that can be guessed guards nothing)."""
+    if not token.strip():
+        raise SettingsError(f"{flag}: the token is empty (or only spaces)")
+    if any(not "!" <= c <= "~" for c in token):
+        raise SettingsError(
+            f"{flag}: the token may hold only visible ASCII characters (no spaces, no "
+            "control characters)"
+        )
+    if len(token) < MIN_TOKEN_LENGTH:
+        raise SettingsError(
+            f"{flag}: the token has {len(token)} characters; give at least "
+            f"{MIN_TOKEN_LENGTH} (e.g. `openssl rand -hex 16`)"
+        )
+    return token
+
+
 def http_settings_from_args(args: argparse.Namespace) -> HttpSettings | None:
     """The page's settings, or None when ``--http`` is not given (its other flags need it)."""
     if args.http is None:
@@ -142,6 +171,8 @@ def http_settings_from_args(args: argparse.Namespace) -> HttpSettings | None:
         return None
     host, port = _host_port(args.http)
     token = args.http_token
+    if token is not None:
+        token = check_token("--http-token", token)
     if args.http_token_file is not None:
         if token:
             raise SettingsError("give --http-token or --http-token-file, not both")
@@ -151,6 +182,7 @@ def http_settings_from_args(args: argparse.Namespace) -> HttpSettings | None:
             raise SettingsError(f"--http-token-file {args.http_token_file}: {exc}") from None
         if not token:
             raise SettingsError(f"--http-token-file {args.http_token_file}: the file is empty")
+        token = check_token(f"--http-token-file {args.http_token_file}", token)
     if not args.http_ingress and not is_loopback(host) and not token:
         raise SettingsError(
             f"--http {args.http!r}: a page reachable from other machines needs "

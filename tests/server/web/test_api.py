@@ -582,11 +582,11 @@ def test_http_flags(tmp_path):
     assert parse("--http", "[::1]:8123").host == "::1"
     with pytest.raises(SettingsError, match="--http-token"):
         parse("--http", "0.0.0.0:8123")
-    assert parse("--http", "0.0.0.0:8123", "--http-token", "t").token == "t"
+    assert parse("--http", "0.0.0.0:8123", "--http-token", "t" * 16).token == "t" * 16
     token = tmp_path / "token"
-    token.write_text("from-a-file\n")
-    assert parse("--http", "0.0.0.0:1", "--http-token-file", str(token)).token == "from-a-file"
-    assert "from-a-file" not in repr(parse("--http", "1", "--http-token-file", str(token)))
+    token.write_text("file-token-12345\n")
+    assert parse("--http", "0.0.0.0:1", "--http-token-file", str(token)).token == "file-token-12345"
+    assert "file-token-12345" not in repr(parse("--http", "1", "--http-token-file", str(token)))
     (tmp_path / "empty").write_text("")
     with pytest.raises(SettingsError, match="empty"):
         parse("--http", "1", "--http-token-file", str(tmp_path / "empty"))
