@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from .errors import EngineError
+
 OFFICIAL_SOURCE = "hf://lemondouble/hayakoe"
 """Where official voices and the BERT come from unless told otherwise."""
 
@@ -118,7 +120,7 @@ def bert_prefixes(backend: Backend) -> list[str]:
 # -- folders on disk -----------------------------------------------------------------------
 
 
-class VoiceFolderError(FileNotFoundError):
+class VoiceFolderError(EngineError, FileNotFoundError):
     """A voice folder that lacks files (names the folder and what is missing)."""
 
 

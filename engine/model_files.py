@@ -14,12 +14,14 @@ import logging
 from collections.abc import Iterable
 from pathlib import Path
 
+from .errors import EngineError
+
 __all__ = ["DamagedModelFileError", "damaged_file", "explain_load_failure"]
 
 _LOGGER = logging.getLogger(__name__)
 
 
-class DamagedModelFileError(ValueError):
+class DamagedModelFileError(EngineError, ValueError):
     """A model file that cannot be read: truncated, corrupted, or not what its name says."""
 
     def __init__(self, path: Path, detail: str, what: str | None = None) -> None:

@@ -52,6 +52,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .audio import AudioResult, PhonemeTiming, streaming_wav_header
+from .errors import EngineError
 from .fair_lock import FairLock
 from .output import OutputOptions, OutputStage
 from .pacing import SYSTEM_CLOCK, Clock, PacingReport, RequestPacing, SpeedMeter
@@ -89,7 +90,7 @@ _LOCK_POLL_S = 0.05
 _ASYNC_BUFFER = 2  # chunks a worker may run ahead of an async consumer
 
 
-class StreamCancelled(Exception):
+class StreamCancelled(EngineError):
     """Raised inside a worker when its consumer went away; never reaches callers."""
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from .errors import EngineError
 from .json_types import JsonObject
 
 if TYPE_CHECKING:
@@ -26,7 +27,7 @@ _LOGGER = logging.getLogger(__name__)
 T = TypeVar("T", bound="DataclassInstance")
 
 
-class ConfigError(ValueError):
+class ConfigError(EngineError, ValueError):
     """A voice `config.json` that cannot be used (names the file and the field)."""
 
 

@@ -20,12 +20,14 @@ import asyncio
 import logging
 from collections.abc import Callable
 
+from .errors import HayakoeError
+
 __all__ = ["Admission", "AdmissionRefused", "Ticket"]
 
 _LOGGER = logging.getLogger(__name__)
 
 
-class AdmissionRefused(Exception):
+class AdmissionRefused(HayakoeError):
     """A request not admitted; `code` is the Wyoming ``error`` code sent to the client."""
 
     def __init__(self, text: str, code: str) -> None:

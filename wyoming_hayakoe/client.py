@@ -53,6 +53,7 @@ from wyoming.tts import (
     SynthesizeVoice,
 )
 
+from .errors import HayakoeError
 from .events import BadEvent, EventLimits, read_event
 
 __all__ = [
@@ -81,7 +82,7 @@ RECEIVE_LIMITS = EventLimits(max_data=4 << 20, max_payload=16 << 20)
 
 
 # -- errors --------------------------------------------------------------------------------
-class ClientError(Exception):
+class ClientError(HayakoeError):
     """A request that did not get its whole answer; the message names the server."""
 
 

@@ -7,8 +7,13 @@ protocol in one place each; the errors themselves carry no HTTP status or Wyomin
 
 from __future__ import annotations
 
-__all__ = ["HayakoeError"]
+__all__ = ["ClientGone", "HayakoeError"]
 
 
 class HayakoeError(Exception):
     """Root of the server's errors (settings, requests, the library, the commands)."""
+
+
+class ClientGone(HayakoeError):
+    """The client left (closed the connection, or it broke) while its answer was made or
+    written: the work stops (Wyoming's handler, the engine API's long answers)."""

@@ -20,12 +20,13 @@ from typing import Any
 
 from wyoming.event import Event
 
+from .errors import HayakoeError
 from .json_depth import MAX_JSON_DEPTH, JsonDepthError, loads_bounded
 
 __all__ = ["BadEvent", "EventLimits", "EventTimeout", "EventTooLarge", "read_event"]
 
 
-class BadEvent(Exception):
+class BadEvent(HayakoeError):
     """The peer sent something that is not a Wyoming event; the connection cannot go on."""
 
     code = "bad-event"

@@ -15,11 +15,13 @@ from engine import EMBEDDED_VOICE_NAME, SynthesisOptions
 from engine.option_info import Bounds
 from engine.output import OUTPUT_RATES
 
+from .errors import HayakoeError
+
 if TYPE_CHECKING:
     from engine.voice_backend import SynthesisOverrides
 
 
-class SettingsError(ValueError):
+class SettingsError(HayakoeError, ValueError):
     """A command-line value that cannot be used; the message names the flag."""
 
 

@@ -43,7 +43,7 @@ from wyoming.tts import (
 from engine import AudioResult
 
 from .context import ServerContext, SpeedMeasurer
-from .errors import HayakoeError
+from .errors import ClientGone, HayakoeError
 from .events import BadEvent, read_event
 from .speech import Problem, Speech, SpeechError, SpeechRequest, TooLarge
 
@@ -54,10 +54,6 @@ _LOGGER = logging.getLogger(__name__)
 SAMPLE_WIDTH = 2
 _CUT_WRITE_S = 1.0  # the most a stopping server waits to tell a cut request why
 CHANNELS = 1
-
-
-class ClientGone(HayakoeError):
-    """The client closed the connection (or it broke) while we were writing."""
 
 
 class RequestError(HayakoeError):

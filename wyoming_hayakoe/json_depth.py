@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import re
 
+from .errors import HayakoeError
+
 __all__ = ["MAX_JSON_DEPTH", "JsonDepthError", "json_too_deep", "loads_bounded"]
 
 MAX_JSON_DEPTH = 64
@@ -20,7 +22,7 @@ _STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
 _OPENERS = frozenset("[{")
 
 
-class JsonDepthError(ValueError):
+class JsonDepthError(HayakoeError, ValueError):
     """The text nests objects and arrays deeper than allowed (or is not JSON at all)."""
 
 

@@ -37,6 +37,8 @@ from typing import Literal
 
 from wyoming.info import Info
 
+from .errors import HayakoeError
+
 __all__ = [
     "STYLE_SEPARATOR",
     "PresetTarget",
@@ -132,8 +134,9 @@ class UnknownName:
         on = f" on {where}" if where else ""
         if self.missing is not None:
             return (
-                f"preset {self.asked!r}{on} is not served: its voice {self.missing!r} is "
-                f"missing (a library voice whose file is gone); available: {listed}"
+                f"preset {self.asked!r}{on} is not served now: its voice {self.missing!r} "
+                f"is missing (a library voice removed, or whose file is gone); "
+                f"available: {listed}"
             )
         if self.kind == "voice":
             return f"unknown voice {self.asked!r}{on}; available: {listed}"
@@ -143,7 +146,7 @@ class UnknownName:
         return self.message()
 
 
-class UnknownNameError(LookupError):
+class UnknownNameError(HayakoeError, LookupError):
     """A name that chose nothing, refused (`Resolution.exact`); the message names the asked
     name and the available ones (`where` they are, when given)."""
 

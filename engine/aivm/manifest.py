@@ -30,6 +30,7 @@ from typing import BinaryIO
 
 import numpy as np
 
+from ..errors import EngineError
 from ..json_types import JsonObject
 from ..voice_config import ConfigError, VoiceConfig, parse_config
 
@@ -57,7 +58,7 @@ _UUID = re.compile(
 )
 
 
-class AivmFileError(ValueError):
+class AivmFileError(EngineError, ValueError):
     """An `.aivmx` / `.aivm` file that cannot be used; the message names the file and why."""
 
     def __init__(self, path: Path | str, reason: str) -> None:

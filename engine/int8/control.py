@@ -17,6 +17,8 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from ..errors import EngineError
+
 if TYPE_CHECKING:
     import onnxruntime as ort
 
@@ -28,7 +30,7 @@ POLL_S = 0.02
 """How often a paused maker looks again (a request's end is seen within this)."""
 
 
-class Cancelled(Exception):
+class Cancelled(EngineError):
     """int8 work was cancelled (`Int8Control.cancel`): nothing half-made is used."""
 
 

@@ -17,12 +17,13 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import EngineError
 from .recipe import QuantSettings
 
 _LOGGER = logging.getLogger(__name__)
 
 
-class QuantizeError(RuntimeError):
+class QuantizeError(EngineError, RuntimeError):
     """int8 graphs could not be made for a voice (names the voice and the cause)."""
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import torch
 
+from ..errors import EngineError
 from ..voice_config import VoiceConfig
 from .synthesizer import JPExtraSynthesizer
 
@@ -31,7 +32,7 @@ _LOGGER = logging.getLogger(__name__)
 _IGNORED = re.compile(r"^(iteration$|enc_q\.|sdp\.post_|sdp\.flows\.1\.|module\.enc_q\.)")
 
 
-class CheckpointError(ValueError):
+class CheckpointError(EngineError, ValueError):
     """A checkpoint that does not fit the network built from its config."""
 
 

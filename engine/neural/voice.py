@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..bert.features import BertBackend
+from ..errors import EngineError
 from ..int8.measure import Verdict
 from ..options import DEFAULT_FIRST_WINDOW
 from ..synth.common import SynthBackend, SynthParams
@@ -53,7 +54,7 @@ if TYPE_CHECKING:
 _LOGGER = logging.getLogger(__name__)
 
 
-class VoiceOptionError(ValueError):
+class VoiceOptionError(EngineError, ValueError):
     """A synthesis option this voice cannot honour."""
 
 

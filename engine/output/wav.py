@@ -8,13 +8,15 @@ from pathlib import Path
 
 import numpy as np
 
+from ..errors import EngineError
+
 __all__ = ["MAX_CHIME_S", "WavError", "read_wav"]
 
 MAX_CHIME_S = 30.0
 """Longest sound accepted as a chime, seconds (it is held in memory for every request)."""
 
 
-class WavError(ValueError):
+class WavError(EngineError, ValueError):
     """A file that cannot be used as a chime; the message names it."""
 
 

@@ -16,10 +16,11 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Protocol, runtime_checkable
 
+from ..errors import EngineError
 from .redact import redact
 
 
-class SourceNotFoundError(FileNotFoundError):
+class SourceNotFoundError(EngineError, FileNotFoundError):
     """Nothing usable under `prefix` in the source `uri` (the URI is already redacted)."""
 
     what = "not found"
@@ -53,7 +54,7 @@ class IncompleteSourceError(SourceNotFoundError):
         super().__init__(uri, prefix, detail)
 
 
-class SourceAccessError(PermissionError):
+class SourceAccessError(EngineError, PermissionError):
     """The store refused access (bad or missing credentials, gated repository)."""
 
 
@@ -84,7 +85,7 @@ def is_disk_full(exc: BaseException) -> bool:
     return False
 
 
-class CacheWriteError(OSError):
+class CacheWriteError(EngineError, OSError):
     """A download could not be written into the cache (full, read-only, no permission).
 
     Downloads are written under temporary names and renamed only when whole, so nothing

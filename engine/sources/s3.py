@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from ..errors import EngineError
 from .base import (
     Source,
     SourceAccessError,
@@ -85,7 +86,7 @@ class _Object:
     size: int
 
 
-class _Unreachable(Exception):
+class _Unreachable(EngineError):
     """Internal: the store could not be reached; `reason` is already redacted."""
 
     def __init__(self, reason: str) -> None:

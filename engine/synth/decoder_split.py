@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..errors import EngineError
 from ..heap import trim_heap
 from ..options import ONNXRUNTIME, OPENVINO, RUNTIME_NAMES
 from .common import Latent, NoiseSource, SynthInputs, SynthOutput, SynthParams
@@ -51,7 +52,7 @@ Z_NAME = "z"
 G_NAME = "g"
 
 
-class SplitError(ValueError):
+class SplitError(EngineError, ValueError):
     """The graph does not look like a JP-Extra synthesizer with a HiFi-GAN decoder."""
 
 

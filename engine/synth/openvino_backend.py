@@ -34,6 +34,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..errors import EngineError
+
 if TYPE_CHECKING:
     import onnxruntime as ort
 
@@ -45,7 +47,7 @@ CAPABILITY = {"bf16": "BF16", "fp16": "FP16"}
 """Our precision names → the CPU plugin's `OPTIMIZATION_CAPABILITIES` entry that allows it."""
 
 
-class TerminatedError(RuntimeError):
+class TerminatedError(EngineError, RuntimeError):
     """A run asked for with terminated run options (its work was cancelled)."""
 
 

@@ -42,6 +42,7 @@ import re
 from dataclasses import dataclass
 from xml.parsers import expat
 
+from ..errors import EngineError
 from .numbers import DIALLED_DIGITS, FRACTION_DIGITS
 from .readings import LETTER_READINGS
 
@@ -97,7 +98,7 @@ def plain_text(text: str) -> str:
     return html.unescape(_TAG_RE.sub(" ", text)).replace("<", " ").replace(">", " ")
 
 
-class _Malformed(Exception):
+class _Malformed(EngineError):
     pass
 
 

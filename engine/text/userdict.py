@@ -50,6 +50,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from ..errors import EngineError
 from .mora import MORA_TO_PHONES
 
 __all__ = [
@@ -119,7 +120,7 @@ _SMALL_KANA = frozenset("ァィゥェォャュョヮ")
 _SENTINEL_SURFACE = "\U000f0000"
 
 
-class UserDictionaryError(ValueError):
+class UserDictionaryError(EngineError, ValueError):
     """A user-dictionary entry or file is invalid (the message names the file/field)."""
 
     def __init__(self, message: str, field: str | None = None) -> None:

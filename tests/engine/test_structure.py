@@ -178,7 +178,9 @@ def test_the_import_graph_is_read() -> None:
         or "engine.sources" in graph["engine.synth.ort_cache"]
     )
     assert "engine" in graph["wyoming_hayakoe.server"]
-    assert graph["engine.layout"] == set(), "engine/layout.py must stay a leaf"
+    assert graph["engine.errors"] == set(), "engine/errors.py must stay a leaf"
+    # a leaf but for the exception root, itself a leaf
+    assert graph["engine.layout"] <= {"engine.errors"}, "engine/layout.py must stay a leaf"
     pacing = {m for m in graph if m == "engine.pacing" or m.startswith("engine.pacing.")}
     assert "engine.pacing.listener" in graph["engine.pacing.guard"]
     for module in sorted(pacing):
@@ -508,3 +510,132 @@ def test_no_any_in_the_engines_public_signatures() -> None:
             continue
         found += [f"{module}.{name}" for name in any_in_signatures(path.read_text("utf-8"))]
     assert not found, f"Any in public engine signatures (type them): {found}"
+
+
+# -- one exception root each ---------------------------------------------------------------
+
+EXCEPTION_ROOTS = {
+    "engine": "engine.errors.EngineError",
+    "wyoming_hayakoe": "wyoming_hayakoe.errors.HayakoeError",
+}
+"""Every exception class defined in a package derives from its root (a builtin second base
+kept where callers catch it: ``class ConfigError(EngineError, ValueError)``)."""
+
+
+def _bindings(module: str, path: Path, modules: dict[str, Path]) -> dict[str, str]:
+    """Name → dotted target of what a module binds by its imports and class statements
+    (``from .x import Y as Z``: ``Z`` → ``<package>.x.Y``; ``import a.b``: ``a`` → ``a``)."""
+    package = module if _is_package(path) else module.rpartition(".")[0]
+    found: dict[str, str] = {}
+    for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    found[alias.asname] = alias.name
+                else:
+                    found.setdefault(alias.name.split(".")[0], alias.name.split(".")[0])
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")
+                anchor = anchor[: len(anchor) - (node.level - 1)]
+                base = ".".join(anchor + ([base] if base else []))
+            for alias in node.names:
+                found[alias.asname or alias.name] = f"{base}.{alias.name}"
+    return found
+
+
+def exception_classes(packages: tuple[str, ...] = PACKAGES) -> dict[str, list[str]]:
+    """Every exception class defined at the top level of the packages' modules
+    (``module.Class``) → the dotted names of all the classes it derives from, read with
+    `ast`: bases are followed through imports and re-exports within the packages, and
+    outside them (builtins, other libraries) by importing what they name."""
+    import builtins
+    import importlib
+
+    modules = _modules(packages)
+    classes: dict[str, list[ast.expr]] = {}
+    bindings: dict[str, dict[str, str]] = {}
+    for module, path in modules.items():
+        bindings[module] = _bindings(module, path, modules)
+        for node in ast.parse(path.read_text("utf-8")).body:
+            if isinstance(node, ast.ClassDef):
+                classes[f"{module}.{node.name}"] = node.bases
+                bindings[module][node.name] = f"{module}.{node.name}"
+
+    def resolve(module: str, expr: ast.expr, seen: int = 0) -> str:
+        dotted = ast.unparse(expr)
+        head, _, rest = dotted.partition(".")
+        target = bindings.get(module, {}).get(head)
+        if target is None:
+            return f"builtins.{dotted}" if hasattr(builtins, dotted) else dotted
+        full = f"{target}.{rest}" if rest else target
+        owner, _, name = full.rpartition(".")
+        if full not in classes and owner in modules and seen < 20:  # a re-export: follow it
+            return resolve(owner, ast.Name(name), seen + 1)
+        return full
+
+    def outside(dotted: str) -> type | None:
+        owner, _, name = dotted.rpartition(".")
+        try:
+            found = getattr(importlib.import_module(owner), name)
+        except (ImportError, AttributeError, ValueError):
+            return None
+        return found if isinstance(found, type) else None
+
+    ancestry: dict[str, list[str]] = {}
+
+    def ancestors(cls: str) -> list[str]:
+        if cls not in ancestry:
+            ancestry[cls] = []
+            module = cls.rpartition(".")[0]
+            out: list[str] = []
+            for base in classes[cls]:
+                dotted = resolve(module, base)
+                out.append(dotted)
+                if dotted in classes:
+                    out += ancestors(dotted)
+                else:
+                    found = outside(dotted)
+                    if found is not None:
+                        out += [f"{k.__module__}.{k.__qualname__}" for k in found.__mro__]
+            ancestry[cls] = out
+        return ancestry[cls]
+
+    return {
+        cls: ancestors(cls) for cls in sorted(classes) if "builtins.BaseException" in ancestors(cls)
+    }
+
+
+def test_exception_classes_are_found_with_their_bases() -> None:
+    found = exception_classes()
+    # through a relative import, a re-export and a builtin second base
+    assert "engine.errors.EngineError" in found["engine.voice_config.ConfigError"]
+    assert "builtins.ValueError" in found["engine.voice_config.ConfigError"]
+    assert (
+        "engine.sources.base.SourceNotFoundError"
+        in found["engine.sources.base.SourceUnavailableError"]
+    )
+    assert "wyoming_hayakoe.web.errors.ApiError" in found["wyoming_hayakoe.web.api.BadRequest"]
+    assert "builtins.BaseException" in found["wyoming_hayakoe.errors.HayakoeError"]
+    assert not any(cls.endswith(".Speaker") for cls in found)  # not an exception
+
+
+def test_every_exception_derives_from_its_packages_root() -> None:
+    """One root for the engine's errors (`EngineError`) and one for the server's
+    (`HayakoeError`), so each can be caught whole; no two exception classes of a package
+    share a name (one meaning per name: no second `Cancelled`, `UsageError`, ...)."""
+    found = exception_classes()
+    strays = [
+        cls
+        for cls, bases in found.items()
+        if cls != EXCEPTION_ROOTS[cls.split(".")[0]]
+        and EXCEPTION_ROOTS[cls.split(".")[0]] not in bases
+    ]
+    assert strays == [], "exception classes outside their package's root:\n" + "\n".join(strays)
+    names: dict[str, list[str]] = {}
+    for cls in found:
+        if not cls.rpartition(".")[2].startswith("_"):
+            names.setdefault(cls.rpartition(".")[2], []).append(cls)
+    twice = {name: where for name, where in names.items() if len(where) > 1}
+    assert twice == {}, f"one exception name, several classes: {twice}"

@@ -26,6 +26,7 @@ from typing import Any
 from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
 
+from ..errors import HayakoeError
 from ..json_depth import MAX_JSON_DEPTH, JsonDepthError, loads_bounded
 from ..speech import SpeechError, UnknownVoice
 from ..speech.http import STATUS
@@ -51,7 +52,7 @@ OPENAI_PREFIX = "/v1/"
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
-class Invalid(Exception):
+class Invalid(HayakoeError):
     """A value the request may not have: where (`loc`, FastAPI's path: ``("query",
     "speaker")``, ``("body", "speedScale")``), one sentence, a type tag."""
 
@@ -62,7 +63,7 @@ class Invalid(Exception):
         self.kind = kind
 
 
-class Refused(Exception):
+class Refused(HayakoeError):
     """A refusal other than a bad value: status and one sentence (`extra`: more keys of an
     OpenAI error, e.g. the voices that exist)."""
 

@@ -19,10 +19,12 @@ from collections.abc import Collection, Sequence
 from engine.text.accents import AccentPhrase
 from engine.text.from_phrases import mora_phones
 
+from ..errors import HayakoeError
+
 __all__ = ["KanaError", "parse_kana", "phrases_kana"]
 
 
-class KanaError(ValueError):
+class KanaError(HayakoeError, ValueError):
     pass
 
 

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
+from ..errors import HayakoeError
 from ..resolve import UnknownNameError, VoiceNames, resolve_name, style_voice_name
 
 __all__ = [
@@ -59,7 +60,7 @@ OUTPUT_TOKENS_PER_SECOND = 50
 """`speech_usage`'s audio tokens: one per 20 ms of audio sent (we have no tokenizer)."""
 
 
-class OpenAIVoiceError(ValueError):
+class OpenAIVoiceError(HayakoeError, ValueError):
     """An ``--openai-voice`` value that is not ``NAME=VOICE``."""
 
 

@@ -32,7 +32,7 @@ from engine.text.from_phrases import PhrasedText
 from engine.text.pipeline import TextPipeline
 from engine.text.userdict import UserDictionaryError, UserWord
 
-from ..errors import HayakoeError
+from ..errors import ClientGone
 from ..speech import OutputBudget, SpeechRequest
 from .audio_formats import MAX_JOINED_BYTES, read_wav, wav_bytes
 from .errors import Invalid, Refused, json_answer, read_json
@@ -48,10 +48,6 @@ _LOGGER = logging.getLogger(__name__)
 _ZIP_IN_MEMORY = 8 << 20
 """A ``/multi_synthesis`` ZIP is kept in memory up to this size, then in a temporary file."""
 Loc = tuple[str | int, ...]
-
-
-class ClientGone(HayakoeError):
-    """The client left while its answer was made: the work stops."""
 
 
 _DICT_NAMESPACE = uuid.UUID("0b1f7f8e-5d2c-4c0e-8f7a-3f5b2a9d6c41")

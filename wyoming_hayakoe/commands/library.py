@@ -42,6 +42,7 @@ from engine.progress import StderrProgress
 from engine.sources.cache import CacheDir
 from engine.sources.redact import redact
 
+from ..errors import HayakoeError
 from ..flags import SettingsError
 from ..library.errors import Code, LibraryError
 from ..library.fetch import partial_file
@@ -65,6 +66,7 @@ from ..library.state import (
     read_state,
 )
 from ..logs import setup_logging
+from .errors import UsageError
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -79,12 +81,8 @@ _PROGRESS_STEPS = 20
 """Download progress lines per file (every 5 %)."""
 
 
-class Failed(Exception):
+class Failed(HayakoeError):
     """What failed, in one line for stderr (exit status 1)."""
-
-
-class UsageError(Exception):
-    """A source or name the library does not take (exit status 2)."""
 
 
 def _common(p: argparse.ArgumentParser, *, hidden: bool) -> None:

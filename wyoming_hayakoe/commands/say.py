@@ -57,10 +57,12 @@ from engine.sources.redact import redact
 
 from ..admission import Admission
 from ..client import AddressError, ClientError, ServerAddress, WyomingClient
+from ..errors import HayakoeError
 from ..logs import setup_logging
 from ..presets import PresetError
 from ..resolve import STYLE_SEPARATOR, UnknownNameError, VoiceNames, resolve_name
 from ..speech import SpeechError, SpeechRequest, SpeechService, TooLarge, UnknownVoice
+from .errors import UsageError
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -81,12 +83,8 @@ _APLAY_FORMATS = {1: "U8", 2: "S16_LE", 3: "S24_3LE", 4: "S32_LE"}
 """Bytes per sample → aplay's ``-f`` (Wyoming audio is little-endian; 8-bit is unsigned)."""
 
 
-class SayError(Exception):
+class SayError(HayakoeError):
     """What failed, in one line for stderr (exit status 1)."""
-
-
-class UsageError(Exception):
-    """Arguments that do not fit together (exit status 2)."""
 
 
 # -- audio sinks -------------------------------------------------------------------------

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from enum import Enum
 
-__all__ = ["Cancelled", "Code", "LibraryError"]
+from ..errors import HayakoeError
+
+__all__ = ["Code", "LibraryError"]
 
 
 class Code(str, Enum):
@@ -41,7 +43,7 @@ class Code(str, Enum):
         return str(self.value)
 
 
-class LibraryError(Exception):
+class LibraryError(HayakoeError):
     """A library request refused or a job failed: `code`, one sentence, the field at fault
     (None when no one field is)."""
 
@@ -50,7 +52,3 @@ class LibraryError(Exception):
         self.code = code
         self.message = message
         self.field = field
-
-
-class Cancelled(Exception):
-    """The job was cancelled (its work stops; nothing it made is kept)."""

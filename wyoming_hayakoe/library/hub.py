@@ -33,6 +33,7 @@ import aiohttp
 
 from engine.sources import is_disk_full
 
+from ..errors import HayakoeError
 from .errors import Code, LibraryError
 
 __all__ = ["HUB_HOST", "HubError", "HubModel", "download", "fetch_model", "hub_uuid"]
@@ -243,7 +244,7 @@ async def download(
         raise
 
 
-class _Mismatch(Exception):
+class _Mismatch(HayakoeError):
     """Not retried: the hub's file is not what it says."""
 
     def __init__(self, message: str, code: Code = Code.HUB_ERROR) -> None:

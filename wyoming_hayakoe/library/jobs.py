@@ -23,7 +23,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, Protocol
 
-from .errors import Cancelled, Code, LibraryError
+from .errors import Code, LibraryError
 
 __all__ = ["KEEP_JOBS", "MAX_QUEUED", "Job", "JobQueue", "JobState", "Report"]
 
@@ -262,9 +262,7 @@ class JobQueue:
         exc = task.exception()
         if exc is None:
             return
-        if isinstance(exc, Cancelled):
-            job.move(JobState.CANCELLED)
-        elif isinstance(exc, LibraryError):
+        if isinstance(exc, LibraryError):
             job.fail(exc.code, exc.message)
         else:
             _LOGGER.error("Library job %s failed", job.id, exc_info=exc)

@@ -7,6 +7,8 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+from ..errors import HayakoeError
+
 __all__ = ["HOLD_FACTOR", "MemoryRefused", "available_bytes", "check_fits", "estimate_bytes"]
 
 _LOGGER = logging.getLogger(__name__)
@@ -19,7 +21,7 @@ _HEADROOM = 128 * 1024 * 1024
 """Kept free for requests (decoder windows, the output stage)."""
 
 
-class MemoryRefused(RuntimeError):
+class MemoryRefused(HayakoeError, RuntimeError):
     """The voice would not fit; the message says how much it needs and how much is free."""
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from engine.sources.base import write_json_atomic
 
+from ..errors import HayakoeError
 from .naming import name_key
 
 __all__ = [
@@ -42,7 +43,7 @@ _LOCK_FILE = ".lock"
 _VERSION = 1
 
 
-class StateError(ValueError):
+class StateError(HayakoeError, ValueError):
     """The state file cannot be read (names the file and what is wrong)."""
 
 

@@ -30,6 +30,7 @@ from typing import Any
 
 from aiohttp import streams, web
 
+from ..errors import HayakoeError
 from .options import ConnectionLimits
 from .ratelog import RateLimitedLog
 
@@ -56,7 +57,7 @@ _TOO_SLOW = (
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
-class ClientStalled(ConnectionResetError):
+class ClientStalled(HayakoeError, ConnectionResetError):
     """The client read nothing of a streamed answer for the write timeout; the connection
     is dropped. A `ConnectionResetError`, so that a door stops as for a client that left."""
 

@@ -33,6 +33,8 @@ from engine.text.userdict import (
 )
 from engine.text.userdict_watch import reload_user_dictionary
 
+from ..errors import HayakoeError
+
 __all__ = [
     "MAX_READING",
     "MAX_SURFACE",
@@ -56,7 +58,7 @@ _FIELDS = ("surface", "reading", "accent", "priority", "pos")
 T = TypeVar("T")
 
 
-class FieldError(ValueError):
+class FieldError(HayakoeError, ValueError):
     """A malformed entry; `field` names the field at fault."""
 
     def __init__(self, field: str, message: str) -> None:
@@ -64,7 +66,7 @@ class FieldError(ValueError):
         self.field = field
 
 
-class ImportError_(ValueError):
+class ImportError_(HayakoeError, ValueError):
     """A CSV import with bad lines: one message per line (nothing is written)."""
 
     def __init__(self, errors: list[dict[str, Any]]) -> None:

@@ -30,6 +30,7 @@ from aiohttp import web
 
 from engine.sources import is_disk_full
 
+from ..errors import HayakoeError
 from ..json_depth import MAX_JSON_DEPTH, JsonDepthError, loads_bounded
 from .dictionary import FieldError
 
@@ -65,7 +66,7 @@ _STATUS_CODES = {
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
-class ApiError(Exception):
+class ApiError(HayakoeError):
     """An answer other than success: `status`, a stable `code`, a sentence, the field at
     fault (if one is), and any further keys of the JSON body (`extra`)."""
 
