@@ -6,7 +6,8 @@ load: the listing, then the listing after asking AivisHub; the jobs at each poll
 test never keeps an element across a wait or an action: `wait` re-runs its condition until
 it holds, finding the elements again at each poll (a redraw between finding and reading is
 retried, `StaleElementReferenceException` included); `click` finds and clicks in one try;
-`text`, `attribute` and `shown` read the page in one script. No sleeps: every wait is on
+`click_until` clicks again what a redraw undid; `text`, `attribute` and `shown` read the
+page in one script. No sleeps: every wait is on
 the page's state, bounded by `WAIT_S`.
 
 A test module starts with `skip_without_browser()` (the module skipped, saying why, where
@@ -33,6 +34,7 @@ __all__ = [
     "WAIT_S",
     "attribute",
     "click",
+    "click_until",
     "screenshot",
     "set_width",
     "shown",
@@ -118,6 +120,23 @@ def click(driver: WebDriver, css: str, message: str | None = None) -> None:
         return True
 
     wait(driver, clicked, message or f"clicked {css}")
+
+
+def click_until(
+    driver: WebDriver, css: str, done: Callable[[WebDriver], object], message: str
+) -> None:
+    """Click the element `css` selects (found again each time) until `done(driver)` holds:
+    for a click whose effect shows at once (a mora chosen, a ``<details>`` opened), so that
+    a redraw that undid it is clicked again; never for one that sends a request."""
+    from selenium.webdriver.common.by import By
+
+    def step(d: WebDriver) -> bool:
+        if done(d):
+            return True
+        d.find_element(By.CSS_SELECTOR, css).click()
+        return bool(done(d))
+
+    wait(driver, step, message)
 
 
 _READ = """

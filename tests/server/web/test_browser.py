@@ -3,8 +3,10 @@ Selenium through Debian's chromium-driver (nothing is downloaded), against the r
 (``python -m wyoming_hayakoe --http ...``) on the embedded voice.
 
 Skipped, saying why, where chromium, chromium-driver or selenium is missing (`.ci/run`
-installs them). ``HAYAKOE_SCREENSHOTS=DIR`` saves the main views there (the pictures of the
-README and docs/web.md come from ``HAYAKOE_SCREENSHOTS=docs/images``).
+installs them). The shared `browser` fixture and its waits (`tests.helpers.browser`): no
+element is kept across a wait or an action, the page redraws what its answers change.
+``HAYAKOE_SCREENSHOTS=DIR`` saves the main views there (the pictures of the README and
+docs/web.md come from ``HAYAKOE_SCREENSHOTS=docs/images``).
 """
 
 from __future__ import annotations
@@ -12,8 +14,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -27,33 +27,32 @@ import pytest
 from aiohttp import web
 
 from tests.helpers.aivishub import HubModel, StandInHub, later_version
+from tests.helpers.browser import (
+    WAIT_S,
+    attribute,
+    click,
+    click_until,
+    screenshot,
+    set_width,
+    shown,
+    skip_without_browser,
+    text,
+    wait,
+)
 from tests.helpers.net import free_port
 from tests.helpers.paths import REPO_ROOT
 from tests.helpers.program import program_env
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-DRIVER = shutil.which("chromedriver")
-if CHROMIUM is None or DRIVER is None:
-    pytest.skip(
-        "chromium and chromium-driver are not installed "
-        "(apt-get install chromium chromium-driver; .ci/run does)",
-        allow_module_level=True,
-    )
-selenium = pytest.importorskip("selenium", reason="selenium (the test extra) is not installed")
-from selenium import webdriver
-from selenium.common.exceptions import StaleElementReferenceException
-from selenium.webdriver.chrome.options import Options
-from selenium.webdriver.chrome.service import Service
+skip_without_browser()
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
-from selenium.webdriver.support.ui import WebDriverWait
+from selenium.webdriver.support import expected_conditions
 
 pytestmark = pytest.mark.slow
 
 HUB_PAGE = "https://hub.aivis-project.com/aivm-models/"
 SURNAME = "葦簀野"  # a made-up family name: OpenJTalk guesses ヨシズノ
 READING = "アシズノ"
-WAIT_S = 60
 
 
 class Server:
@@ -139,161 +138,125 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     s.stop()
 
 
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebDriver]:
-    options = Options()
-    options.binary_location = CHROMIUM
-    profile = tmp_path_factory.mktemp("chromium-profile")
-    for arg in (
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--autoplay-policy=no-user-gesture-required",
-        f"--user-data-dir={profile}",
-        "--window-size=1100,900",
-    ):
-        options.add_argument(arg)
-    driver = webdriver.Chrome(service=Service(DRIVER), options=options)
-    driver.set_window_size(1100, 900)
-    yield driver
-    driver.quit()
-
-
-def _wait(driver: WebDriver, condition, message: str):
-    return WebDriverWait(driver, WAIT_S, poll_frequency=0.1).until(condition, message)
-
-
 def _open(driver: WebDriver, server: Server, view: str) -> None:
     driver.get(server.url + "?lang=en")
-    _wait(driver, lambda d: d.find_element(By.ID, "tab-voices").text == "Voices", "page loaded")
+    wait(driver, lambda d: text(d, "#tab-voices") == "Voices", "page loaded")
     _tab(driver, view)
 
 
 def _tab(driver: WebDriver, view: str) -> None:
-    driver.find_element(By.ID, f"tab-{view}").click()
-    _wait(
-        driver,
-        lambda d: d.find_element(By.ID, f"view-{view}").is_displayed(),
-        f"{view} shown",
-    )
+    click(driver, f"#tab-{view}")
+    wait(driver, lambda d: shown(d, f"#view-{view}"), f"{view} shown")
 
 
 def _reading(driver: WebDriver) -> str:
-    return driver.find_element(By.ID, "phrases").get_attribute("data-reading") or ""
+    return attribute(driver, "#phrases", "data-reading") or ""
 
 
-def _screenshot(driver: WebDriver, name: str) -> None:
-    folder = os.environ.get("HAYAKOE_SCREENSHOTS")
-    if folder:
-        Path(folder).mkdir(parents=True, exist_ok=True)
-        assert driver.save_screenshot(str(Path(folder) / f"page-{name}.png"))
+def _buttons(driver: WebDriver, css: str) -> int:
+    """How many buttons the element `css` selects holds (0 without the element)."""
+    found: int = driver.execute_script(
+        "const el = document.querySelector(arguments[0]);"
+        "return el ? el.querySelectorAll('button').length : 0;",
+        css,
+    )
+    return found
 
 
 def test_voice_sample_plays_to_its_end(browser: WebDriver, server: Server):
     _open(browser, server, "voices")
-    button = _wait(
-        browser,
-        lambda d: d.find_element(By.CSS_SELECTOR, 'button.play[data-style="Neutral"]'),
-        "a play button",
-    )
-    assert browser.find_element(By.CSS_SELECTOR, "article.voice h2").text.startswith(
-        "openjtalk-mei"
-    )
-    assert "48000 Hz" in browser.find_element(By.CSS_SELECTOR, "article.voice .facts").text
-    button.click()
-    _wait(
+    play = 'button.play[data-style="Neutral"]'
+    wait(browser, lambda d: shown(d, play), "a play button")
+    assert (text(browser, "article.voice h2") or "").startswith("openjtalk-mei")
+    assert "48000 Hz" in (text(browser, "article.voice .facts") or "")
+    click(browser, play)
+    wait(
         browser,
         lambda d: d.execute_script("return document.getElementById('sample-player').ended"),
         "the sample played to its end",
     )
     duration = browser.execute_script("return document.getElementById('sample-player').duration")
     assert duration > 1.0
-    _screenshot(browser, "voices")
+    screenshot(browser, "voices")
+
+
+def _morae(driver: WebDriver) -> list[str]:
+    found: list[str] = driver.execute_script(
+        "return [...document.querySelectorAll('#dict-accent-picker button')]"
+        ".map((b) => b.innerText)"
+    )
+    return found
 
 
 def test_fix_a_family_name_hear_it_and_keep_it_after_a_restart(browser: WebDriver, server: Server):
     _open(browser, server, "try")
-    text = browser.find_element(By.ID, "text")
-    text.clear()
-    text.send_keys(f"{SURNAME}さんが、10時にWiFiを直しに来ました。")
-    _wait(browser, lambda d: "ワイファイ" in _reading(d), "the reading of the sentence")
-    rewritten = browser.find_element(By.ID, "rewritten").text
+    box = browser.find_element(By.ID, "text")  # the form's fields are never redrawn
+    box.clear()
+    box.send_keys(f"{SURNAME}さんが、10時にWiFiを直しに来ました。")
+    wait(browser, lambda d: "ワイファイ" in _reading(d), "the reading of the sentence")
+    rewritten = text(browser, "#rewritten") or ""
     assert "10時" in rewritten and "ワイファイ" in rewritten  # the rewriting is shown
     before = _reading(browser)
     assert READING not in before
     # the dictionary: surface, reading, accent by clicking the second mora
     _tab(browser, "dictionary")
     browser.find_element(By.ID, "dict-surface").send_keys(SURNAME)
-    _wait(
+    wait(
         browser,
-        lambda d: "ヨシズノ" in d.find_element(By.ID, "dict-now").text,
+        lambda d: "ヨシズノ" in (text(d, "#dict-now") or ""),
         "the reading before the word",
     )
     browser.find_element(By.ID, "dict-reading").send_keys("あしずの")
-    mora = _wait(
+    # the picker drawn for the whole reading (it is drawn again as the reading grows)
+    wait(browser, lambda d: _morae(d) == ["ア", "シ", "ズ", "ノ"], "the accent picker")
+    click_until(
         browser,
-        lambda d: d.find_element(By.CSS_SELECTOR, '#dict-accent-picker button[data-index="2"]'),
-        "the accent picker",
+        '#dict-accent-picker button[data-index="2"]',
+        lambda d: attribute(d, "#dict-accent-value", "data-accent") == "2",
+        "the accent on the second mora",
     )
-    assert [
-        b.text for b in browser.find_elements(By.CSS_SELECTOR, "#dict-accent-picker button")
-    ] == ["ア", "シ", "ズ", "ノ"]
-    mora.click()
-    assert browser.find_element(By.ID, "dict-accent-value").get_attribute("data-accent") == "2"
-    _screenshot(browser, "dictionary")
-    browser.find_element(By.ID, "dict-save").click()
-    row = _wait(
-        browser,
-        lambda d: d.find_element(By.CSS_SELECTOR, f'#dict-table tr[data-surface="{SURNAME}"]'),
-        "the new word in the table",
-    )
-    assert READING in row.text
-    assert row.find_elements(By.CSS_SELECTOR, "button")  # edit, delete
-    fixed = browser.find_element(By.CSS_SELECTOR, '#dict-table tr.readonly[data-surface="鯖江"]')
-    assert "read-only · user_words.json" in fixed.text
-    assert not fixed.find_elements(By.CSS_SELECTOR, "button")
+    screenshot(browser, "dictionary")
+    click(browser, "#dict-save")
+    row = f'#dict-table tr[data-surface="{SURNAME}"]'
+    said = wait(browser, lambda d: text(d, row), "the new word in the table")
+    assert READING in said
+    assert _buttons(browser, row)  # edit, delete
+    fixed = '#dict-table tr.readonly[data-surface="鯖江"]'
+    assert "read-only · user_words.json" in (text(browser, fixed) or "")
+    assert not _buttons(browser, fixed)
     assert f"{SURNAME},{READING},2,5" in server.dictionary.read_text("utf-8")
-    preview = _wait(
+    preview = wait(
         browser,
-        lambda d: d.find_element(By.ID, "dict-preview").get_attribute("data-after"),
+        lambda d: attribute(d, "#dict-preview", "data-after"),
         "the reading after the word",
     )
     assert preview.startswith(READING)
-    assert "ヨシズノ" in browser.find_element(By.ID, "dict-preview").text  # before → after
+    assert "ヨシズノ" in (text(browser, "#dict-preview") or "")  # before → after
     # see and hear the new reading
     _tab(browser, "try")
-    _wait(browser, lambda d: READING in _reading(d), "the new reading")
-    browser.find_element(By.ID, "speak").click()
-    _wait(
+    wait(browser, lambda d: READING in _reading(d), "the new reading")
+    click(browser, "#speak")
+    samples = wait(
         browser,
-        lambda d: d.find_element(By.ID, "speak-stats").get_attribute("data-samples"),
+        lambda d: attribute(d, "#speak-stats", "data-samples"),
         "speech streamed",
     )
-    stats = browser.find_element(By.ID, "speak-stats")
-    assert int(stats.get_attribute("data-samples")) > 48000 // 2
-    assert "first audio" in stats.text and "RTF" in stats.text
-    _wait(browser, lambda d: d.find_element(By.ID, "speak").text == "▶ Speak", "played to the end")
-    _screenshot(browser, "try")
+    assert int(samples) > 48000 // 2
+    stats = text(browser, "#speak-stats") or ""
+    assert "first audio" in stats and "RTF" in stats
+    wait(browser, lambda d: text(d, "#speak") == "▶ Speak", "played to the end")
+    screenshot(browser, "try")
     # a restart: the word is still there, and still read
     server.stop()
     server.start()
     _open(browser, server, "dictionary")
-    row = _wait(
-        browser,
-        lambda d: d.find_element(By.CSS_SELECTOR, f'#dict-table tr[data-surface="{SURNAME}"]'),
-        "the word after a restart",
-    )
-    assert READING in row.text
+    said = wait(browser, lambda d: text(d, row), "the word after a restart")
+    assert READING in said
     _tab(browser, "try")
-    text = browser.find_element(By.ID, "text")
-    text.clear()
-    text.send_keys(f"{SURNAME}さん")
-    _wait(browser, lambda d: _reading(d).startswith(READING), "the reading after a restart")
+    box = browser.find_element(By.ID, "text")
+    box.clear()
+    box.send_keys(f"{SURNAME}さん")
+    wait(browser, lambda d: _reading(d).startswith(READING), "the reading after a restart")
 
 
 def test_import_a_csv_with_one_bad_line(browser: WebDriver, server: Server, tmp_path: Path):
@@ -304,12 +267,12 @@ def test_import_a_csv_with_one_bad_line(browser: WebDriver, server: Server, tmp_
     upload = browser.find_element(By.ID, "dict-import")
     browser.execute_script("arguments[0].hidden = false", upload)
     upload.send_keys(str(csv_file))
-    item = _wait(
+    item = wait(
         browser,
-        lambda d: d.find_element(By.CSS_SELECTOR, '#import-result li[data-line="3"]'),
+        lambda d: text(d, '#import-result li[data-line="3"]'),
         "the bad line's error",
     )
-    assert "line 3" in item.text and "reading" in item.text and "hayashida" in item.text
+    assert "line 3" in item and "reading" in item and "hayashida" in item
     assert len(browser.find_elements(By.CSS_SELECTOR, "#import-result li")) == 1
     assert server.dictionary.read_bytes() == before  # nothing imported
     assert not browser.find_elements(By.CSS_SELECTOR, '#dict-table tr[data-surface="森山"]')
@@ -390,17 +353,6 @@ def _library_row(driver: WebDriver, voice: str) -> dict[str, str] | None:
     return row
 
 
-def _click(driver: WebDriver, voice: str, selector: str) -> bool:
-    """Click a button of a voice's row; False when the table was redrawn meanwhile."""
-    try:
-        driver.find_element(
-            By.CSS_SELECTOR, f'#lib-table tr.installed[data-voice="{voice}"] {selector}'
-        ).click()
-    except StaleElementReferenceException:
-        return False
-    return True
-
-
 def test_library_install_from_an_aivishub_page_with_progress_then_remove(
     browser: WebDriver, aivm_files, layout_root: Path, tmp_path: Path
 ):
@@ -431,28 +383,21 @@ def test_library_install_from_an_aivishub_page_with_progress_then_remove(
         server.start()
         try:
             _open(browser, server, "library")
-            configured = _wait(
-                browser,
-                lambda d: d.find_element(
-                    By.CSS_SELECTOR, '#lib-table tr[data-voice="openjtalk-mei"]'
-                ),
-                "the configured voice",
+            mei = '#lib-table tr[data-voice="openjtalk-mei"]'
+            said = wait(browser, lambda d: text(d, mei), "the configured voice")
+            assert "configured" in said
+            assert not _buttons(browser, mei)  # not removable
+            official = browser.execute_script(
+                "return [...document.querySelectorAll('#lib-official button')]"
+                ".map((b) => b.dataset.voice)"
             )
-            assert "configured" in configured.text
-            assert not configured.find_elements(By.CSS_SELECTOR, "button")  # not removable
-            official = browser.find_elements(By.CSS_SELECTOR, "#lib-official button")
-            assert [b.get_attribute("data-voice") for b in official] == [
-                "jvnv-F1-jp",
-                "jvnv-F2-jp",
-                "jvnv-M1-jp",
-                "jvnv-M2-jp",
-            ]
+            assert official == ["jvnv-F1-jp", "jvnv-F2-jp", "jvnv-M1-jp", "jvnv-M2-jp"]
             browser.find_element(By.ID, "lib-source").send_keys(HUB_PAGE + model.uuid)
-            browser.find_element(By.ID, "lib-install").click()
+            click(browser, "#lib-install")
             # the bar moves: held at 30 %, then at 70 % of the file
             seen: list[float] = []
             for gate in hub.gates:
-                percent = _wait(
+                percent = wait(
                     browser,
                     lambda d: (
                         (p := _job_percent(d)) is not None and p not in seen and 0 < p < 100 and p
@@ -461,48 +406,41 @@ def test_library_install_from_an_aivishub_page_with_progress_then_remove(
                 )
                 seen.append(percent)
                 if len(seen) == 1:
-                    _screenshot(browser, "library-progress")
+                    screenshot(browser, "library-progress")
                 loop.call_soon_threadsafe(gate.set)
             assert seen == sorted(seen) and len(seen) == 2, seen
             assert abs(seen[0] - 30) < 1 and abs(seen[1] - 70) < 1, seen
-            row = _wait(
-                browser,
-                lambda d: d.find_element(
-                    By.CSS_SELECTOR, '#lib-table tr.installed[data-voice="tsukuyomi-test"]'
-                ),
-                "the voice listed once ready",
+            row = '#lib-table tr.installed[data-voice="tsukuyomi-test"]'
+            wait(browser, lambda d: shown(d, row), "the voice listed once ready")
+            job = browser.execute_script(
+                "const j = document.querySelector('#lib-jobs li.job');"
+                "return [j.dataset.state, j.querySelector('progress').dataset.percent];"
             )
-            job = browser.find_element(By.CSS_SELECTOR, "#lib-jobs li.job")
-            assert job.get_attribute("data-state") == "ready"
-            assert (
-                job.find_element(By.CSS_SELECTOR, "progress").get_attribute("data-percent")
-                == "100.0"
-            )
-            assert model.version in row.text and "ACML 1.0" in row.text and "AivisHub" in row.text
-            assert "fp32" in row.text  # its precision: --precision fp32
-            assert row.find_elements(By.CSS_SELECTOR, "button.lib-remove")
-            assert not row.find_elements(By.CSS_SELECTOR, "button.lib-update")  # no newer version
-            _screenshot(browser, "library-installed")
+            assert job == ["ready", "100.0"], job
+            said = text(browser, row) or ""
+            assert model.version in said and "ACML 1.0" in said and "AivisHub" in said
+            assert "fp32" in said  # its precision: --precision fp32
+            assert shown(browser, f"{row} button.lib-remove")
+            assert not shown(browser, f"{row} button.lib-update")  # no newer version
+            screenshot(browser, "library-installed")
             # the other tabs see it
             _tab(browser, "voices")
-            _wait(
+            wait(
                 browser,
-                lambda d: d.find_elements(
-                    By.CSS_SELECTOR, 'article.voice[data-voice="tsukuyomi-test"]'
-                ),
+                lambda d: shown(d, 'article.voice[data-voice="tsukuyomi-test"]'),
                 "the new voice on the Voices tab",
             )
             # a newer version on the hub: the tab, opened again, offers it; Update swaps it in
             hub.add(hub_model(later_version(aivm_files, tmp_path / "v2.aivmx", "1.1.0")))
             _open(browser, server, "library")
-            offered = _wait(
+            offered = wait(
                 browser,
                 lambda d: (r := _library_row(d, "tsukuyomi-test")) and r["update"] and r,
                 "the Update button",
             )
             assert offered["version"] == "1.0.0" and "1.1.0" in offered["update"], offered
-            _wait(browser, lambda d: _click(d, "tsukuyomi-test", "button.lib-update"), "Update")
-            _wait(
+            click(browser, f"{row} button.lib-update", "Update")
+            wait(
                 browser,
                 lambda d: (
                     (r := _library_row(d, "tsukuyomi-test"))
@@ -517,16 +455,10 @@ def test_library_install_from_an_aivishub_page_with_progress_then_remove(
                 library_file_name(model.uuid, "1.1.0", "tsukuyomi-test", ".aivmx")
             ]  # the new version's file only (named from the model's UUID, version and name)
             # remove: gone from the page and from the folder
-            row = _wait(
-                browser,
-                lambda d: d.find_element(
-                    By.CSS_SELECTOR, '#lib-table tr.installed[data-voice="tsukuyomi-test"]'
-                ),
-                "the voice again",
-            )
-            row.find_element(By.CSS_SELECTOR, "button.lib-remove").click()
-            _wait(browser, lambda d: d.switch_to.alert, "the confirmation").accept()
-            _wait(
+            wait(browser, lambda d: shown(d, f"{row} button.lib-remove"), "the voice again")
+            click(browser, f"{row} button.lib-remove")
+            wait(browser, expected_conditions.alert_is_present(), "the confirmation").accept()
+            wait(
                 browser,
                 lambda d: (
                     not d.find_elements(
@@ -536,7 +468,7 @@ def test_library_install_from_an_aivishub_page_with_progress_then_remove(
                 "the voice gone",
             )
             assert not list(library.glob("*.aivmx"))
-            assert browser.find_element(By.ID, "lib-error").get_attribute("hidden") is not None
+            assert attribute(browser, "#lib-error", "hidden") is not None
         finally:
             server.stop()
 
@@ -559,55 +491,43 @@ def test_a_failed_upload_stays_after_a_reload_until_dismissed(browser: WebDriver
     )
     server.start()
     try:
+        mei = '#lib-table tr[data-voice="openjtalk-mei"]'
         browser.get(server.url + "?lang=ja#library")
-        _wait(browser, lambda d: d.find_element(By.ID, "tab-library").text == "ライブラリ", "ja")
-        _wait(
-            browser,
-            lambda d: d.find_elements(By.CSS_SELECTOR, '#lib-table tr[data-voice="openjtalk-mei"]'),
-            "the library listed",
-        )
+        wait(browser, lambda d: text(d, "#tab-library") == "ライブラリ", "ja")
+        wait(browser, lambda d: shown(d, mei), "the library listed")
         browser.execute_script("localStorage.clear()")  # nothing dismissed here before
-        upload = browser.find_element(By.ID, "lib-file")
+        upload = browser.find_element(By.ID, "lib-file")  # the form is never redrawn
         browser.execute_script("arguments[0].hidden = false", upload)
         upload.send_keys(str(broken))
-        job_id = _wait(browser, lambda d: (ids := _failed_jobs(d)) and ids[0], "the job failed")
-        job = browser.find_element(By.CSS_SELECTOR, f'#lib-jobs li.job[data-job="{job_id}"]')
-        assert "失敗" in job.find_element(By.CSS_SELECTOR, ".job-state").text
-        error = job.find_element(By.CSS_SELECTOR, ".job-error")
-        shown = error.find_element(By.CSS_SELECTOR, ".error-text").text
-        assert shown
-        with urllib.request.urlopen(server.url + "api/library", timeout=WAIT_S) as answer:
-            listed = {j["id"]: j for j in json.load(answer)["jobs"]}
+        job_id = wait(browser, lambda d: (ids := _failed_jobs(d)) and ids[0], "the job failed")
+        job = f'#lib-jobs li.job[data-job="{job_id}"]'
+        assert "失敗" in (text(browser, f"{job} .job-state") or "")
+        said = text(browser, f"{job} .job-error .error-text")
+        assert said
+        listed = {j["id"]: j for j in _listing(server)["jobs"]}
         code = listed[job_id].get("error_code")
         if code:  # the page's words for the server's code, its sentence behind 詳細
-            assert error.get_attribute("data-code") == code
-            assert shown != listed[job_id]["error"]
+            assert attribute(browser, f"{job} .job-error", "data-code") == code
+            assert said != listed[job_id]["error"]
         # a reload: the failed job is still there, until dismissed
         browser.refresh()
-        _wait(browser, lambda d: job_id in _failed_jobs(d), "the failed job after a reload")
-        browser.find_element(
-            By.CSS_SELECTOR, f'#lib-jobs li.job[data-job="{job_id}"] .job-dismiss'
-        ).click()
-        _wait(browser, lambda d: job_id not in _failed_jobs(d), "the job dismissed")
+        wait(browser, lambda d: job_id in _failed_jobs(d), "the failed job after a reload")
+        click(browser, f"{job} .job-dismiss")
+        wait(browser, lambda d: job_id not in _failed_jobs(d), "the job dismissed")
+        assert job_id not in {j["id"] for j in _listing(server)["jobs"]}  # the server forgot it
         browser.refresh()
-        _wait(
-            browser,
-            lambda d: d.find_elements(By.CSS_SELECTOR, '#lib-table tr[data-voice="openjtalk-mei"]'),
-            "the library listed again",
-        )
+        wait(browser, lambda d: shown(d, mei), "the library listed again")
         assert job_id not in _failed_jobs(browser)
-        assert not browser.find_element(By.ID, "lib-jobs-card").is_displayed()
+        assert not shown(browser, "#lib-jobs-card")
         assert not list((tmp_path / "library").glob("*.aivmx"))
     finally:
         server.stop()
 
 
-def _width(driver: WebDriver, width: int, height: int = 900) -> None:
-    """The viewport as a phone's (`mobile`: the page's viewport meta applies) or a desktop's."""
-    driver.execute_cdp_cmd(
-        "Emulation.setDeviceMetricsOverride",
-        {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": width < 600},
-    )
+def _listing(server: Server) -> Any:
+    """``GET /api/library`` of `server`, as the page reads it."""
+    with urllib.request.urlopen(server.url + "api/library", timeout=WAIT_S) as answer:
+        return json.load(answer)
 
 
 def _style_ids_shown(driver: WebDriver) -> dict[tuple[str, str], int]:
@@ -621,14 +541,14 @@ def _style_ids_shown(driver: WebDriver) -> dict[tuple[str, str], int]:
 def _voices_with_ids(driver: WebDriver, url: str, lang: str) -> None:
     driver.get("about:blank")  # a load, not a jump within the page at the same address
     driver.get(url + f"?lang={lang}#voices")
-    _wait(driver, lambda d: d.find_elements(By.CSS_SELECTOR, "code.style-id"), "the style IDs")
+    wait(driver, lambda d: d.find_elements(By.CSS_SELECTOR, "code.style-id"), "the style IDs")
 
 
 def _whole_page_shot(driver: WebDriver, width: int, name: str) -> None:
     height = driver.execute_script("return document.documentElement.scrollHeight")
-    _width(driver, width, int(height))
-    _screenshot(driver, name)
-    _width(driver, width)
+    set_width(driver, width, int(height))
+    screenshot(driver, name)
+    set_width(driver, width)
 
 
 def test_style_ids_on_the_page_are_the_engine_apis(
@@ -642,12 +562,12 @@ def test_style_ids_on_the_page_are_the_engine_apis(
 
     try:
         # off: the IDs the API would serve for these voices
-        _width(browser, 1280)
+        set_width(browser, 1280)
         _voices_with_ids(browser, server.url, "en")
         would = {(e.voice, e.style): e.id for e in style_table(embedded_speakers).entries}
         assert _style_ids_shown(browser) == would
-        box = browser.find_element(By.ID, "engine-api")
-        assert box.get_attribute("data-on") == "false" and "--engine-api-port 10101" in box.text
+        assert attribute(browser, "#engine-api", "data-on") == "false"
+        assert "--engine-api-port 10101" in (text(browser, "#engine-api") or "")
         # on: the page's IDs are the API's, voice by voice and style by style
         api_port = free_port()
         on = Server(tmp_path / "page.csv", None, ("--engine-api-port", str(api_port)))
@@ -660,20 +580,21 @@ def test_style_ids_on_the_page_are_the_engine_apis(
             assert len(served) >= 5
             for lang in ("en", "ja"):
                 for width in (390, 1280):
-                    _width(browser, width)
+                    set_width(browser, width)
                     _voices_with_ids(browser, on.url, lang)
                     assert _style_ids_shown(browser) == served, (lang, width)
-                    url = browser.find_element(By.ID, "engine-api-url")
-                    assert url.text == api
-                    assert browser.find_element(By.ID, "openai-api-url").text == f"{api}/v1"
+                    assert text(browser, "#engine-api-url") == api
+                    assert text(browser, "#openai-api-url") == f"{api}/v1"
                     sizes = browser.execute_script(
                         "return [document.documentElement.scrollWidth, window.innerWidth]"
                     )
                     assert sizes[0] <= sizes[1], f"{lang} {width}: scrolls sideways {sizes}"
-                    for button in browser.find_elements(By.CSS_SELECTOR, ".style-ids .copy"):
-                        right = browser.execute_script(
-                            "return arguments[0].getBoundingClientRect().right", button
-                        )
+                    rights = browser.execute_script(
+                        "return [...document.querySelectorAll('.style-ids .copy')]"
+                        ".map((b) => b.getBoundingClientRect().right)"
+                    )
+                    assert rights, (lang, width)
+                    for right in rights:
                         assert 0 < right <= width, (lang, width, right)
                     _whole_page_shot(browser, width, f"voices-ids-{lang}-{width}")
             # the real Clipboard API (127.0.0.1 is a secure context), permission granted
@@ -684,11 +605,12 @@ def test_style_ids_on_the_page_are_the_engine_apis(
                     "permissions": ["clipboardReadWrite", "clipboardSanitizedWrite"],
                 },
             )
-            _width(browser, 1280)
+            set_width(browser, 1280)
             _voices_with_ids(browser, on.url, "en")
-            button = browser.find_element(By.CSS_SELECTOR, "#engine-api .copy")
-            button.click()
-            how = _wait(browser, lambda d: button.get_attribute("data-copied"), "copied")
+            click(browser, "#engine-api .copy")
+            how = wait(
+                browser, lambda d: attribute(d, "#engine-api .copy", "data-copied"), "copied"
+            )
             if how == "clipboard":
                 pasted = browser.execute_async_script(
                     "const done = arguments[0];"

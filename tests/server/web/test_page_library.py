@@ -29,6 +29,7 @@ from tests.helpers.browser import (
     WAIT_S,
     attribute,
     click,
+    click_until,
     screenshot,
     set_width,
     shown,
@@ -315,14 +316,9 @@ def test_a_markdown_license_is_shown_as_text(browser: WebDriver, page: StandInPa
     assert "AivisHub (https://hub.aivis-project.com/)" in cell_text
     assert made == 0  # the server's text is never HTML: no element made from it
     assert text(browser, f"{LICENSE_CELL} summary") == "テスト用ライセンス"
-    click(browser, f"{LICENSE_CELL} summary")  # the whole text, as text
-    body = wait(
-        browser,
-        lambda d: (
-            shown(d, f"{LICENSE_CELL} .license-text") and text(d, f"{LICENSE_CELL} .license-text")
-        ),
-        "the whole license",
-    )
+    whole = f"{LICENSE_CELL} .license-text"
+    click_until(browser, f"{LICENSE_CELL} summary", lambda d: shown(d, whole), "the whole license")
+    body = text(browser, whole) or ""
     assert "• 商用利用：可" in body.splitlines()
 
 
@@ -421,8 +417,12 @@ def test_usable_at_a_phones_width(browser: WebDriver, page: StandInPage, lang: s
         scroll, inner = _no_horizontal_scroll(browser)
         assert scroll <= inner, f"the Library tab scrolls sideways: {scroll} > {inner}"
         # the license's whole text, opened, still fits
-        click(browser, f"{LICENSE_CELL} summary")
-        wait(browser, lambda d: shown(d, f"{LICENSE_CELL} .license-text"), "the whole license")
+        click_until(
+            browser,
+            f"{LICENSE_CELL} summary",
+            lambda d: shown(d, f"{LICENSE_CELL} .license-text"),
+            "the whole license",
+        )
         scroll, inner = _no_horizontal_scroll(browser)
         assert scroll <= inner, f"an opened license scrolls sideways: {scroll} > {inner}"
         for view in ("voices", "try", "dictionary", "status"):
@@ -444,8 +444,12 @@ def test_screenshots(browser: WebDriver, page: StandInPage, lang: str, width: in
         browser.find_element(By.ID, "lib-source").send_keys("ftp://example.com/x.aivmx")
         click(browser, "#lib-install")
         wait(browser, lambda d: shown(d, "#lib-error"), "refusal")
-        click(browser, f"{LICENSE_CELL} summary")
-        wait(browser, lambda d: shown(d, f"{LICENSE_CELL} .license-text"), "the whole license")
+        click_until(
+            browser,
+            f"{LICENSE_CELL} summary",
+            lambda d: shown(d, f"{LICENSE_CELL} .license-text"),
+            "the whole license",
+        )
         height = browser.execute_script("return document.documentElement.scrollHeight")
         set_width(browser, width, int(height))
         screenshot(browser, f"library-{lang}-{width}")
