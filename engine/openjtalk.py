@@ -159,6 +159,10 @@ class OpenJTalkVoice:
         """No graphs, no choice of arithmetic."""
         return None
 
+    def identity(self) -> None:
+        """No file of its own: it ships inside pyopenjtalk."""
+        return None
+
     def render(
         self,
         sentences: Sequence[str],

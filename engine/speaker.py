@@ -59,7 +59,7 @@ from .pacing import SYSTEM_CLOCK, Clock, PacingReport, RequestPacing, SpeedMeter
 from .text.from_phrases import PhrasedText
 from .text.pipeline import Part, TextPipeline
 from .threaded import Failure, iterate_in_thread
-from .voice_backend import RunInfo, SynthesisOptions, SynthesisOverrides, Voice
+from .voice_backend import RunInfo, SynthesisOptions, SynthesisOverrides, Voice, VoiceIdentity
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack  # typing.Unpack from Python 3.11
@@ -170,6 +170,12 @@ class Speaker:
         """What the voice runs now (`RunInfo`: precision, runtime, in a few words, why); None
         for a voice with no such choice (the embedded HTS voice)."""
         return self.voice.run_info()
+
+    @property
+    def identity(self) -> VoiceIdentity | None:
+        """Where the voice comes from and who it is (`VoiceIdentity`: source file, AivisHub
+        speaker UUID and local style IDs, license); None for a voice with no file of its own."""
+        return self.voice.identity()
 
     @property
     def precision(self) -> str | None:

@@ -7,8 +7,8 @@ async wrappers — lives in `speaker.py`, so a new kind of voice only implements
 
 from __future__ import annotations
 
-from collections.abc import Generator, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Generator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, TypedDict, runtime_checkable
 
 import numpy as np
@@ -130,6 +130,29 @@ class RunInfo:
     """Why: the gate's figures and, when measured, every candidate's time ("" if none)."""
 
 
+@dataclass(frozen=True)
+class VoiceIdentity:
+    """Where a voice with a file comes from and who it is, as it declares it
+    (`Voice.identity`): what the server needs of a voice beyond speaking (VOICEVOX style
+    IDs, ``/speaker_info``), so it never inspects a voice's class or reads its file again."""
+
+    source: str
+    """The local file or folder it was loaded from."""
+    aivm: bool
+    """`source` is an AivisHub file (`.aivmx`/`.aivm`): its speakers' icons and voice
+    samples can be read from it (`engine.aivm.read_raw_metadata`)."""
+    speaker_uuid: str | None = None
+    """The AivisHub speaker this voice is (its UUID as the file writes it); None for a
+    voice that is not from an AivisHub file."""
+    style_ids: Mapping[str, int] = field(default_factory=dict)
+    """Style name → the file's local style ID (0 to 31) of that speaker; empty for a voice
+    that is not from an AivisHub file."""
+    license: str | None = None
+    """The license text the file carries (what its creators allow); None: none given."""
+    creators: tuple[str, ...] = ()
+    """Who made it, as the file names them."""
+
+
 class ListenerView(Protocol):
     """The listener of the request a voice renders for, as the voice may see it: the clock
     the request is paced on, and the seconds of audio the listener can still play before it
@@ -177,6 +200,10 @@ class Voice(Protocol):
     def run_info(self) -> RunInfo | None:
         """What it runs now (precision, runtime, why); None for a voice with no such choice
         (the embedded HTS voice)."""
+
+    def identity(self) -> VoiceIdentity | None:
+        """Where it comes from and who it is (source file, AivisHub speaker and style IDs,
+        license); None for a voice with no file of its own (the embedded HTS voice)."""
 
     def render(
         self,

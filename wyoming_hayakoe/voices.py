@@ -12,9 +12,9 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from engine import TTS, Speaker
-from engine.aivm.files import is_aivm_source
-from engine.aivm.loader import voices_in_dir as aivm_voices_in_dir
-from engine.aivm.loader import voices_of_file as aivm_voices_of_file
+from engine.aivm import is_aivm_source
+from engine.aivm import voices_in_dir as aivm_voices_in_dir
+from engine.aivm import voices_of_file as aivm_voices_of_file
 
 from .info import VoiceCatalog
 from .presets import output_options, resolve_presets

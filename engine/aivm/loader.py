@@ -197,6 +197,8 @@ def describe_aivm(
             version=m.version,
             attribution_name=", ".join(m.creators) or m.name,
             attribution_url=HUB_URL.format(uuid=m.uuid),
+            speaker_uuid=speaker.uuid,
+            style_ids=speaker.style2id,
         ),
         onnx_only=True,
     )

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -75,6 +75,10 @@ class VoiceMeta:
     version: str | None = None
     attribution_name: str | None = None
     attribution_url: str | None = None
+    speaker_uuid: str | None = None
+    """The AivisHub speaker the voice is (None: not from an AivisHub file)."""
+    style_ids: Mapping[str, int] = field(default_factory=dict)
+    """Style name → the AivisHub file's local style ID of that speaker."""
 
 
 @dataclass(frozen=True)
@@ -465,3 +469,5 @@ def _apply_meta(voice: NeuralVoice, meta: VoiceMeta) -> None:
         voice.attribution_name = meta.attribution_name
     if meta.attribution_url is not None:
         voice.attribution_url = meta.attribution_url
+    voice.speaker_uuid = meta.speaker_uuid
+    voice.local_style_ids = dict(meta.style_ids)

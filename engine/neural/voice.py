@@ -40,7 +40,7 @@ from ..synth.common import SynthBackend, SynthParams
 from ..synth.edges import silent_edges as silent_edges
 from ..synth.pinned import pin
 from ..synth.windowed import StreamingPlans
-from ..voice_backend import AudioPiece, ListenerView, RunInfo, SynthesisOptions
+from ..voice_backend import AudioPiece, ListenerView, RunInfo, SynthesisOptions, VoiceIdentity
 from ..voice_config import VoiceConfig, load_config
 from .render import MIN_PAUSE_S as MIN_PAUSE_S
 from .render import RenderCall, RenderSetup, SentenceRequest
@@ -123,6 +123,10 @@ class NeuralVoice:
         """The voice file's license text (AivisHub files say what the creators allow)."""
         self.creators: tuple[str, ...] = ()
         self.source = source
+        self.speaker_uuid: str | None = None
+        """The AivisHub speaker it is (None: not from an AivisHub file)."""
+        self.local_style_ids: dict[str, int] = {}
+        """Style name → the AivisHub file's local style ID (empty: not from such a file)."""
         self.window_plans: StreamingPlans | None = StreamingPlans.for_first_window(first_window)
         """Sub-sentence streaming plans (None: one piece per sentence)."""
         self.overlap = overlap
@@ -142,6 +146,17 @@ class NeuralVoice:
     def run_info(self) -> RunInfo:
         """What it runs now (`Voice.run_info`)."""
         return RunInfo(self.precision, self.runtime, self.runs, self.precision_reason)
+
+    def identity(self) -> VoiceIdentity:
+        """Where it comes from and who it is (`Voice.identity`), as its builder set it."""
+        return VoiceIdentity(
+            source=self.source,
+            aivm=self.speaker_uuid is not None,
+            speaker_uuid=self.speaker_uuid,
+            style_ids=dict(self.local_style_ids),
+            license=self.license,
+            creators=self.creators,
+        )
 
     @property
     def precision(self) -> str:

@@ -305,3 +305,18 @@ def test_what_a_voice_runs_is_declared_and_read_as_declared() -> None:
     assert (declaring.runs, declaring.precision_reason) == ("int8 on OpenVINO", "gate passed")
     assert declaring.default_style == "Calm"
     assert declaring._speed_key() == "int8/openvino"
+
+
+def test_a_voice_declares_its_identity() -> None:
+    """`Voice.identity` is read as the voice declares it: the embedded voice has no file of
+    its own (None); a voice from an AivisHub file names it, its speaker and style IDs."""
+    from engine.voice_backend import VoiceIdentity
+
+    declared = VoiceIdentity("/v/a.aivmx", True, "e756b8e4-0000", {"Calm": 3}, "ACML", ("A",))
+
+    class Declaring(OpenJTalkVoice):
+        def identity(self) -> VoiceIdentity:
+            return declared
+
+    assert Speaker(OpenJTalkVoice()).identity is None
+    assert Speaker(Declaring()).identity == declared

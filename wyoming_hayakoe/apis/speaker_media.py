@@ -36,7 +36,7 @@ def _base64(data_url: object) -> str:
 def speaker_media(path: str | Path, speaker_uuid: str) -> SpeakerMedia:
     """The media of the speaker `speaker_uuid` in the AivisHub file `path` (empty ones
     when the file has none or cannot be read)."""
-    from engine.aivm.manifest import AivmFileError, read_raw_metadata
+    from engine.aivm import AivmFileError, read_raw_metadata
 
     try:
         _, entries = read_raw_metadata(Path(path))

@@ -16,7 +16,6 @@ import uuid
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 
 from engine import Speaker
 
@@ -60,30 +59,12 @@ class StyleTable:
 
 
 def _aivm_ids(speaker: Speaker) -> tuple[str, dict[str, int]] | None:
-    """(speaker UUID, style → local ID) of an AivisHub voice, read from its file's
-    manifest (the header only); None for other voices."""
-    from engine.aivm.manifest import AivmFileError, is_aivm_path, read_metadata
-    from engine.neural.voice import NeuralVoice
-
-    voice = speaker.voice
-    if not isinstance(voice, NeuralVoice):
+    """(speaker UUID, style → local ID) of an AivisHub voice, as the voice declares them
+    (`Speaker.identity`); None for other voices."""
+    identity = speaker.identity
+    if identity is None or identity.speaker_uuid is None:
         return None
-    source = str(voice.source or "")
-    if not source or not is_aivm_path(source) or not Path(source).is_file():
-        return None
-    try:
-        meta = read_metadata(source)
-    except (AivmFileError, OSError):
-        return None
-    speakers = meta.manifest.speakers
-    local = voice.speaker_id
-    chosen = next((s for s in speakers if s.local_id == local), speakers[0] if speakers else None)
-    if chosen is None:
-        return None
-    return chosen.uuid, chosen.style2id
-
-
-_AIVM_CACHE: dict[tuple[str, str | None], tuple[str, dict[str, int]] | None] = {}
+    return identity.speaker_uuid, dict(identity.style_ids)
 
 
 def style_table(speakers: Mapping[str, Speaker]) -> StyleTable:
@@ -92,10 +73,7 @@ def style_table(speakers: Mapping[str, Speaker]) -> StyleTable:
     taken: set[int] = set()
     others: list[tuple[str, str]] = []
     for name, speaker in speakers.items():
-        key = (name, speaker.version)
-        if key not in _AIVM_CACHE:
-            _AIVM_CACHE[key] = _aivm_ids(speaker)
-        found = _AIVM_CACHE[key]
+        found = _aivm_ids(speaker)
         if found is None:
             others.extend((name, style) for style in speaker.styles)
             continue

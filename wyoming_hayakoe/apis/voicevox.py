@@ -24,8 +24,6 @@ import numpy as np
 from aiohttp import web
 
 from engine import __version__
-from engine.aivm.manifest import is_aivm_path
-from engine.neural.voice import NeuralVoice
 from engine.text.accents import AccentPhrase
 from engine.text.accents import accent_phrases as read_accents
 from engine.text.from_phrases import PhrasedText
@@ -155,13 +153,13 @@ async def speaker_info(request: web.Request) -> web.Response:
     if entry is None:
         raise Refused(404, f"no speaker has the UUID {wanted}")
     speaker = state.speaker(entry)
-    voice = speaker.voice
+    identity = speaker.identity
     media = SpeakerMedia()
     policy = speaker.attribution_url
-    if isinstance(voice, NeuralVoice):
-        policy = voice.license or policy
-        if is_aivm_path(voice.source):
-            media = await asyncio.to_thread(speaker_media, voice.source, wanted)
+    if identity is not None:
+        policy = identity.license or policy
+        if identity.aivm:
+            media = await asyncio.to_thread(speaker_media, identity.source, wanted)
     infos = []
     for e in table.of_voice(entry.voice):
         style = media.styles.get(e.style, StyleMedia(icon=media.portrait))

@@ -37,7 +37,7 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 
-from engine.aivm.manifest import AivmFileError, read_metadata
+from engine.aivm import AivmFileError, read_metadata
 from engine.progress import StderrProgress
 from engine.sources.cache import CacheDir
 from engine.sources.redact import redact

@@ -16,7 +16,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from engine.aivm.store import forget_cache
+from engine.aivm import forget_cache
 from engine.sources.cache import CacheDir
 
 from .state import PARTIAL_DIR, LibraryState, locked

@@ -27,9 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from engine.aivm.loader import voices_of_file
-from engine.aivm.manifest import AivmFileError, AivmManifest, read_metadata
-from engine.aivm.naming import model_slug
+from engine.aivm import AivmFileError, AivmManifest, model_slug, read_metadata, voices_of_file
 from engine.sources import is_disk_full
 from engine.sources.cache import CacheDir
 

@@ -15,8 +15,7 @@ from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from engine.aivm.loader import voices_of_file
-from engine.aivm.manifest import AivmFileError
+from engine.aivm import AivmFileError, voices_of_file
 from engine.sources.cache import CacheDir
 
 from .errors import Code, LibraryError

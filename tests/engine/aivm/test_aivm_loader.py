@@ -204,6 +204,22 @@ def test_voices_speak_with_manifest_styles_and_defaults(voices) -> None:
         assert audio.duration > 0.2 and np.abs(audio.data).max() > 50
 
 
+def test_a_voice_declares_its_aivishub_identity(aivm_files, voices) -> None:
+    """`Speaker.identity`: the file, the speaker it is (the second of a two-speaker file
+    too) and that speaker's local style IDs, as the manifest says; what the server's style
+    IDs and ``/speaker_info`` read instead of the file."""
+    multi = read_metadata(aivm_files.multi).manifest.speakers
+    bob = Speaker(voices["bob"]).identity
+    assert bob is not None and bob.aivm and bob.source == str(aivm_files.multi)
+    assert bob.speaker_uuid == multi[1].uuid != multi[0].uuid
+    assert dict(bob.style_ids) == {"Sad": 2, "Happy": 1}
+    carol = Speaker(voices["carol"]).identity
+    assert carol is not None and carol.source == str(aivm_files.aivm)
+    assert carol.speaker_uuid == read_metadata(aivm_files.aivm).manifest.speakers[0].uuid
+    assert carol.license is not None and "ACML-NC" in carol.license
+    assert carol.creators == ("Carol Creator",)
+
+
 def test_the_aivm_weights_give_the_aivmx_voice(aivm_files, voices) -> None:
     """carol.aivm holds the weights of tsukuyomi.aivmx (another manifest): exported by our
     own path, it speaks like the published graph does."""

@@ -276,6 +276,9 @@ class SlowVoice:
     def run_info(self) -> None:
         return None
 
+    def identity(self) -> None:
+        return None
+
     def __init__(
         self, clock: SimulatedClock, rate: float, pieces: int, piece_s: float = 0.1
     ) -> None:
