@@ -33,9 +33,7 @@ from __future__ import annotations
 import atexit
 import dataclasses
 import logging
-import os
 import queue
-import sys
 import threading
 import time
 import weakref
@@ -44,6 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..options import usable_cpus
+from ..priority import lower_thread_priority, restore_priority
 from .control import Cancelled, Int8Control
 from .gate import FidelityReport
 from .plan import Int8Job, Int8Target, PrecisionChoice, rejudged
@@ -123,43 +122,6 @@ class Int8Upgrade:
         if reason:
             self.reason = reason
         self.done.set()
-
-
-def lower_thread_priority(niceness: int = DEFAULT_NICENESS) -> bool:
-    """Lower the calling thread's OS priority to `niceness` (Linux: per thread; elsewhere
-    nothing is changed). True when it was applied."""
-    if niceness <= 0 or not sys.platform.startswith("linux"):
-        return False
-    try:
-        tid = threading.get_native_id()
-        os.setpriority(os.PRIO_PROCESS, tid, max(os.getpriority(os.PRIO_PROCESS, tid), niceness))
-    except (AttributeError, OSError) as exc:
-        _LOGGER.debug("Could not lower the quantization thread's priority: %s", exc)
-        return False
-    return True
-
-
-def restore_priority(niceness: int) -> int:
-    """Raise this process's threads that run at `niceness` (the work's thread and the ONNX
-    Runtime threads it started) back to the main thread's priority, so a cancelled step on
-    a busy machine reaches its next check at once instead of waiting for idle CPU. Best
-    effort (raising a priority can need privileges); returns how many threads were raised."""
-    if niceness <= 0 or not sys.platform.startswith("linux"):
-        return 0
-    raised = 0
-    try:
-        base = os.getpriority(os.PRIO_PROCESS, os.getpid())
-        tids = [int(t) for t in os.listdir("/proc/self/task")]
-    except OSError:
-        return 0
-    for tid in tids:
-        try:
-            if os.getpriority(os.PRIO_PROCESS, tid) == niceness > base:
-                os.setpriority(os.PRIO_PROCESS, tid, base)
-                raised += 1
-        except OSError as exc:  # gone, or no permission to raise it
-            _LOGGER.debug("Could not raise thread %d's priority: %s", tid, exc)
-    return raised
 
 
 _Task = tuple[Sequence[Switchable], Int8Job, Int8Target, Int8Upgrade]

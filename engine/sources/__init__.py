@@ -25,6 +25,7 @@ from .base import (
     is_disk_full,
     normalize_prefix,
     require_files,
+    write_json_atomic,
 )
 from .cache import ENV_VAR as CACHE_ENV_VAR
 from .cache import cache_root, default_cache_root
@@ -175,4 +176,5 @@ __all__ = [
     "register_secret",
     "require_files",
     "supported_schemes",
+    "write_json_atomic",
 ]

@@ -31,7 +31,7 @@ from .limits import MAX_SENTENCE_MORAE, MAX_SENTENCE_PHONES
 from .mora import MORA_TO_PHONES
 from .symbols import JP_LANG_ID, JP_TONE_START, PAD, SYMBOL_TO_ID
 
-__all__ = ["PhrasedText", "analysis_of_phrases", "mora_phones"]
+__all__ = ["MORA_TO_PHONES", "PhrasedText", "analysis_of_phrases", "mora_phones"]
 
 _SPECIAL = {"ッ": ("q",), "ン": ("N",), "ー": ("-",)}
 

@@ -21,8 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.text.accents import AccentPhrase
-from engine.text.from_phrases import PhrasedText, mora_phones
-from engine.text.mora import MORA_TO_PHONES
+from engine.text.from_phrases import MORA_TO_PHONES, PhrasedText, mora_phones
 
 from ..speech import SpeechOptions
 from .errors import Invalid

@@ -18,7 +18,7 @@ import os
 import sys
 from collections.abc import Iterator
 
-from engine.int8.background import lower_thread_priority, restore_priority
+from engine.priority import lower_thread_priority, restore_priority
 
 __all__ = ["INSTALL_NICENESS", "lowered"]
 

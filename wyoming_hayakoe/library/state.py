@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.sources.base import write_json_atomic
+from engine.sources import write_json_atomic
 
 from ..errors import HayakoeError
 from .naming import name_key
