@@ -248,6 +248,96 @@ def test_the_server_uses_no_private_engine_name() -> None:
     assert private == [], "the server reaches into the engine:\n" + "\n".join(private)
 
 
+SERVER_MAY_IMPORT = (
+    "engine",
+    "engine.options",
+    "engine.option_info",
+    "engine.voice_backend",
+    "engine.speaker",
+    "engine.output",
+    "engine.text",
+    "engine.text.pipeline",
+    "engine.text.accents",
+    "engine.text.from_phrases",
+    "engine.text.userdict",
+    "engine.text.userdict_watch",
+    "engine.sources",
+    "engine.sources.cache",
+    "engine.sources.redact",
+    "engine.aivm",
+    "engine.layout",
+    "engine.download",
+    "engine.heap",
+    "engine.priority",
+    "engine.progress",
+    "engine.synth.export",
+    "engine.bert.export",
+    "engine.neural.quantize",
+)
+"""The engine modules `wyoming_hayakoe/` may import (their public names only): the public
+API and the modules its tools live in; the same list as docs/internals.md's table."""
+
+
+def engine_modules_imported(source: str, modules: dict[str, Path]) -> list[tuple[int, str]]:
+    """(line, engine module) of every import of an engine module in `source`: runtime,
+    deferred and type-only imports, and literal ``import_module`` calls; ``from engine.x
+    import y`` imports the module ``engine.x.y`` where that is one, else ``engine.x``."""
+    tree = ast.parse(source)
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        dynamic = _dynamic_import(node)
+        if dynamic is not None:
+            found.append((getattr(node, "lineno", 0), dynamic))
+        elif isinstance(node, ast.Import):
+            found += [(node.lineno, a.name) for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            for alias in node.names:
+                full = f"{node.module}.{alias.name}"
+                found.append((node.lineno, full if full in modules else node.module))
+    return [(line, m) for line, m in found if m == "engine" or m.startswith("engine.")]
+
+
+def test_an_import_of_an_engine_module_is_found() -> None:
+    modules = _modules(("engine",))
+    source = (
+        "from typing import TYPE_CHECKING\n"
+        "from engine import TTS\n"
+        "from engine.text import pipeline\n"
+        "import engine.neural.voice\n"
+        "if TYPE_CHECKING:\n"
+        "    from engine.int8.plan import Int8Plan\n"
+        "def f():\n"
+        "    from engine.aivm.loader import voices_of_file\n"
+        "    return import_module('engine.layout')\n"
+    )
+    assert [m for _, m in engine_modules_imported(source, modules)] == [
+        "engine",
+        "engine.text.pipeline",
+        "engine.neural.voice",
+        "engine.int8.plan",
+        "engine.aivm.loader",
+        "engine.layout",
+    ]
+
+
+def test_the_server_imports_only_the_listed_engine_modules() -> None:
+    """What the server needs of the engine is public on purpose: `SERVER_MAY_IMPORT`, also
+    listed in docs/internals.md; anything else stays the engine's own."""
+    modules = _modules(("engine",))
+    assert set(SERVER_MAY_IMPORT) <= set(modules), "a listed module does not exist"
+    stray = [
+        f"{path.relative_to(REPO_ROOT)}:{line}: {module}"
+        for path in sorted((REPO_ROOT / "wyoming_hayakoe").rglob("*.py"))
+        for line, module in engine_modules_imported(path.read_text("utf-8"), modules)
+        if module not in SERVER_MAY_IMPORT
+    ]
+    assert stray == [], "the server imports engine modules outside the list:\n" + "\n".join(stray)
+    text = INTERNALS.read_text(encoding="utf-8")
+    section = text.split("engine modules the server may import", 1)[1].split("\n\n", 2)[1]
+    listed = re.findall(r"^\| `(engine[\w.]*)` \|", section, re.MULTILINE)
+    assert sorted(listed) == sorted(SERVER_MAY_IMPORT), "docs/internals.md lists other modules"
+
+
 def test_the_engine_does_not_import_the_server() -> None:
     graph = import_graph()
     leaks = {m: sorted(t for t in ts if t.startswith("wyoming_hayakoe")) for m, ts in graph.items()}
