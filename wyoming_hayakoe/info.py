@@ -145,9 +145,12 @@ class VoiceCatalog:
         return VoiceNames(
             {name: tuple(speaker.styles) for name, speaker in speakers.items()},
             {
-                p.name: PresetTarget(p.voice, p.style)
+                p.name: PresetTarget(p.voice, p.style or None)
                 for p in self.presets.values()
-                if p.voice in speakers  # a preset of a voice no longer served is unknown
+                if p.voice in speakers
+            },
+            {  # a preset of a voice not served: a request is told which voice is missing
+                p.name: p.voice for p in self.presets.values() if p.voice not in speakers
             },
         )
 
@@ -192,7 +195,7 @@ class VoiceCatalog:
         if found.preset is not None:
             preset = self.presets[found.preset]
             options = {**self.synthesis, **preset.options}
-            style = found.style or preset.style
+            style = found.style or preset.style or self.style_for(speaker)
             return Resolved(speaker, style, options, preset.output, preset.name)
         style = found.style or self.style_for(speaker)
         return Resolved(speaker, style, dict(self.synthesis), output=self.output)

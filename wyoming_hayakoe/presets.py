@@ -8,8 +8,9 @@ everything the preset holds::
 
 Flow (one way): ``--preset`` text → `Preset` (typed, validated in `parse_settings`; unknown
 keys and bad values are refused there, naming the preset and the key) → `PresetVoice`
-(checked against the loaded voices at start: voice, style, chime file) → the handler passes
-its synthesis options and `engine.OutputOptions` to the speaker.
+(checked against the loaded voices at start: voice, style, chime file; a library voice that
+is not served now is waited for, not refused) → the handler passes its synthesis options and
+`engine.OutputOptions` to the speaker.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from engine.output import WavError
 
 from .flags import OutputDefaults, SettingsError, SynthesisDefaults
 from .knobs import PRESET_KEYS, Section, find_knob
-from .resolve import STYLE_SEPARATOR, UnknownNameError, VoiceNames, resolve_name
+from .resolve import STYLE_SEPARATOR, UnknownNameError, VoiceNames, name_key, resolve_name
 
 __all__ = [
     "PRESET_KEYS",
@@ -154,6 +155,8 @@ class PresetVoice:
     """The voice that speaks it (its key among the served speakers), a name resolved
     against them when a request uses it: it may be a voice of the library."""
     style: str
+    """Its style; "" (a preset waiting for its voice, naming no style): the voice's default
+    style for a request, chosen when used."""
     options: Mapping[str, Any] = field(default_factory=dict)
     """Synthesis options (server-wide ones already merged in)."""
     output: OutputOptions = OutputOptions()
@@ -192,21 +195,49 @@ def resolve_presets(
     output: OutputDefaults | None = None,
     default_style: Callable[[Speaker], str] | None = None,
     taken: Iterable[str] = (),
+    waiting: Iterable[str] = (),
 ) -> dict[str, PresetVoice]:
     """Check each preset against the loaded `speakers` and build what its requests get.
 
     `taken` are the voice names already served (a preset may not hide one);
-    `default_style` picks the style of a preset that names none.
+    `default_style` picks the style of a preset that names none. `waiting` are voices that
+    are not served now but may come back while the server runs (the library's voices whose
+    file is gone): a preset of one is kept, with a warning naming it and the voice, and
+    serves once the voice is back (`PresetVoice.style` "" until then: the style is chosen
+    when used); any other unknown voice is a `PresetError`.
     """
     synthesis = synthesis or SynthesisDefaults()
     output = output or OutputDefaults()
-    reserved = {n.casefold() for n in taken}
+    reserved = {name_key(n) for n in taken}
+    later = {name_key(v): v for v in waiting}
     chimes: dict[Path, Chime] = {}
     resolved: dict[str, PresetVoice] = {}
     for preset in presets:
         label = f"--preset {preset.name!r}"
-        if preset.name.casefold() in reserved:
+        if name_key(preset.name) in reserved:
             raise PresetError(f"{label}: the name is already a voice; choose another")
+        try:
+            out = output_options(output.merged(preset.output), chimes)
+        except ValueError as exc:  # a chime that is not a WAV file, ...
+            raise PresetError(f"{label}: {str(exc).removeprefix('--')}") from None
+        summary = preset.summary()
+        options = {**synthesis.as_options(), **preset.synthesis.as_options()}
+        missing = later.get(name_key(preset.voice))
+        if missing is not None and not any(name_key(n) == name_key(missing) for n in speakers):
+            description = f"{preset.name}: preset of {missing}" + (
+                f" — {summary}" if summary else ""
+            )
+            resolved[preset.name] = PresetVoice(
+                preset.name, missing, preset.style or "", options, out, description
+            )
+            reserved.add(name_key(preset.name))
+            _LOGGER.warning(
+                "Preset %s is served by nothing for now: its voice %s is a library voice "
+                "that cannot be served (see above); requests for %s are told so (Wyoming: "
+                "the default voice speaks them) until the voice is back in the library",
+                preset.name, missing, preset.name,
+            )  # fmt: skip
+            continue
         if not speakers:
             raise PresetError(f"{label}: no voice is loaded")
         names = VoiceNames({n: tuple(s.styles) for n, s in speakers.items()})
@@ -221,11 +252,6 @@ def resolve_presets(
             style = found.style
         else:
             style = default_style(speaker) if default_style else speaker.default_style
-        try:
-            out = output_options(output.merged(preset.output), chimes)
-        except ValueError as exc:  # a chime that is not a WAV file, ...
-            raise PresetError(f"{label}: {str(exc).removeprefix('--')}") from None
-        summary = preset.summary()
         description = f"{preset.name}: preset of {speaker.name} [{style}]" + (
             f" — {summary}" if summary else ""
         )
@@ -233,10 +259,10 @@ def resolve_presets(
             name=preset.name,
             voice=found.voice,
             style=style,
-            options={**synthesis.as_options(), **preset.synthesis.as_options()},
+            options=options,
             output=out,
             description=description,
         )
-        reserved.add(preset.name.casefold())
+        reserved.add(name_key(preset.name))
         _LOGGER.info("Voice %s", description)
     return resolved

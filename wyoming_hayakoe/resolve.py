@@ -215,7 +215,12 @@ def resolve_name(
             voice = found_voice
         elif found_preset is not None:
             preset = found_preset
-            voice, chosen_style = names.presets[preset].voice, names.presets[preset].style
+            target = names.presets[preset]
+            voice = target.voice
+            if target.style is not None:  # as the voice spells it (one back since start too)
+                chosen_style = _find_style(names.voices[voice], target.style)
+                if chosen_style is None:
+                    problems.append(UnknownName("style", target.style, names.voices[voice], voice))
         else:
             voice, chosen_style, problem = _voice_and_style(names, name)
             if problem is not None:

@@ -8,16 +8,17 @@ that it speaks exactly as the server would); it imports nothing of the listening
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from engine import TTS, Speaker
+from engine import EMBEDDED_VOICE_NAME, TTS, Speaker
 from engine.aivm import is_aivm_source
 from engine.aivm import voices_in_dir as aivm_voices_in_dir
 from engine.aivm import voices_of_file as aivm_voices_of_file
 
 from .info import VoiceCatalog
 from .presets import output_options, resolve_presets
+from .resolve import name_key
 from .settings import Settings
 
 if TYPE_CHECKING:
@@ -32,6 +33,7 @@ __all__ = [
     "build_tts",
     "default_voice",
     "library_folder",
+    "library_voices",
     "prepare_tts",
 ]
 
@@ -54,13 +56,28 @@ def _library_registrations(settings: Settings) -> list[tuple[str, str]]:
     return startup_registrations(folder, settings.cache_dir, explicit)
 
 
-def build_tts(settings: Settings, library: list[tuple[str, str]] | None = None) -> TTS:
+def library_voices(settings: Settings) -> list[str]:
+    """Every voice the library lists, served or not ([] with ``--no-library``)."""
+    from .library.serving import listed_voices
+
+    folder = library_folder(settings)
+    return listed_voices(folder) if folder is not None else []
+
+
+def build_tts(
+    settings: Settings,
+    library: list[tuple[str, str]] | None = None,
+    listed: Sequence[str] = (),
+) -> TTS:
     """A `TTS` with every configured voice registered (nothing loaded yet), and the
     library's `library` voices. A voice named only (``--default-voice NAME``, a preset's
     voice: no source) that the library has is the library's: a preset or the default voice
-    may be a library voice."""
+    may be a library voice. One the library lists (`listed`) but cannot serve (its file is
+    gone) is left out with a warning, never looked up on Hugging Face; when that leaves no
+    voice at all, the embedded voice is served."""
     library = library or []
-    in_library = {n.casefold() for n, _ in library}
+    in_library = {name_key(n) for n, _ in library}
+    unserved = {name_key(n) for n in listed} - in_library
     tts = TTS(
         settings.device,
         cache_dir=settings.cache_dir,
@@ -69,8 +86,17 @@ def build_tts(settings: Settings, library: list[tuple[str, str]] | None = None) 
         rewrite=settings.rewrite,
         options=settings.engine,
     )
+    waiting = False
     for spec in settings.voices:
-        if spec.source is None and spec.name.casefold() in in_library:
+        if spec.source is None and name_key(spec.name) in in_library:
+            continue
+        if spec.source is None and name_key(spec.name) in unserved:
+            waiting = True
+            _LOGGER.warning(
+                "Voice %s is a library voice that cannot be served now (see above); "
+                "it is not looked up anywhere else",
+                spec.name,
+            )
             continue
         for name, source in _expand(spec.name, spec.source, settings):
             tts.load(name, source=source)
@@ -78,12 +104,15 @@ def build_tts(settings: Settings, library: list[tuple[str, str]] | None = None) 
         found, _bad = aivm_voices_in_dir(folder, taken=tts.registered)  # bad files are logged
         for name, source in found:
             tts.load(name, source=source)
-    taken = {n.casefold() for n in tts.registered}
+    taken = {name_key(n) for n in tts.registered}
     for name, source in library:
-        if name.casefold() in taken:
+        if name_key(name) in taken:
             _LOGGER.error("Library voice %s left out: it is also a configured voice", name)
             continue
         tts.load(name, source=source)
+    if waiting and not tts.registered:  # only library voices were named, none served
+        _LOGGER.warning("No voice to serve: serving %s", EMBEDDED_VOICE_NAME)
+        tts.load(EMBEDDED_VOICE_NAME)
     return tts
 
 
@@ -124,7 +153,11 @@ def prepare_tts(
     loads the dictionaries once, `skip_failed` False raises the first voice that cannot be
     loaded (and the library is not loaded)."""
     # the server: the library's voices too, after the configured ones
-    tts = build_tts(settings, _library_registrations(settings) if skip_failed else None)
+    tts = (
+        build_tts(settings, _library_registrations(settings), library_voices(settings))
+        if skip_failed
+        else build_tts(settings)
+    )
     if watch_dictionaries and settings.user_dicts:
         tts.watch_user_dictionaries(settings.user_dicts)
     elif settings.user_dicts:
@@ -178,6 +211,7 @@ def build_catalog(settings: Settings, speakers: Mapping[str, Speaker]) -> VoiceC
         output=settings.output,
         default_style=catalog.style_for,
         taken=catalog.voice_names(),
+        waiting=[v for v in library_voices(settings) if v not in speakers],
     )
     return catalog
 

@@ -295,3 +295,26 @@ def test_a_resolved_voice_carries_its_options_merged(embedded) -> None:
     assert plain.options["speed"] == 1.2 and plain.options["sentence_silence"] == 0.4
     fast = catalog.resolve_exact("fast")
     assert fast.options["speed"] == 1.5 and fast.options["sentence_silence"] == 0.4
+
+
+def test_a_preset_of_a_voice_the_library_waits_for_is_kept(embedded_speakers, caplog) -> None:
+    """Issue 54 finding 13: a preset of a library voice that is not served (its file gone)
+    is kept, with a warning naming both, and serves nothing until the voice is back; a
+    voice no one knows still stops the server."""
+    import logging
+
+    from wyoming_hayakoe.info import VoiceCatalog
+    from wyoming_hayakoe.presets import Preset, PresetError, resolve_presets
+
+    presets = [Preset.parse("alarm=Ann:happy,speed=1.5")]
+    with caplog.at_level(logging.WARNING):
+        found = resolve_presets(presets, embedded_speakers, waiting=["ann"])
+    alarm = found["alarm"]
+    assert (alarm.voice, alarm.style, alarm.options["speed"]) == ("ann", "happy", 1.5)
+    assert any("alarm" in r.message and "ann" in r.message for r in caplog.records)
+    catalog = VoiceCatalog(embedded_speakers, EMBEDDED_VOICE_NAME, presets=found)
+    assert "alarm" not in catalog.voice_names()
+    assert catalog.in_use(["ann"]) is not None  # once back, it cannot be removed under it
+    assert catalog.resolve(None).speaker is embedded_speakers[EMBEDDED_VOICE_NAME]
+    with pytest.raises(PresetError, match="unknown voice 'bob'"):
+        resolve_presets([Preset.parse("x=bob")], embedded_speakers, waiting=["ann"])

@@ -177,3 +177,39 @@ def test_names_from_a_servers_describe() -> None:
     assert resolve_name(names, "alrm", default="alarm").problems == (
         UnknownName("voice", "alrm", tuple(v.name for v in listed)),
     )
+
+
+# -- issue 54 findings 12 and 13: Unicode forms, presets waiting for their voice ------------
+def test_a_name_in_another_unicode_form_is_the_same_name() -> None:
+    import unicodedata
+
+    nfc, nfd = (unicodedata.normalize(f, "café") for f in ("NFC", "NFD"))
+    names = VoiceNames({nfc: ("Neutral",), "openjtalk-mei": MEI_STYLES})
+    for asked in (nfd, nfd.upper(), nfc):
+        assert resolve_name(names, asked, default=DEFAULT) == Resolution(nfc, None), asked
+    # the voice's own spelling wins over one that is the same only when composed
+    both = VoiceNames({nfc: (), nfd: (), "openjtalk-mei": ()})
+    assert resolve_name(both, nfd, default=DEFAULT).voice == nfd
+
+
+def test_a_preset_waiting_for_its_voice_names_the_missing_voice() -> None:
+    names = VoiceNames({"openjtalk-mei": MEI_STYLES}, {}, waiting={"alarm": "ann"})
+    found = resolve_name(names, "Alarm", default=DEFAULT)
+    assert (found.voice, found.preset) == (DEFAULT, None)  # the fallback: the default voice
+    (problem,) = found.problems
+    assert (problem.kind, problem.asked, problem.missing) == ("voice", "alarm", "ann")
+    assert "alarm" not in names.all()
+    with pytest.raises(UnknownNameError) as err:
+        found.exact()
+    assert "preset 'alarm'" in str(err.value) and "voice 'ann' is missing" in str(err.value)
+
+
+def test_a_preset_s_style_is_found_as_its_voice_spells_it() -> None:
+    names = VoiceNames(
+        {"openjtalk-mei": MEI_STYLES, "ann": ("ノーマル", "Happy")},
+        {"alarm": PresetTarget("ann", "happy"), "odd": PresetTarget("ann", "Sleepy")},
+    )
+    assert resolve_name(names, "alarm", default=DEFAULT) == Resolution("ann", "Happy", "alarm")
+    odd = resolve_name(names, "odd", default=DEFAULT)
+    assert (odd.voice, odd.style, odd.preset) == ("ann", None, "odd")
+    assert odd.problems == (UnknownName("style", "Sleepy", ("ノーマル", "Happy"), "ann"),)

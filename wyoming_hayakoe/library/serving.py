@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from engine import TTS
 
 
-__all__ = ["Serving", "VoiceUse", "registrations", "startup_registrations"]
+__all__ = ["Serving", "VoiceUse", "listed_voices", "registrations", "startup_registrations"]
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -49,6 +49,16 @@ def registrations(entry: LibraryEntry, folder: Path, cache_dir: CacheDir) -> lis
         path = folder / entry.file
         return list(voices_of_file(str(path), entry.name, cache_dir=cache_dir, offline=True))
     return [(entry.voices[0], entry.load_source)]
+
+
+def listed_voices(folder: Path) -> list[str]:
+    """Every voice the state file lists, served or not (a file gone, a name taken): names
+    that are the library's, never to be looked up anywhere else (a voice named only, by
+    ``--default-voice`` or a preset, is otherwise fetched from hayakoe's repository)."""
+    try:
+        return read_state(folder).voices()
+    except StateError:  # reported by `startup_registrations`
+        return []
 
 
 def startup_registrations(
