@@ -1,11 +1,13 @@
-"""What a library voice needs besides its own file: the shared BERT (defect 16 of issue 46).
+"""What a library voice needs besides its own file: the shared BERT (defect 16 of issue 46;
+issue 54 finding 15 online).
 
 Every voice the library installs is a neural voice, and the first one a server loads needs
 the shared BERT model (about 500 MB), fetched from ``--bert-source`` into the cache. Online,
 the first install fetches it while it loads. Offline (``--offline``) it can only come from
 the cache, so an install is refused at once, before any byte is fetched or uploaded, with a
 sentence that says what is missing and how to get it (``bert_missing``), instead of failing
-after the download."""
+after the download. Online, a load that failed because the BERT could not be fetched is
+said so too (`unavailable`: ``bert_missing``, not ``load_failed``)."""
 
 from __future__ import annotations
 
@@ -55,6 +57,27 @@ class BertCheck:
                 f"`wyoming-hayakoe download --cache-dir {root} --bert-source {where}`"
             )
         self._ready = True
+        return None
+
+    def unavailable(self, cause: str) -> str | None:
+        """After a neural voice failed to load (`cause`): the sentence saying the shared
+        BERT could not be had (no neural voice serves and it is not in the cache or its
+        folder, so the load needed it and it could not be fetched), or None."""
+        tts = self._tts
+        if self._ready or any(s.run_info is not None for s in tts.speakers.values()):
+            return None
+        try:
+            source = parse_source(tts.bert_source, cache_dir=tts.cache_dir, offline=True)
+            fetch_bert(source, tts.device)
+        except Exception as exc:  # noqa: BLE001 - whatever it is, the BERT cannot be had
+            _LOGGER.debug("BERT not at hand: %s", exc)
+            where, root = redact(tts.bert_source), cache_root(tts.cache_dir)
+            return (
+                f"the first neural voice needs the shared BERT model (about 500 MB, from "
+                f"{where}), which could not be fetched ({cause}) and is not in the cache "
+                f"({root}): check the network, or fetch it first with "
+                f"`wyoming-hayakoe download --cache-dir {root} --bert-source {where}`"
+            )
         return None
 
     def check(self) -> None:

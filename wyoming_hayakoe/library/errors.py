@@ -26,6 +26,8 @@ class Code(str, Enum):
     NOT_SUPPORTED = "not_supported"
     MEMORY = "memory"
     HUB_UNREACHABLE = "hub_unreachable"
+    SOURCE_UNREACHABLE = "source_unreachable"
+    """Hugging Face (an official or ``hf://`` voice) could not be reached."""
     HUB_ERROR = "hub_error"
     TOO_LARGE = "too_large"
     DISK_FULL = "disk_full"

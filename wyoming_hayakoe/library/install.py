@@ -26,6 +26,7 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
+from urllib.parse import urlsplit
 
 from engine.aivm import AivmFileError, AivmManifest, model_slug, read_metadata, voices_of_file
 from engine.sources import is_disk_full
@@ -47,6 +48,7 @@ __all__ = [
     "build_entry",
     "check_plan",
     "commit_file",
+    "hub_host",
     "install",
     "plain_license",
     "torch_available",
@@ -321,13 +323,46 @@ async def install(
         file.unlink(missing_ok=True)  # moved into the folder when installed
 
 
+def hub_host() -> str:
+    """The Hugging Face host a ``hf://`` voice is fetched from (``HF_ENDPOINT``'s, else
+    ``huggingface.co``)."""
+    endpoint = os.environ.get("HF_ENDPOINT", "").strip() or "https://huggingface.co"
+    return urlsplit(endpoint).netloc or endpoint
+
+
+def _hf_failure(exc: Exception, name: str, host: Host) -> LibraryError:
+    """Why a Hugging Face voice could not be loaded, as the library's error: the Hub out of
+    reach (``source_unreachable``, naming its host), a full disk, else ``load_failed``."""
+    from engine.sources import SourceUnavailableError
+
+    cause = " ".join(str(exc).split()) or type(exc).__name__
+    if isinstance(exc, SourceUnavailableError):
+        return LibraryError(
+            Code.SOURCE_UNREACHABLE,
+            f"{name} could not be fetched: {hub_host()} could not be reached ({cause})",
+            "source",
+        )
+    if is_disk_full(exc):
+        from engine.sources.cache import cache_root
+
+        return LibraryError(
+            Code.DISK_FULL, f"{name} cannot be fetched: {cache_root(host.cache_dir)} is full"
+        )
+    return LibraryError(Code.LOAD_FAILED, f"{name} cannot be loaded: {cause}")
+
+
 async def _install_hf(plan: Plan, host: Host, report: Report) -> LibraryEntry:
     name = plan.name or ""
     entry = build_entry(plan, name, [name])
     report.move(JobState.LOADING)
     async with host.changing():
         check_plan(plan, host)
-        await host.load([(name, plan.load_source)], None, report)
+        try:
+            await host.load([(name, plan.load_source)], None, report)
+        except LibraryError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - said as one of the library's codes
+            raise _hf_failure(exc, name, host) from exc
         try:
             await asyncio.to_thread(_write_entry, host, entry, None)
         except BaseException:

@@ -201,10 +201,15 @@ class Library:
         try:
             entry = await install(plan, self.serving, job, self.options, upload)
         except LibraryError as exc:
+            message = exc.message
             if upload is not None:  # the file as the user knows it, not where it waited
-                raise LibraryError(
-                    exc.code, exc.message.replace(str(upload[0]), upload[1]), exc.field
-                ) from None
+                message = message.replace(str(upload[0]), upload[1])
+            if exc.code is Code.LOAD_FAILED:  # was it the shared BERT that could not be had?
+                why = await asyncio.to_thread(self.bert.unavailable, message)
+                if why is not None:
+                    raise LibraryError(Code.BERT_MISSING, why) from exc
+            if message != exc.message:
+                raise LibraryError(exc.code, message, exc.field) from None
             raise
         except OSError as exc:
             raise _os_failure(exc, self.folder) from exc

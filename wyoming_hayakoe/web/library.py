@@ -60,6 +60,7 @@ STATUS: dict[Code, int] = {
     Code.QUEUE_FULL: 429,
     Code.THROTTLED: 429,
     Code.HUB_UNREACHABLE: 502,
+    Code.SOURCE_UNREACHABLE: 502,
     Code.HUB_ERROR: 502,
     Code.BERT_MISSING: 503,
     Code.LOAD_FAILED: 500,

@@ -11,7 +11,7 @@ import aiohttp
 import pytest
 
 from tests.helpers.aivishub import HubModel, StandInHub
-from tests.helpers.net import free_port
+from tests.helpers.net import closed_endpoint, free_port
 from tests.helpers.program import Program
 from tests.server.library.test_library_server import Page, _server_args
 from wyoming_hayakoe.library.state import PARTIAL_DIR, read_state
@@ -74,3 +74,35 @@ async def test_defect16_offline_without_the_bert_an_install_is_refused_at_once(
             assert await prog.stop() == 0, prog.log
     finally:
         await hub.stop()
+
+
+async def test_online_without_the_network_the_errors_say_what_happened(
+    aivm_files, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 54 finding 15, through the real program with Hugging Face out of reach (a
+    closed port as ``HF_ENDPOINT``) and no ``--offline``: an official voice's install ends
+    ``source_unreachable`` naming the host (it was ``internal``, "Something went wrong"),
+    and an upload whose load needs the shared BERT, which cannot be fetched, ends
+    ``bert_missing`` naming the BERT (it was ``load_failed``)."""
+    endpoint = closed_endpoint()
+    monkeypatch.setenv("HF_ENDPOINT", endpoint)
+    host = endpoint.removeprefix("http://")
+    library, cache = tmp_path / "library", tmp_path / "cache"
+    page = Page(http := free_port())
+    args = _server_args(free_port(), http, closed_endpoint(), library, cache, Path("."))
+    args[args.index("--bert-source") + 1] = "hf://nobody/no-bert"
+    async with Program(*args) as prog:
+        await prog.wait_ready(timeout=120)
+        job = await page.finished(
+            *await page.post("/api/library/install", {"source": "jvnv-F1-jp"})
+        )
+        assert (job["state"], job["error_code"]) == ("failed", "source_unreachable"), job
+        assert host in job["error"] and "jvnv-F1-jp" in job["error"], job
+        job = await page.finished(*await _post_upload(page, aivm_files.one))
+        assert (job["state"], job["error_code"]) == ("failed", "bert_missing"), job
+        assert "BERT" in job["error"] and "hf://nobody/no-bert" in job["error"], job
+        assert "wyoming-hayakoe download" in job["error"], job
+        assert read_state(library).entries == ()
+        partial = library / PARTIAL_DIR
+        assert not partial.is_dir() or list(partial.iterdir()) == []
+        assert await prog.stop() == 0, prog.log
