@@ -48,7 +48,7 @@ import wave
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, BinaryIO, Protocol
+from typing import IO, BinaryIO, NoReturn, Protocol
 
 from wyoming.info import Info
 
@@ -274,11 +274,20 @@ def find_player() -> str:
 
 
 # -- the command line ----------------------------------------------------------------------
+class _OneLineParser(argparse.ArgumentParser):
+    """An argument parser whose refusals are one line, ``say: error: ...`` (exit 2), not
+    the usage of every voice flag: a cron job's mail says what was wrong (``--help`` has
+    the usage)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"say: error: {message}\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The command's argument parser (the server's voice flags, and its own)."""
     from ..settings import add_voice_arguments
 
-    parser = argparse.ArgumentParser(
+    parser = _OneLineParser(
         prog=PROG,
         description=(
             "Speak TEXT once: to a WAV file, to stdout or to the sound card, with a voice "
@@ -562,8 +571,11 @@ def run(
             seconds = speak_via_server(address, request, sink, args.timeout)
         else:
             seconds = speak_here(args, request, sink, environ)
-    except UsageError as exc:
-        parser.error(str(exc))  # exits 2
+    except UsageError as exc:  # one line, as argparse's own refusals (`_OneLineParser`)
+        if sink is not None:
+            sink.abort()
+        print(f"say: error: {exc}", file=sys.stderr)
+        return 2
     except (UnknownNameError, UnknownVoice, TooLarge, PresetError) as exc:  # refused: exit 2
         if sink is not None:
             sink.abort()

@@ -250,13 +250,18 @@ async def test_say_refuses_an_unknown_style_listing_the_styles(
         ),
         (["x", "-o", "-", "--server", "http://127.0.0.1:9"], b"", "tcp://HOST:PORT"),
         (["x", "-o", "-", "--preset", "alarm=openjtalk-mei,loud=1"], b"", "unknown key 'loud'"),
+        (["x", "-o", "-", "--no-such-flag"], b"", "unrecognized arguments: --no-such-flag"),
+        (["x", "-o", "-", "--timeout", "0"], b"", "--timeout must be > 0"),
+        (["x", "--audio-device", "hw:0", "-o", "-"], b"", "--audio-device needs --play"),
     ],
 )
 async def test_say_usage_errors_exit_2(args: list[str], stdin: bytes, says: str) -> None:
+    """Each refusal is one line, ``say: error: ...`` (issue 54 finding 15: the README
+    promises one line; an empty text or ``--speed`` beside ``--server`` printed 27 lines
+    of usage)."""
     result = await run_program("say", *args, stdin=stdin)
-    assert result.returncode == 2, result.stderr
-    assert says in result.stderr
-    assert result.stdout == b""
+    assert_one_line_failure(result, says, code=2)
+    assert result.stderr.startswith("say: error: "), result.stderr
 
 
 # -- via a server --------------------------------------------------------------------------
