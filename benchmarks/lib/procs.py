@@ -18,6 +18,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 from benchmarks.lib import CACHE, REPO
 from tests.helpers.net import free_port
@@ -49,6 +50,7 @@ class Server:
         label: str = "server",
         env: dict[str, str] | None = None,
         program: Sequence[str] = OURS,
+        cwd: Path = REPO,
     ) -> None:
         self.port = free_port()
         self.uri = f"tcp://127.0.0.1:{self.port}"
@@ -58,7 +60,7 @@ class Server:
         self._log = self.log_path.open("wb")
         self.proc = subprocess.Popen(
             [*program, "--uri", self.uri, *args],
-            cwd=REPO,
+            cwd=cwd,
             env=env if env is not None else program_env(),
             stdin=subprocess.DEVNULL,
             stdout=self._log,

@@ -17,6 +17,7 @@ PARTS = {
         "soak",
         "library-load",
         "engine-api",
+        "doors",
     )
 }
 

@@ -60,3 +60,17 @@ def test_library_load_quick_installs_and_removes_under_load(capsys) -> None:
     assert "| 1 |" in out  # the one install/remove cycle, with its RSS after the remove
     assert "Failed requests: **0**" in out and "nan" not in out
     assert _recorded() == before
+
+
+@pytest.mark.slow
+def test_doors_quick_compares_each_door_against_a_base(capsys) -> None:
+    """Against HEAD (any clone has it; CI's may be shallow): a row per door, ratios given."""
+    from benchmarks.server.__main__ import main
+
+    before = _recorded()
+    assert main(["doors", "--quick", "--base", "HEAD"]) == 0
+    out = capsys.readouterr().out
+    for door in ("Wyoming one-shot", "page /api/speak", "OpenAI pcm", "VOICEVOX /synthesis"):
+        assert f"| idle | {door} |" in out
+    assert "nan" not in out
+    assert _recorded() == before
