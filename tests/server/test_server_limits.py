@@ -16,6 +16,7 @@ from wyoming.event import Event, async_read_event, async_write_event
 from wyoming.info import Describe
 from wyoming.tts import Synthesize
 
+from engine import EMBEDDED_VOICE_NAME
 from tests.helpers.net import free_port
 from tests.helpers.program import Program
 from wyoming_hayakoe.net.options import ConnectionLimits
@@ -70,6 +71,11 @@ async def test_a_client_that_stops_reading_frees_its_voice(start_server, caplog)
     assert server.port is not None
     _, stuck = await _open(server.port, rcvbuf=4096)
     await async_write_event(Synthesize(text=LONG).event(), stuck)  # and never read
+    lock = server.context.catalog.speakers[EMBEDDED_VOICE_NAME].lock
+    deadline = time.monotonic() + 30
+    while not lock.locked():  # it holds the voice before the next request asks
+        assert time.monotonic() < deadline, "the first request never started"
+        await asyncio.sleep(0.02)
     started = time.monotonic()
     reader, writer = await _open(server.port)
     await async_write_event(Synthesize(text="はい。").event(), writer)
