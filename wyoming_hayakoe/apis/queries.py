@@ -117,11 +117,11 @@ class Scales:
     def options(self) -> SpeechOptions:
         """The request's options for the request service, each over the voice's own: speed,
         style strength (``intonationScale``), rhythm (``tempoDynamicsScale`` × sdp_ratio),
-        pitch (2 ** ``pitchScale``), volume, rate, the silences (divided by the speed), a
+        pitch (1 + ``pitchScale``, AivisSpeech Engine's meaning), volume, rate, the silences (divided by the speed), a
         fixed seed."""
         return SpeechOptions(
             speed=self.speed,
-            pitch=2.0**self.pitch,
+            pitch=max(0.0, 1.0 + self.pitch),  # AivisSpeech Engine's conversion
             style_strength=self.intonation,
             tempo_dynamics=self.tempo_dynamics,
             volume=self.volume,
@@ -136,7 +136,7 @@ class Scales:
 # field → (low, high, default)
 _RANGES: dict[str, tuple[float, float, float]] = {
     "speedScale": (0.25, 4.0, 1.0),
-    "pitchScale": (-0.15, 0.15, 0.0),
+    "pitchScale": (-1.0, 1.0, 0.0),  # AivisSpeech Engine's range (VOICEVOX: -0.15-0.15)
     "intonationScale": (0.0, 2.0, 1.0),
     "tempoDynamicsScale": (0.0, 2.0, 1.0),
     "volumeScale": (0.01, 20.0, 1.0),  # Home Assistant's VOICEVOX integration offers 0.5-20

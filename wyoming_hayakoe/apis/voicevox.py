@@ -108,7 +108,7 @@ async def engine_manifest(request: web.Request) -> web.Response:
                 "adjust_mora_pitch": False,
                 "adjust_phoneme_length": False,
                 "adjust_speed_scale": True,
-                "adjust_pitch_scale": False,
+                "adjust_pitch_scale": True,
                 "adjust_intonation_scale": True,
                 "adjust_volume_scale": True,
                 "adjust_pause_length": False,

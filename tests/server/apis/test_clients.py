@@ -150,7 +150,6 @@ def neural_tts(aivm_files, layout_root: Path, tmp_path_factory: pytest.TempPathF
 
 
 @pytest.mark.timeout(600)
-@pytest.mark.xfail(reason="pitch on a neural voice is issue 55's WORLD work, not landed yet")
 @pytest.mark.parametrize("pitch", [-0.15, 0.15])
 async def test_ha_voicevox_pitch_range_on_a_neural_voice_is_a_wav(start_server, neural_tts, pitch):
     server = await start_server(dict(neural_tts.speakers), engine_api=EngineApiSettings(port=0))
@@ -159,7 +158,7 @@ async def test_ha_voicevox_pitch_range_on_a_neural_voice_is_a_wav(start_server, 
         ha = HaVoicevox(session, base)
         speaker = int(next(iter(await ha.config_flow())))
         _, data = await ha.tts("こんにちは。", speaker, 1.0, pitch, 1.0)
-    _wav(data)  # a 422 body today
+    _wav(data)  # was a 422 body
 
 
 async def test_ha_voicevox_gets_the_portal_without_a_token_but_nothing_else(start_server):

@@ -103,9 +103,15 @@ async def test_edited_accent_and_speed_in_the_audio(api: str):
         assert _frames(await synth(slow)) / _frames(await synth(edges)) == pytest.approx(
             1.5, rel=0.05
         )
+        # pitchScale as AivisSpeech Engine means it (a factor 1 + pitchScale), resynthesized:
+        # the same length, other samples (its F0 is measured in tests/engine/neural/)
+        unpitched = await synth(query)
         query["pitchScale"] = 0.1
+        pitched = await synth(query)
+        assert _frames(pitched) == _frames(unpitched) and pitched != unpitched
+        query["pitchScale"] = 1.5
         async with s.post(f"{api}/synthesis", params={"speaker": style}, json=query) as r:
-            assert r.status == 422
+            assert r.status == 422  # past AivisSpeech Engine's range
             assert (await r.json())["detail"][0]["loc"] == ["body", "pitchScale"]
 
 
