@@ -117,8 +117,8 @@ class Scales:
     def options(self) -> SpeechOptions:
         """The request's options for the request service, each over the voice's own: speed,
         style strength (``intonationScale``), rhythm (``tempoDynamicsScale`` × sdp_ratio),
-        pitch (1 + ``pitchScale``, AivisSpeech Engine's meaning), volume, rate, the silences (divided by the speed), a
-        fixed seed."""
+        pitch (1 + ``pitchScale``, AivisSpeech Engine's meaning), volume, rate, the silences
+        (divided by the speed), a fixed seed."""
         return SpeechOptions(
             speed=self.speed,
             pitch=max(0.0, 1.0 + self.pitch),  # AivisSpeech Engine's conversion
