@@ -31,6 +31,7 @@ from typing import Any
 
 from aiohttp import web
 
+from ..net.http_guard import write_bounded, write_timeout_of
 from ..speech import SpeechError, SpeechOptions, SpeechRequest
 from .audio_formats import FORMATS, Encoder
 from .errors import Invalid, json_answer, read_json
@@ -113,13 +114,15 @@ async def speech(request: web.Request) -> web.StreamResponse:
     )
     response.enable_chunked_encoding()
 
+    timeout = write_timeout_of(request)
+
     async def send(chunk: bytes) -> None:
         if not chunk:
             return
         if sse:
             event = {"type": "speech.audio.delta", "audio": base64.b64encode(chunk).decode()}
             chunk = f"data: {json.dumps(event)}\n\n".encode()
-        await response.write(chunk)
+        await write_bounded(response, chunk, timeout)  # a stalled client frees the voice
 
     with state.service.open(asked.request) as spoken:  # SpeechError: errors_middleware
         samples = 0
@@ -140,7 +143,7 @@ async def speech(request: web.Request) -> web.StreamResponse:
         if sse:
             text = asked.request.text
             assert isinstance(text, str)
-            await response.write(done_event(text, samples, OPENAI_RATE))
+            await write_bounded(response, done_event(text, samples, OPENAI_RATE), timeout)
     await response.write_eof()
     return response
 

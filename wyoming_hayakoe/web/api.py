@@ -45,6 +45,7 @@ from engine.text.userdict import UserWord
 from ..admission import Admission
 from ..context import SpeedMeasurer
 from ..info import VoiceCatalog
+from ..net.http_guard import write_bounded, write_timeout_of
 from ..speech import (
     Speech,
     SpeechError,
@@ -343,8 +344,8 @@ async def speak(request: web.Request) -> web.StreamResponse:
                     if not response.prepared:  # an error before audio is still a JSON answer
                         await response.prepare(request)
                     pcm = chunk.pcm_bytes()
-                    if pcm:
-                        await response.write(pcm)
+                    if pcm:  # a stalled client frees the voice (ClientStalled)
+                        await write_bounded(response, pcm, write_timeout_of(request))
         except SpeechError as exc:
             if not response.prepared:
                 raise _refused(exc) from None
