@@ -234,35 +234,52 @@ async def f05_a_client_that_stops_reading(t: Target) -> None:
         writer.transport.abort()
 
 
-async def f06_multi_synthesis_whose_client_left(t: Target) -> None:
-    async with t.http.post(
-        f"{t.api}/audio_query", params={"text": "今日は良い天気ですね。", "speaker": 0}
-    ) as r:
-        query = await r.json()
-    embedded = 0  # the embedded voice's style ID is listed first
-    async with t.http.get(f"{t.api}/speakers") as r:
-        for sp in await r.json():
-            if sp["name"] == EMBEDDED_VOICE_NAME:
-                embedded = sp["styles"][0]["id"]
-    body = json.dumps([query] * 40).encode()
-    head = (
-        f"POST /multi_synthesis?speaker={embedded} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
-    ).encode()
-    port = urllib.parse.urlsplit(t.api).port
+async def _work_stops_when_the_client_leaves(t: Target, port: int, request: bytes) -> None:
+    """Send `request`, leave once the server has started on it, and measure the CPU it
+    spends afterwards."""
     _, writer = await asyncio.open_connection("127.0.0.1", port)
-    writer.write(head + body)
+    writer.write(request)
     await writer.drain()
     before = _cpu_s(t.pid)
     deadline = time.monotonic() + 10
     while _cpu_s(t.pid) - before < 0.3 and time.monotonic() < deadline:  # it started
         await asyncio.sleep(0.05)
     writer.transport.abort()
-    await asyncio.sleep(0.5)  # the query in hand finishes
+    await asyncio.sleep(0.5)  # the sentence in hand finishes
     left = _cpu_s(t.pid)
     await asyncio.sleep(3.0)
     spent = _cpu_s(t.pid) - left
     assert spent < 1.0, f"{spent:.1f} CPU-s after the client left (was 8 in 15 s)"
+
+
+def _post(path: str, body: bytes) -> bytes:
+    return (
+        f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n"
+    ).encode() + body
+
+
+async def f06_whole_answers_whose_client_left(t: Target) -> None:
+    async with t.http.post(
+        f"{t.api}/audio_query", params={"text": "今日は良い天気ですね。", "speaker": 0}
+    ) as r:
+        query = await r.json()
+    embedded = 0
+    async with t.http.get(f"{t.api}/speakers") as r:
+        for sp in await r.json():
+            if sp["name"] == EMBEDDED_VOICE_NAME:
+                embedded = sp["styles"][0]["id"]
+    api = urllib.parse.urlsplit(t.api).port
+    assert api is not None
+    body = json.dumps([query] * 40).encode()
+    await _work_stops_when_the_client_leaves(
+        t, api, _post(f"/multi_synthesis?speaker={embedded}", body)
+    )
+    page = urllib.parse.urlsplit(t.page).port
+    assert page is not None
+    text = "今日は良い天気ですね。散歩に行きましょう。" * 40
+    body = json.dumps({"text": text, "format": "wav"}).encode()
+    await _work_stops_when_the_client_leaves(t, page, _post("/api/speak", body))
 
 
 async def f07_wyoming_text_past_the_bound(t: Target) -> None:
@@ -325,7 +342,7 @@ ATTACKS: list[Callable[[Target], Awaitable[None]]] = [
     f03_one_sentence_of_2000_morae,
     f04_long_latin_words,
     f05_a_client_that_stops_reading,
-    f06_multi_synthesis_whose_client_left,
+    f06_whole_answers_whose_client_left,
     f07_wyoming_text_past_the_bound,
     f08_greedy_connections,
     f09_log_injection,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import socket
 import time
 
@@ -115,7 +116,7 @@ async def test_headers_dribbled_are_closed_after_the_header_timeout(start_server
 @pytest.mark.parametrize(
     ("which", "path"), [("page", "/api/reading"), ("engine-api", "/v1/audio/speech")]
 )
-async def test_a_body_dribbled_is_closed_after_the_body_timeout(start_server, which, path):
+async def test_a_body_dribbled_is_closed_after_the_body_timeout(start_server, which, path, caplog):
     server = await _server(start_server, http_body_timeout=1.0, http_body_min_rate=1024)
     port = _port(server, which)
     body = json.dumps({"text": "あ" * 100, "input": "あ", "voice": "x"}).encode()
@@ -129,6 +130,7 @@ async def test_a_body_dribbled_is_closed_after_the_body_timeout(start_server, wh
     writer.close()
     status, _ = await _answer_of(port, path, body)
     assert status != 408  # a body sent at once is answered as ever
+    assert _one_line_no_error(caplog, "request body did not arrive")
 
 
 async def _answer_of(port: int, path: str, body: bytes) -> tuple[int, bytes]:
@@ -201,7 +203,15 @@ async def test_a_stream_nobody_reads_frees_the_voice(start_server, caplog) -> No
     waited = time.monotonic() - started
     stuck.close()
     assert waited < 45, f"the second request waited {waited:.1f} s"
-    assert any("read nothing for 1 s" in r.getMessage() for r in caplog.records)
+    assert _one_line_no_error(caplog, "read nothing for 1 s")
+
+
+def _one_line_no_error(caplog, text: str) -> bool:
+    """The guard said `text` in one line, and nothing was logged as an error."""
+    lines = [r for r in caplog.records if text in r.getMessage()]
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert not errors, errors
+    return len(lines) == 1
 
 
 async def _voice_taken(server) -> None:

@@ -292,6 +292,14 @@ class HttpGuard:
         connection.request_started(request.content)
         try:
             return await handler(request)
+        except ConnectionError:
+            transport = request.transport
+            if transport is not None and not transport.is_closing():
+                raise
+            # the client left, or the guard dropped it (its one line written): nothing can
+            # be answered, and aiohttp would log it as an error with a traceback
+            _LOGGER.debug("HTTP client on port %s gone mid-request", self.name)
+            return web.Response(status=408)
         finally:
             connection.request_finished()
 

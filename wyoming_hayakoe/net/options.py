@@ -7,6 +7,7 @@ lists them with their defaults.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..flags import positive_float, positive_int
@@ -49,93 +50,86 @@ class ConnectionLimits:
     """Seconds a kept-alive HTTP connection may wait for its next request."""
 
 
+_FLAGS: tuple[tuple[str, Callable[[str], Callable[[str], float]], str, str], ...] = (
+    (
+        "--max-connections",
+        positive_int,
+        "N",
+        "Wyoming connections open at once; one more gets an error and is closed",
+    ),
+    ("--max-event-header-bytes", positive_int, "BYTES", "longest Wyoming event header line"),
+    (
+        "--event-timeout",
+        positive_float,
+        "SECONDS",
+        "a Wyoming event must arrive whole within this long of its first byte; idle "
+        "connections between events stay open",
+    ),
+    (
+        "--write-timeout",
+        positive_float,
+        "SECONDS",
+        "a client that reads nothing for this long while audio waits for it is taken as "
+        "gone: its synthesis stops and its voice is freed, on every port",
+    ),
+    (
+        "--http-max-connections",
+        positive_int,
+        "N",
+        "connections open at once on each HTTP port (the page, the engine APIs); one more gets 503",
+    ),
+    (
+        "--http-header-timeout",
+        positive_float,
+        "SECONDS",
+        "an HTTP request's line and headers must arrive within this long",
+    ),
+    (
+        "--http-body-timeout",
+        positive_float,
+        "SECONDS",
+        "an HTTP request body must arrive within this long after its headers, plus a second "
+        "per --http-body-min-rate received",
+    ),
+    (
+        "--http-body-min-rate",
+        positive_int,
+        "KIB_PER_S",
+        "KiB of body that earn a request one more second",
+    ),
+    (
+        "--http-idle-timeout",
+        positive_float,
+        "SECONDS",
+        "a kept-alive HTTP connection is closed after this long without a request",
+    ),
+)
+"""Each flag: its name (the field's, in dashes), its type's maker, metavar and help."""
+
+
+def _field(flag: str) -> str:
+    return flag.removeprefix("--").replace("-", "_")
+
+
 def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
-    d = ConnectionLimits()
+    defaults = ConnectionLimits()
     g = parser.add_argument_group(
         "connection limits (slow, stuck or greedy clients; see docs/limits.md)"
     )
-    g.add_argument(
-        "--max-connections",
-        type=positive_int("--max-connections"),
-        default=d.max_connections,
-        metavar="N",
-        help="Wyoming connections open at once; one more gets an error and is closed "
-        "(default: %(default)s)",
-    )
-    g.add_argument(
-        "--max-event-header-bytes",
-        type=positive_int("--max-event-header-bytes"),
-        default=d.max_event_header_bytes,
-        metavar="BYTES",
-        help="longest Wyoming event header line (default: %(default)s)",
-    )
-    g.add_argument(
-        "--event-timeout",
-        type=positive_float("--event-timeout"),
-        default=d.event_timeout,
-        metavar="SECONDS",
-        help="a Wyoming event must arrive whole within this long of its first byte; idle "
-        "connections between events stay open (default: %(default)s)",
-    )
-    g.add_argument(
-        "--write-timeout",
-        type=positive_float("--write-timeout"),
-        default=d.write_timeout,
-        metavar="SECONDS",
-        help="a client that reads nothing for this long while audio waits for it is taken "
-        "as gone: its synthesis stops and its voice is freed (every port; default: "
-        "%(default)s)",
-    )
-    g.add_argument(
-        "--http-max-connections",
-        type=positive_int("--http-max-connections"),
-        default=d.http_max_connections,
-        metavar="N",
-        help="connections open at once on each HTTP port (the page, the engine APIs); one "
-        "more gets 503 (default: %(default)s)",
-    )
-    g.add_argument(
-        "--http-header-timeout",
-        type=positive_float("--http-header-timeout"),
-        default=d.http_header_timeout,
-        metavar="SECONDS",
-        help="an HTTP request's line and headers must arrive within this long "
-        "(default: %(default)s)",
-    )
-    g.add_argument(
-        "--http-body-timeout",
-        type=positive_float("--http-body-timeout"),
-        default=d.http_body_timeout,
-        metavar="SECONDS",
-        help="an HTTP request body must arrive within this long after its headers, plus a "
-        "second per --http-body-min-rate received (default: %(default)s)",
-    )
-    g.add_argument(
-        "--http-body-min-rate",
-        type=positive_int("--http-body-min-rate"),
-        default=d.http_body_min_rate // KIB,
-        metavar="KIB_PER_S",
-        help="KiB of body that earn a request one more second (default: %(default)s)",
-    )
-    g.add_argument(
-        "--http-idle-timeout",
-        type=positive_float("--http-idle-timeout"),
-        default=d.http_idle_timeout,
-        metavar="SECONDS",
-        help="a kept-alive HTTP connection is closed after this long without a request "
-        "(default: %(default)s)",
-    )
+    for flag, kind, metavar, text in _FLAGS:
+        default = getattr(defaults, _field(flag))
+        if flag == "--http-body-min-rate":
+            default //= KIB
+        g.add_argument(
+            flag,
+            type=kind(flag),
+            default=default,
+            metavar=metavar,
+            help=text + " (default: %(default)s)",
+        )
 
 
 def connection_limits_from_args(args: argparse.Namespace) -> ConnectionLimits:
-    return ConnectionLimits(
-        max_connections=args.max_connections,
-        max_event_header_bytes=args.max_event_header_bytes,
-        event_timeout=args.event_timeout,
-        write_timeout=args.write_timeout,
-        http_max_connections=args.http_max_connections,
-        http_header_timeout=args.http_header_timeout,
-        http_body_timeout=args.http_body_timeout,
-        http_body_min_rate=args.http_body_min_rate * KIB,
-        http_idle_timeout=args.http_idle_timeout,
-    )
+    values = {_field(flag): getattr(args, _field(flag)) for flag, *_ in _FLAGS}
+    values["http_body_min_rate"] *= KIB
+    return ConnectionLimits(**values)

@@ -36,4 +36,4 @@ class RateLimitedLog:
         if skipped:
             message += " (and %d more like it since the last such line)"
             args = (*args, skipped)
-        self._logger.warning(message, *args)
+        self._logger.warning(message, *args, stacklevel=2)

@@ -295,8 +295,7 @@ async def sample(request: web.Request) -> web.Response:
     wav = state.samples.get(key)
     if wav is None:
         with _open(state, asked) as speech:
-            audio = await _whole(speech)
-        wav = audio.to_wav_bytes()
+            wav = await _whole_wav(speech, request)
         state.samples[key] = wav
         while len(state.samples) > _SAMPLE_CACHE:
             state.samples.popitem(last=False)
@@ -305,11 +304,21 @@ async def sample(request: web.Request) -> web.Response:
     )
 
 
-async def _whole(speech: Speech) -> AudioResult:
+async def _whole_wav(speech: Speech, request: web.Request) -> bytes:
+    """The request's audio as one WAV file, made off the event loop; the synthesis stops
+    (`ConnectionResetError`) as soon as the client has left."""
+    pieces: list[AudioResult] = []
     try:
-        return await speech.generate()
+        async with contextlib.aclosing(speech.stream()) as chunks:
+            async for chunk in chunks:
+                transport = request.transport
+                if transport is None or transport.is_closing():
+                    raise ConnectionResetError("the client left; its synthesis stopped")
+                pieces.append(chunk)
     except SpeechError as exc:
         raise _refused(exc) from None
+    audio = AudioResult.concat(pieces, sr=speech.rate)
+    return await asyncio.to_thread(audio.to_wav_bytes)
 
 
 async def speak(request: web.Request) -> web.StreamResponse:
@@ -325,9 +334,8 @@ async def speak(request: web.Request) -> web.StreamResponse:
     asked = SpeechRequest(text, voice, style, options=options, measure_whole=whole, door="page")
     with _open(state, asked) as speech:
         if whole:
-            audio = await _whole(speech)
             return web.Response(
-                body=audio.to_wav_bytes(),
+                body=await _whole_wav(speech, request),
                 content_type="audio/wav",
                 headers={"Content-Disposition": 'attachment; filename="hayakoe.wav"'},
             )
