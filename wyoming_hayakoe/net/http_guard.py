@@ -127,7 +127,7 @@ class _GuardedConnection(asyncio.Protocol):
     def pause_writing(self) -> None:
         if self._write_timer is None:
             self._write_timer = self._loop.call_later(
-                self._guard.limits.write_timeout, self._stalled
+                self._guard.limits.write_timeout, self.stalled
             )
         self._inner.pause_writing()
 
@@ -210,7 +210,10 @@ class _GuardedConnection(asyncio.Protocol):
         )
         transport.abort()
 
-    def _stalled(self) -> None:
+    def stalled(self) -> None:
+        """The client has read nothing for the write timeout: one line, dropped."""
+        if self._write_timer is not None:
+            self._write_timer.cancel()
         self._write_timer = None
         transport = self._transport
         if transport is None or transport.is_closing():
@@ -292,6 +295,9 @@ class HttpGuard:
         connection.request_started(request.content)
         try:
             return await handler(request)
+        except ClientStalled:  # `write_bounded` timed out: drop it now, if the timer has not
+            connection.stalled()
+            return web.Response(status=408)
         except ConnectionError:
             transport = request.transport
             if transport is not None and not transport.is_closing():
