@@ -187,6 +187,22 @@ def output_options(
     )
 
 
+def _waiting_preset(
+    preset: Preset, missing: str, options: dict[str, Any], out: OutputOptions
+) -> PresetVoice:
+    """A preset of a library voice whose file is gone: kept, served by nothing until the
+    voice is back (its style chosen then), with a warning naming both."""
+    summary = preset.summary()
+    description = f"{preset.name}: preset of {missing}" + (f" — {summary}" if summary else "")
+    _LOGGER.warning(
+        "Preset %s is served by nothing for now: its voice %s is a library voice "
+        "that cannot be served (see above); requests for %s are told so (Wyoming: "
+        "the default voice speaks them) until the voice is back in the library",
+        preset.name, missing, preset.name,
+    )  # fmt: skip
+    return PresetVoice(preset.name, missing, preset.style or "", options, out, description)
+
+
 def resolve_presets(
     presets: Iterable[Preset],
     speakers: Mapping[str, Speaker],
@@ -224,19 +240,8 @@ def resolve_presets(
         options = {**synthesis.as_options(), **preset.synthesis.as_options()}
         missing = later.get(name_key(preset.voice))
         if missing is not None and not any(name_key(n) == name_key(missing) for n in speakers):
-            description = f"{preset.name}: preset of {missing}" + (
-                f" — {summary}" if summary else ""
-            )
-            resolved[preset.name] = PresetVoice(
-                preset.name, missing, preset.style or "", options, out, description
-            )
+            resolved[preset.name] = _waiting_preset(preset, missing, options, out)
             reserved.add(name_key(preset.name))
-            _LOGGER.warning(
-                "Preset %s is served by nothing for now: its voice %s is a library voice "
-                "that cannot be served (see above); requests for %s are told so (Wyoming: "
-                "the default voice speaks them) until the voice is back in the library",
-                preset.name, missing, preset.name,
-            )  # fmt: skip
             continue
         if not speakers:
             raise PresetError(f"{label}: no voice is loaded")
