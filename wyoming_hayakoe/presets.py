@@ -203,6 +203,43 @@ def _waiting_preset(
     return PresetVoice(preset.name, missing, preset.style or "", options, out, description)
 
 
+def _served_preset(
+    preset: Preset,
+    speakers: Mapping[str, Speaker],
+    options: dict[str, Any],
+    out: OutputOptions,
+    default_style: Callable[[Speaker], str] | None,
+) -> PresetVoice:
+    """A preset of a served voice, its name resolved as requests resolve names."""
+    label = f"--preset {preset.name!r}"
+    summary = preset.summary()
+    if not speakers:
+        raise PresetError(f"{label}: no voice is loaded")
+    names = VoiceNames({n: tuple(s.styles) for n, s in speakers.items()})
+    try:  # the names requests use (`resolve`): case-insensitive
+        found = resolve_name(
+            names, preset.voice, preset.style, default=next(iter(speakers))
+        ).exact()
+    except UnknownNameError as exc:
+        raise PresetError(f"{label}: {exc}") from None
+    speaker = speakers[found.voice]
+    if found.style is not None:
+        style = found.style
+    else:
+        style = default_style(speaker) if default_style else speaker.default_style
+    description = f"{preset.name}: preset of {speaker.name} [{style}]" + (
+        f" — {summary}" if summary else ""
+    )
+    return PresetVoice(
+        name=preset.name,
+        voice=found.voice,
+        style=style,
+        options=options,
+        output=out,
+        description=description,
+    )
+
+
 def resolve_presets(
     presets: Iterable[Preset],
     speakers: Mapping[str, Speaker],
@@ -236,38 +273,13 @@ def resolve_presets(
             out = output_options(output.merged(preset.output), chimes)
         except ValueError as exc:  # a chime that is not a WAV file, ...
             raise PresetError(f"{label}: {str(exc).removeprefix('--')}") from None
-        summary = preset.summary()
         options = {**synthesis.as_options(), **preset.synthesis.as_options()}
         missing = later.get(name_key(preset.voice))
         if missing is not None and not any(name_key(n) == name_key(missing) for n in speakers):
             resolved[preset.name] = _waiting_preset(preset, missing, options, out)
             reserved.add(name_key(preset.name))
             continue
-        if not speakers:
-            raise PresetError(f"{label}: no voice is loaded")
-        names = VoiceNames({n: tuple(s.styles) for n, s in speakers.items()})
-        try:  # the names requests use (`resolve`): case-insensitive
-            found = resolve_name(
-                names, preset.voice, preset.style, default=next(iter(speakers))
-            ).exact()
-        except UnknownNameError as exc:
-            raise PresetError(f"{label}: {exc}") from None
-        speaker = speakers[found.voice]
-        if found.style is not None:
-            style = found.style
-        else:
-            style = default_style(speaker) if default_style else speaker.default_style
-        description = f"{preset.name}: preset of {speaker.name} [{style}]" + (
-            f" — {summary}" if summary else ""
-        )
-        resolved[preset.name] = PresetVoice(
-            name=preset.name,
-            voice=found.voice,
-            style=style,
-            options=options,
-            output=out,
-            description=description,
-        )
+        resolved[preset.name] = _served_preset(preset, speakers, options, out, default_style)
         reserved.add(name_key(preset.name))
-        _LOGGER.info("Voice %s", description)
+        _LOGGER.info("Voice %s", resolved[preset.name].description)
     return resolved
