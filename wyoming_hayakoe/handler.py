@@ -23,7 +23,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
 
 from wyoming.audio import AudioChunk, AudioStart, AudioStop
@@ -191,6 +191,30 @@ def _voice_of(event: Event) -> SynthesizeVoice | None:
     return SynthesizeVoice(name=name, speaker=speaker)
 
 
+class _BoundedDrain:
+    """The connection's writer as `async_write_event` uses it, its drain bounded in time:
+    `asyncio.TimeoutError` when the client has read too little for the buffered events to
+    go within `timeout` seconds. While the buffer is below its high-water mark the drain
+    returns at once, without the cost of a timer per event."""
+
+    def __init__(self, writer: asyncio.StreamWriter, timeout: float) -> None:
+        self._writer = writer
+        self._timeout = timeout
+
+    def write(self, data: bytes) -> None:
+        self._writer.write(data)
+
+    def writelines(self, data: Iterable[bytes]) -> None:
+        self._writer.writelines(data)
+
+    async def drain(self) -> None:
+        transport = self._writer.transport
+        if transport.get_write_buffer_size() <= transport.get_write_buffer_limits()[1]:
+            await self._writer.drain()  # not paused: returns at once (raises if closed)
+        else:
+            await asyncio.wait_for(self._writer.drain(), self._timeout)
+
+
 class HayakoeHandler(AsyncEventHandler):
     """Wyoming events of one connection."""
 
@@ -251,7 +275,7 @@ class HayakoeHandler(AsyncEventHandler):
         timeout = self.context.limits.write_timeout
         async with self._write_lock:
             try:
-                await asyncio.wait_for(async_write_event(event, self.writer), timeout)
+                await async_write_event(event, _BoundedDrain(self.writer, timeout))  # type: ignore[arg-type]
             except asyncio.TimeoutError:
                 _LOGGER.warning(
                     "Client %s read nothing for %g s: taken as gone, connection dropped",
