@@ -247,7 +247,13 @@ CASES = {
             == ("0.0.0.0", 10101, "api_not_a_real_token")
             and "api_not_a_real_token" not in r.argv
         ),
-        {"engine_api", *(f"engine_api.{f}" for f in ("host", "port", "token", "allowed_hosts"))},
+        {
+            "engine_api",
+            *(
+                f"engine_api.{f}"
+                for f in ("host", "port", "token", "allowed_hosts", "openai_voices")
+            ),
+        },
     ),
     "openai_voices": (
         ["alloy=jvnv-F1-jp:Happy", " Nova = mine"],

@@ -253,7 +253,7 @@ def openai_request(run: Run, client: Any, voice: str) -> Request:
                     assert r.headers.get("transfer-encoding") == "chunked"
                     data = b"".join([c async for c in r.iter_bytes()])
         except openai.BadRequestError as exc:
-            if f"voices: {EMBEDDED}" in str(exc) and voice in str(exc):
+            if f"available: {EMBEDDED}" in str(exc) and voice in str(exc):
                 raise Gone from None  # 400 naming the voice, listing those served
             raise
         run.answers.check(f"openai {voice} {fmt}", openai_samples(data, fmt))
@@ -314,7 +314,7 @@ async def speakers(run: Run) -> dict[str, dict[str, Any]]:
 async def openai_voices(run: Run) -> list[str]:
     async with aiohttp.ClientSession() as s, s.get(f"{run.api}/v1/audio/voices") as r:
         assert r.status == 200
-        return list((await r.json())["voices"])
+        return [v["id"] for v in (await r.json())["voices"]]  # Open WebUI's shape
 
 
 def style_ids(listed: dict[str, Any]) -> dict[str, int]:
