@@ -35,50 +35,50 @@ class BertCheck:
         self._tts = tts
         self._ready = False
 
-    def missing(self) -> str | None:
-        """None when a neural voice can be loaded (online, a neural voice served, or the
-        BERT in the cache or a local folder); else the sentence that says why not."""
-        tts = self._tts
-        if self._ready or not tts.options.offline:
-            return None
-        if any(s.run_info is not None for s in tts.speakers.values()):  # a neural voice
-            self._ready = True
-            return None
-        try:
-            source = parse_source(tts.bert_source, cache_dir=tts.cache_dir, offline=True)
-            fetch_bert(source, tts.device)
-        except Exception as exc:  # noqa: BLE001 - whatever it is, the BERT cannot be had
-            _LOGGER.debug("BERT not at hand offline: %s", exc)
-            where, root = redact(tts.bert_source), cache_root(tts.cache_dir)
-            return (
-                f"the first neural voice needs the shared BERT model (about 500 MB, from "
-                f"{where}), which is not in the cache ({root}) and the server is offline "
-                "(--offline): start it once online, or fetch it first with "
-                f"`wyoming-hayakoe download --cache-dir {root} --bert-source {where}`"
-            )
-        self._ready = True
-        return None
-
-    def unavailable(self, cause: str) -> str | None:
-        """After a neural voice failed to load (`cause`): the sentence saying the shared
-        BERT could not be had (no neural voice serves and it is not in the cache or its
-        folder, so the load needed it and it could not be fetched), or None."""
+    def _at_hand(self) -> bool:
+        """Whether a neural voice can get the shared BERT: a neural voice is served, or the
+        BERT is in the cache or its folder (looked for once it is, then remembered)."""
         tts = self._tts
         if self._ready or any(s.run_info is not None for s in tts.speakers.values()):
-            return None
+            self._ready = True
+            return True
         try:
             source = parse_source(tts.bert_source, cache_dir=tts.cache_dir, offline=True)
             fetch_bert(source, tts.device)
         except Exception as exc:  # noqa: BLE001 - whatever it is, the BERT cannot be had
             _LOGGER.debug("BERT not at hand: %s", exc)
-            where, root = redact(tts.bert_source), cache_root(tts.cache_dir)
-            return (
-                f"the first neural voice needs the shared BERT model (about 500 MB, from "
-                f"{where}), which could not be fetched ({cause}) and is not in the cache "
-                f"({root}): check the network, or fetch it first with "
-                f"`wyoming-hayakoe download --cache-dir {root} --bert-source {where}`"
-            )
-        return None
+            return False
+        self._ready = True
+        return True
+
+    def _needs(self, why: str, advice: str) -> str:
+        tts = self._tts
+        where, root = redact(tts.bert_source), cache_root(tts.cache_dir)
+        return (
+            f"the first neural voice needs the shared BERT model (about 500 MB, from "
+            f"{where}), which {why} ({root}){advice}, or fetch it first with "
+            f"`wyoming-hayakoe download --cache-dir {root} --bert-source {where}`"
+        )
+
+    def missing(self) -> str | None:
+        """None when a neural voice can be loaded (online, a neural voice served, or the
+        BERT in the cache or a local folder); else the sentence that says why not."""
+        if self._ready or not self._tts.options.offline or self._at_hand():
+            return None
+        return self._needs(
+            "is not in the cache",
+            " and the server is offline (--offline): start it once online",
+        )
+
+    def unavailable(self, cause: str) -> str | None:
+        """After a neural voice failed to load (`cause`): the sentence saying the shared
+        BERT could not be had (no neural voice serves and it is not in the cache or its
+        folder, so the load needed it and it could not be fetched), or None."""
+        if self._at_hand():
+            return None
+        return self._needs(
+            f"could not be fetched ({cause}) and is not in the cache", ": check the network"
+        )
 
     def check(self) -> None:
         """`LibraryError` ``bert_missing`` when `missing` says why an install cannot work."""
