@@ -31,6 +31,7 @@ from engine.text.pipeline import TextPipeline
 from engine.text.userdict import UserDictionaryError, UserWord
 
 from ..errors import ClientGone
+from ..net.http_guard import client_left
 from ..speech import OutputBudget, SpeechRequest
 from .audio_formats import MAX_JOINED_BYTES, read_wav, wav_bytes
 from .errors import Invalid, Refused, json_answer, read_json
@@ -271,11 +272,6 @@ def _speech_request(state: ApiState, style_raw: object, query: object, loc: Loc)
     )
 
 
-def _client_gone(request: web.Request) -> bool:
-    transport = request.transport
-    return transport is None or transport.is_closing()
-
-
 async def _wav_of(
     state: ApiState,
     request: web.Request,
@@ -288,7 +284,7 @@ async def _wav_of(
         pieces: list[np.ndarray] = []
         async with contextlib.aclosing(speech.stream()) as chunks:
             async for chunk in chunks:
-                if _client_gone(request):
+                if client_left(request):
                     raise ClientGone(request.path)
                 pieces.append(chunk.data)
         samples = np.concatenate(pieces) if pieces else np.zeros(0, np.int16)

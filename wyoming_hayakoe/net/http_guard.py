@@ -39,6 +39,7 @@ __all__ = [
     "ClientStalled",
     "GuardedSite",
     "HttpGuard",
+    "client_left",
     "write_bounded",
     "write_timeout_of",
 ]
@@ -352,6 +353,13 @@ class GuardedSite(web.BaseSite):
             backlog=self._backlog,
             reuse_address=True,
         )
+
+
+def client_left(request: web.BaseRequest) -> bool:
+    """Whether the client of `request` has closed its connection (a whole answer's work
+    stops then: nobody will read it)."""
+    transport = request.transport
+    return transport is None or transport.is_closing()
 
 
 def write_timeout_of(request: web.BaseRequest) -> float:

@@ -45,7 +45,7 @@ from engine.text.userdict import UserWord
 from ..admission import Admission
 from ..context import SpeedMeasurer
 from ..info import VoiceCatalog
-from ..net.http_guard import write_bounded, write_timeout_of
+from ..net.http_guard import client_left, write_bounded, write_timeout_of
 from ..speech import (
     Speech,
     SpeechError,
@@ -311,8 +311,7 @@ async def _whole_wav(speech: Speech, request: web.Request) -> bytes:
     try:
         async with contextlib.aclosing(speech.stream()) as chunks:
             async for chunk in chunks:
-                transport = request.transport
-                if transport is None or transport.is_closing():
+                if client_left(request):
                     raise ConnectionResetError("the client left; its synthesis stopped")
                 pieces.append(chunk)
     except SpeechError as exc:
